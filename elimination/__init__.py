@@ -1,0 +1,77 @@
+"""Bucket (variable) elimination on Gaussian factor graphs.
+
+Orderings are pure functions of the interaction graph; :func:`analyze` is the
+symbolic pass (no numbers), :func:`factorize` the numeric one, and
+:meth:`Factorization.solve` re-solves for new linear terms.  Depends on
+``factorgraph`` only.
+
+>>> import numpy as np
+>>> from factorgraph import FactorGraph, Variable, Quadratic
+>>> import elimination
+>>> g = FactorGraph(); g.add_variable(Variable("x", 2))
+>>> _ = g.add(Quadratic(["x"], 2 * np.eye(2), [2.0, 4.0]))
+>>> elimination.solve(g)["x"]
+array([1., 2.])
+"""
+from __future__ import annotations
+
+from .errors import OrderingError, SingularProblemError
+from .gaussian import PIVOT_RTOL, GaussianConditional, eliminate_gaussian
+from .numeric import Factorization, factorize
+from .ordering import (
+    ORDERINGS,
+    EliminationState,
+    Ordering,
+    degree_score,
+    fill_score,
+    greedy,
+    min_degree,
+    min_fill,
+    natural,
+    resolve_ordering,
+)
+from .symbolic import Plan, Step, analyze
+
+
+def solve(graph, ordering="min_fill") -> dict:
+    """Analyze, factorize and solve in one call.
+
+    Parameters
+    ----------
+    graph : factorgraph.FactorGraph
+    ordering : Ordering or str
+        An :class:`Ordering`, or the name of a heuristic in :data:`ORDERINGS`
+        (``"natural"``, ``"min_degree"``, ``"min_fill"``).
+
+    Returns
+    -------
+    dict
+        Variable key -> value.
+    """
+    plan = analyze(graph, resolve_ordering(graph, ordering))
+    return factorize(graph, plan).solve()
+
+
+__all__ = [
+    "ORDERINGS",
+    "PIVOT_RTOL",
+    "EliminationState",
+    "Factorization",
+    "GaussianConditional",
+    "Ordering",
+    "OrderingError",
+    "Plan",
+    "SingularProblemError",
+    "Step",
+    "analyze",
+    "degree_score",
+    "eliminate_gaussian",
+    "factorize",
+    "fill_score",
+    "greedy",
+    "min_degree",
+    "min_fill",
+    "natural",
+    "resolve_ordering",
+    "solve",
+]

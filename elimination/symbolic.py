@@ -1,0 +1,343 @@
+"""Symbolic analysis: what eliminating a graph in a given order will do.
+
+:func:`analyze` runs bucket elimination on the *structure* of a graph (scopes,
+dimensions, hard row counts) and records, per step, the frontal block, its
+separator, the fill edges it adds, the sizes and a flop estimate, plus the
+bookkeeping the numeric pass replays (which factors fall in which bucket, and
+where their entries go).  No numbers are involved, so one :class:`Plan` serves
+every numeric instance of the structure -- every state of a mechanism, every
+element of a batch.
+
+Rank is structural: a bucket holding ``m`` hard rows over a front of ``n_F``
+dimensions uses ``r = min(m, n_F)`` of them to substitute the front; the other
+``m - r`` are passed on to the separator as a new hard factor, and the
+``n_F - r`` dimensions left free are eliminated by a Schur complement.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+
+import networkx as nx
+import numpy as np
+
+from factorgraph import FactorStructure
+
+from .errors import OrderingError
+from .ordering import Ordering
+
+PIVOTS = ("none", "definite", "negative", "quasidefinite", "indefinite")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One elimination step (one bucket).
+
+    Attributes
+    ----------
+    index : int
+    frontal : tuple
+        Keys eliminated, as in the ordering.
+    separator : tuple
+        Keys the resulting conditional depends on, in elimination order.
+    fill_edges : tuple of (key, key)
+        Edges this step adds to the interaction graph.
+    frontal_dim, separator_dim : int
+        Scalar sizes of the front and its separator.
+    frontal_min_dim : int
+        Scalar size of the front's ``min`` variables (they lead the layout).
+    hard_rows : int
+        Hard equality rows in the bucket (``m``).
+    substituted : int
+        Front dimensions fixed by substitution, ``min(m, frontal_dim)``.
+    pivot : str
+        Kind of the Schur-complement pivot on the remaining
+        ``frontal_dim - substituted`` dimensions: ``"none"``, ``"definite"``
+        (all ``min``: Cholesky), ``"negative"`` (all ``max``), ``"quasidefinite"``
+        (both roles, no substitution: block LDL' with ``D = diag(I, -I)``) or
+        ``"indefinite"`` (both roles after a substitution: symmetric eigen
+        decomposition).
+    flops : float
+        Estimated floating-point operations of the dense kernels.
+    factors : tuple of int
+        Working factors in the bucket (indices; generated factors continue the
+        graph's numbering).
+    new_quadratic, new_equality : int or None
+        Indices of the factors this step creates on the separator.
+    layout : tuple
+        Local order of the keys in the bucket's dense block: the front with
+        ``min`` keys first, then the separator.
+    positions : tuple of ndarray
+        For each factor of ``factors``, the local scalar positions of its scope.
+    """
+
+    index: int
+    frontal: tuple
+    separator: tuple
+    fill_edges: tuple
+    frontal_dim: int
+    separator_dim: int
+    frontal_min_dim: int
+    hard_rows: int
+    substituted: int
+    pivot: str
+    flops: float
+    factors: tuple
+    new_quadratic: int | None
+    new_equality: int | None
+    layout: tuple
+    positions: tuple
+
+    @property
+    def front_size(self) -> int:
+        """Scalar size of the dense front, ``frontal_dim + separator_dim``."""
+        return self.frontal_dim + self.separator_dim
+
+    @property
+    def leftover_rows(self) -> int:
+        """Hard rows passed on to the separator (or dropped if it is empty)."""
+        return self.hard_rows - self.substituted
+
+    @property
+    def pivot_dim(self) -> int:
+        """Dimensions eliminated by the Schur complement."""
+        return self.frontal_dim - self.substituted
+
+
+def step_flops(nF: int, nS: int, m: int) -> float:
+    """Flop estimate of one dense elimination step.
+
+    QR of the ``m x nF`` hard block and the change of variables of the
+    ``(nF + nS)``-square Hessian when ``m > 0``; Cholesky of the ``nz``-square
+    pivot, the triangular solve against the ``nz x nS`` coupling and the
+    symmetric Schur update otherwise.
+    """
+    r = min(m, nF)
+    nz = nF - r
+    substitution = 2.0 * m * nF * nF + 2.0 * nF * m * nS + 2.0 * (nF + nS) ** 2 * nF if m else 0.0
+    return substitution + nz**3 / 3.0 + nz * nz * nS + nz * nS * nS
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Result of :func:`analyze`: the steps, the elimination tree and totals.
+
+    Attributes
+    ----------
+    structure : factorgraph.GraphStructure
+        The structure analysed; :func:`elimination.factorize` checks the graph
+        it is given against it.
+    ordering : Ordering
+    steps : tuple of Step
+    factors : tuple of FactorStructure
+        Every working factor: the graph's, then the generated ones.
+    remaining : tuple
+        Keys not eliminated (empty for a complete plan).
+    remaining_factors : tuple of int
+        Working factors still alive after the last step.
+    """
+
+    structure: object
+    ordering: Ordering
+    steps: tuple
+    factors: tuple
+    remaining: tuple
+    remaining_factors: tuple
+
+    @property
+    def complete(self) -> bool:
+        return not self.remaining
+
+    @property
+    def flops(self) -> float:
+        """Total estimated flops of the numeric factorization."""
+        return float(sum(s.flops for s in self.steps))
+
+    @property
+    def fill_edges(self) -> tuple:
+        return tuple(e for s in self.steps for e in s.fill_edges)
+
+    @property
+    def max_front(self) -> int:
+        """Largest scalar front size (``frontal_dim + separator_dim``)."""
+        return max((s.front_size for s in self.steps), default=0)
+
+    @property
+    def max_separator(self) -> int:
+        """Most separator variables of any step (the induced width of the order)."""
+        return max((len(s.separator) for s in self.steps), default=0)
+
+    def step_of(self, key) -> Step:
+        """The step that eliminates ``key``."""
+        for s in self.steps:
+            if key in s.frontal:
+                return s
+        raise KeyError(f"variable {key!r} is not eliminated by this plan")
+
+    def parent(self, step: Step) -> Step | None:
+        """The step eliminating the first separator variable (Liu's elimination tree)."""
+        eliminated = [k for k in step.separator if k not in self.remaining]
+        return self.step_of(eliminated[0]) if eliminated else None
+
+    def tree(self) -> nx.DiGraph:
+        """Elimination (clique) tree: a node per step, edges parent -> child.
+
+        Node attributes: ``frontal``, ``separator``, ``frontal_dim``,
+        ``separator_dim``, ``flops``.  A forest when the graph is disconnected.
+        """
+        tree = nx.DiGraph()
+        for s in self.steps:
+            tree.add_node(
+                s.index, frontal=s.frontal, separator=s.separator, frontal_dim=s.frontal_dim,
+                separator_dim=s.separator_dim, flops=s.flops,
+            )
+        for s in self.steps:
+            parent = self.parent(s)
+            if parent is not None:
+                tree.add_edge(parent.index, s.index)
+        return tree
+
+    def summary(self) -> dict:
+        """Totals as a plain dict (for tables and JSON)."""
+        return {
+            "steps": len(self.steps),
+            "flops": self.flops,
+            "fill_edges": len(self.fill_edges),
+            "max_front": self.max_front,
+            "max_separator": self.max_separator,
+        }
+
+
+def _check_ordering(structure, ordering: Ordering, complete: bool) -> None:
+    known = {v.key for v in structure.variables}
+    seen = set()
+    for key in ordering.keys():
+        if key not in known:
+            raise OrderingError(f"the ordering names {key!r}, which is not a variable of the graph")
+        if key in seen:
+            raise OrderingError(f"the ordering eliminates {key!r} twice")
+        seen.add(key)
+    missing = [v.key for v in structure.variables if v.key not in seen]
+    if complete and missing:
+        raise OrderingError(f"the ordering omits {missing}; every variable must be eliminated once")
+
+
+def _positions(layout: tuple, dims: dict, keys: tuple) -> np.ndarray:
+    offset, start = 0, {}
+    for key in layout:
+        start[key] = offset
+        offset += dims[key]
+    return np.concatenate([np.arange(start[k], start[k] + dims[k]) for k in keys])
+
+
+def _pivot_kind(roles: list, nz: int, substituted: int) -> str:
+    if nz == 0:
+        return "none"
+    if all(r == "min" for r in roles):
+        return "definite"
+    if all(r == "max" for r in roles):
+        return "negative"
+    return "indefinite" if substituted else "quasidefinite"
+
+
+def analyze(graph, ordering: Ordering, complete: bool = True) -> Plan:
+    """Symbolic elimination of ``graph`` in ``ordering``.
+
+    Parameters
+    ----------
+    graph : FactorGraph or GraphStructure
+        Only its structure is read.
+    ordering : Ordering
+    complete : bool
+        Require every variable to be eliminated; with ``False`` a prefix
+        ordering gives a partial plan (see ``Factorization.remaining``).
+
+    Returns
+    -------
+    Plan
+
+    Raises
+    ------
+    OrderingError
+        Unknown, repeated or (when ``complete``) missing variables.
+    ValueError
+        A variable in no factor, or a front whose bucket has no quadratic term
+        for its free dimensions (structurally singular).
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> from factorgraph import GraphStructure
+    >>> plan = analyze(GraphStructure.from_networkx(nx.cycle_graph(4)), Ordering.from_keys([0, 1, 2, 3]))
+    >>> plan.fill_edges
+    ((1, 3),)
+    """
+    structure = graph.structure()
+    if not isinstance(ordering, Ordering):
+        raise TypeError(f"analyze expects an Ordering, got {type(ordering).__name__}")
+    _check_ordering(structure, ordering, complete)
+    dims = {v.key: v.dim for v in structure.variables}
+    roles = {v.key: v.role for v in structure.variables}
+    factors = list(structure.factors)
+    factors_of = {key: set() for key in dims}  # GTSAM's VariableIndex
+    for i, f in enumerate(factors):
+        for key in f.keys:
+            factors_of[key].add(i)
+    orphans = [key for key, fs in factors_of.items() if not fs]
+    if orphans:
+        raise ValueError(f"variable(s) {orphans} appear in no factor: their values are undetermined")
+
+    eliminated = ordering.keys()
+    order_position = {key: i for i, key in enumerate(eliminated)}
+    for i, var in enumerate(structure.variables):
+        order_position.setdefault(var.key, len(eliminated) + i)
+    current = structure.interaction_graph()
+    steps = []
+    for index, frontal in enumerate(ordering):
+        bucket = sorted(set().union(*(factors_of[key] for key in frontal)))
+        for i in bucket:
+            for key in factors[i].keys:
+                factors_of[key].discard(i)
+        inside = set(frontal)
+        separator = tuple(sorted({k for i in bucket for k in factors[i].keys} - inside, key=order_position.get))
+        fill = tuple((u, v) for u, v in combinations(separator, 2) if not current.has_edge(u, v))
+        current.add_edges_from(fill)
+        current.remove_nodes_from(frontal)
+
+        nF = sum(dims[k] for k in frontal)
+        nS = sum(dims[k] for k in separator)
+        m = sum(factors[i].rows for i in bucket)
+        substituted = min(m, nF)
+        nz = nF - substituted
+        if nz and not any(not factors[i].hard for i in bucket):
+            raise ValueError(
+                f"step {index}: variables {list(frontal)} are undetermined: their bucket holds {m} hard "
+                f"row(s) for {nF} dimension(s) and no quadratic term"
+            )
+        new_quadratic = new_equality = None
+        if separator:
+            new_quadratic = len(factors)
+            factors.append(FactorStructure(separator, 0))
+            if m > substituted:
+                new_equality = len(factors)
+                factors.append(FactorStructure(separator, m - substituted))
+            for i in (new_quadratic, new_equality):
+                if i is not None:
+                    for key in separator:
+                        factors_of[key].add(i)
+        layout = tuple(sorted(frontal, key=lambda k: roles[k] != "min")) + separator
+        steps.append(
+            Step(
+                index=index, frontal=tuple(frontal), separator=separator, fill_edges=fill,
+                frontal_dim=nF, separator_dim=nS,
+                frontal_min_dim=sum(dims[k] for k in frontal if roles[k] == "min"), hard_rows=m, substituted=substituted,
+                pivot=_pivot_kind([roles[k] for k in frontal], nz, substituted),
+                flops=step_flops(nF, nS, m), factors=tuple(bucket),
+                new_quadratic=new_quadratic, new_equality=new_equality, layout=layout,
+                positions=tuple(_positions(layout, dims, factors[i].keys) for i in bucket),
+            )
+        )
+    done = set(eliminated)
+    remaining = tuple(v.key for v in structure.variables if v.key not in done)
+    alive = tuple(sorted(set().union(*(factors_of[k] for k in remaining)))) if remaining else ()
+    return Plan(structure, ordering, tuple(steps), tuple(factors), remaining, alive)
