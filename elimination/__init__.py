@@ -33,7 +33,7 @@ from .ordering import (
 from .symbolic import Plan, Step, analyze
 
 
-def solve(graph, ordering="min_fill") -> dict:
+def solve(graph, ordering="min_fill", refine: int = 1) -> dict:
     """Analyze, factorize and solve in one call.
 
     Parameters
@@ -42,6 +42,8 @@ def solve(graph, ordering="min_fill") -> dict:
     ordering : Ordering or str
         An :class:`Ordering`, or the name of a heuristic in :data:`ORDERINGS`
         (``"natural"``, ``"min_degree"``, ``"min_fill"``).
+    refine : int
+        Steps of iterative refinement (see :meth:`Factorization.solve`).
 
     Returns
     -------
@@ -49,7 +51,7 @@ def solve(graph, ordering="min_fill") -> dict:
         Variable key -> value.
     """
     plan = analyze(graph, resolve_ordering(graph, ordering))
-    return factorize(graph, plan).solve()
+    return factorize(graph, plan).solve(refine=refine)
 
 
 __all__ = [

@@ -5,10 +5,10 @@ step's layout), the quadratic part ``1/2 x'Hx - g'x`` and the hard rows
 ``A_F x_F + A_S x_S = b``:
 
 1. **Substitution** (``m > 0`` hard rows, ``r = min(m, n_F)`` used):
-   ``x_F = T x_S + W b + N z`` with ``T = -W A_S``.  ``W`` comes from a QR of
-   ``A_F`` (or of ``A_F'`` when ``m < n_F``, ``N`` then spans its null space);
-   an identity block ``A_F = +-I`` -- a link acceleration through its own tree
-   joint -- skips the QR.  The ``m - r`` rows left over become the hard factor
+   ``x_F = T x_S + W b + N z`` with ``T = -W A_S``.  ``W`` comes from a
+   rank-``r`` complete orthogonal decomposition (SVD) of ``A_F``, ``N`` spans
+   its null space; an identity block ``A_F = +-I`` -- a link acceleration
+   through its own tree joint -- skips the decomposition.  The ``m - r`` rows left over become the hard factor
    ``E A_S x_S = E b`` on the separator.
 2. **Schur complement** on the free part ``z``: with the reduced Hessian
    ``[[H_zz, H_zS], [H_Sz, H_SS]]`` and ``H_zz = L D L'`` (``D = diag(+-1)``;
@@ -89,7 +89,7 @@ class GaussianConditional:
         b_sep = None
         if self.E is not None:
             b_sep = mv(self.E, b)
-            if gS.shape[-1] == 0:
+            if self.step is not None and self.step.new_equality is None:
                 self._check_consistent(b_sep, b)
                 b_sep = None
         return (t, y), gS, b_sep
@@ -138,39 +138,34 @@ def _identity_sign(AF: np.ndarray) -> float | None:
     return None
 
 
-def _check_rank(step, R1: np.ndarray, pivot_rtol: float) -> None:
-    diag = np.abs(np.diagonal(R1, axis1=-2, axis2=-1))
-    scale = np.max(diag, axis=-1, keepdims=True)
-    bad = np.any(diag <= 1e2 * pivot_rtol * np.maximum(scale, np.finfo(float).tiny), axis=-1)
-    if np.any(bad):
-        raise _fail(step, "the hard equalities are numerically dependent on these variables", "no unique substitution exists", bad)
-
-
 def substitution(step, AF: np.ndarray, pivot_rtol: float):
     """``W, N, E`` with ``x_F = W (b - A_S x_S) + N z`` and leftover rows ``E``.
 
-    ``AF`` has shape ``(..., m, n_F)``.
+    ``AF`` has shape ``(..., m, n_F)`` and structural rank ``r =
+    step.substituted``.  With the SVD ``AF = U S V'`` (a complete orthogonal
+    decomposition), ``W = V_1 S_1^-1 U_1'``, ``N = V_2`` spans the free
+    directions and ``E = U_2'`` maps the rows the front does not use.
     """
     m, nF = AF.shape[-2], AF.shape[-1]
     batch = AF.shape[:-2]
     sign = _identity_sign(AF)
     if sign is not None:
         return np.broadcast_to(sign * np.eye(nF), batch + (nF, nF)), np.zeros(batch + (nF, 0)), None
-    if m >= nF:
-        Q, R = np.linalg.qr(AF, mode="complete")
-        R1 = R[..., :nF, :nF]
-        _check_rank(step, R1, pivot_rtol)
-        W = solve_triangular(R1, mT(Q[..., :, :nF]), lower=False)
-        E = mT(Q[..., :, nF:]) if m > nF else None
-        return W, np.zeros(batch + (nF, 0)), E
-    Q, R = np.linalg.qr(mT(AF), mode="complete")
-    R1 = R[..., :m, :m]
-    _check_rank(step, R1, pivot_rtol)
-    W = Q[..., :, :m] @ mT(solve_triangular(R1, np.broadcast_to(np.eye(m), R1.shape), lower=False))
-    return W, Q[..., :, m:], None
+    r = step.substituted
+    U, s, Vt = np.linalg.svd(AF, full_matrices=True)
+    bad = s[..., r - 1] <= 1e2 * pivot_rtol * s[..., 0]
+    if np.any(bad):
+        raise _fail(
+            step, "the hard equalities are numerically dependent on these variables",
+            f"their coefficient block should have rank {r} but its singular values fall to "
+            f"{np.min(s[..., r - 1] / s[..., 0]):.2e} of the largest", bad,
+        )
+    W = mT(Vt[..., :r, :]) @ (mT(U[..., :, :r]) / s[..., :r, None])
+    E = mT(U[..., :, r:]) if m > r else None
+    return W, mT(Vt[..., r:, :]), E
 
 
-def _cholesky(step, H: np.ndarray, kind: str, pivot_rtol: float) -> np.ndarray:
+def _cholesky(step, H: np.ndarray, scale: np.ndarray, kind: str, pivot_rtol: float) -> np.ndarray:
     try:
         L = np.linalg.cholesky(H)
     except np.linalg.LinAlgError:
@@ -180,13 +175,13 @@ def _cholesky(step, H: np.ndarray, kind: str, pivot_rtol: float) -> np.ndarray:
             "the problem is not well posed in these variables (not convex, undetermined, or "
             "constrained by redundant constraints)", bad,
         ) from None
-    ratio = np.diagonal(L, axis1=-2, axis2=-1) ** 2 / np.diagonal(H, axis1=-2, axis2=-1)
+    ratio = np.diagonal(L, axis1=-2, axis2=-1) ** 2 / np.maximum(scale, np.finfo(float).tiny)
     bad = np.any(ratio < pivot_rtol, axis=-1)
     if np.any(bad):
         raise _fail(
             step, "the pivot is numerically singular",
-            f"a pivot fell to {np.min(ratio):.2e} of its diagonal entry (tolerance {pivot_rtol:g}); "
-            "the variables are undetermined or their constraints redundant", bad,
+            f"a pivot fell to {np.min(ratio):.2e} of the magnitude of its contributions (tolerance "
+            f"{pivot_rtol:g}); the variables are undetermined or their constraints redundant", bad,
         )
     return L
 
@@ -195,20 +190,26 @@ def _triangular_inverse(L: np.ndarray) -> np.ndarray:
     return solve_triangular(L, np.broadcast_to(np.eye(L.shape[-1]), L.shape), lower=True)
 
 
-def pivot_factor(step, Hzz: np.ndarray, kind: str, n_min: int, pivot_rtol: float):
-    """``Linv, D`` with ``Hzz = L D L'``, ``D = diag(+-1)``."""
+def pivot_factor(step, Hzz: np.ndarray, scale: np.ndarray, pivot_rtol: float):
+    """``Linv, D`` with ``Hzz = L D L'``, ``D = diag(+-1)``.
+
+    ``scale`` (..., n_z) is the magnitude of the uncancelled contributions to
+    each diagonal entry; a pivot below ``pivot_rtol`` times it is singular.
+    """
     nz = Hzz.shape[-1]
-    batch = Hzz.shape[:-2]
+    kind, n_min = step.pivot, step.frontal_min_dim
     if kind == "definite":
-        return _triangular_inverse(_cholesky(step, Hzz, "positive definite", pivot_rtol)), np.ones(nz)
+        return _triangular_inverse(_cholesky(step, Hzz, scale, "positive definite", pivot_rtol)), np.ones(nz)
     if kind == "negative":
-        return _triangular_inverse(_cholesky(step, -Hzz, "negative definite", pivot_rtol)), -np.ones(nz)
+        return _triangular_inverse(_cholesky(step, -Hzz, scale, "negative definite", pivot_rtol)), -np.ones(nz)
     if kind == "quasidefinite":
         # [[A, B], [B', C]] = [[L1, 0], [X', L2]] diag(I, -I) [[L1', X], [0, L2']]
-        L1 = _cholesky(step, Hzz[..., :n_min, :n_min], "positive definite on its min variables", pivot_rtol)
+        L1 = _cholesky(step, Hzz[..., :n_min, :n_min], scale[..., :n_min],
+                       "positive definite on its min variables", pivot_rtol)
         X = solve_triangular(L1, Hzz[..., :n_min, n_min:], lower=True)
-        L2 = _cholesky(step, mT(X) @ X - Hzz[..., n_min:, n_min:], "quasi-definite", pivot_rtol)
-        L = np.zeros(batch + (nz, nz))
+        L2 = _cholesky(step, mT(X) @ X - Hzz[..., n_min:, n_min:],
+                       scale[..., n_min:] + np.sum(X**2, axis=-2), "quasi-definite", pivot_rtol)
+        L = np.zeros(Hzz.shape[:-2] + (nz, nz))
         L[..., :n_min, :n_min] = L1
         L[..., n_min:, :n_min] = mT(X)
         L[..., n_min:, n_min:] = L2
@@ -216,14 +217,14 @@ def pivot_factor(step, Hzz: np.ndarray, kind: str, n_min: int, pivot_rtol: float
     if kind == "indefinite":
         w, V = np.linalg.eigh(Hzz)
         magnitude = np.abs(w)
-        bad = np.min(magnitude, axis=-1) <= pivot_rtol * np.max(magnitude, axis=-1)
+        bad = np.min(magnitude, axis=-1) <= pivot_rtol * np.max(scale, axis=-1)
         if np.any(bad):
             raise _fail(step, "the indefinite pivot is numerically singular", "an eigenvalue vanishes", bad)
         return mT(V) / np.sqrt(magnitude)[..., :, None], np.sign(w)
     raise ValueError(f"unknown pivot kind {kind!r}")
 
 
-def eliminate_gaussian(step, H: np.ndarray, A: np.ndarray | None, pivot_rtol: float = PIVOT_RTOL):
+def eliminate_gaussian(step, H: np.ndarray, A: np.ndarray | None, scale: np.ndarray, pivot_rtol: float = PIVOT_RTOL):
     """Eliminate one bucket.
 
     Parameters
@@ -234,6 +235,11 @@ def eliminate_gaussian(step, H: np.ndarray, A: np.ndarray | None, pivot_rtol: fl
         Sum of the bucket's quadratic factors in the step's layout.
     A : ndarray, shape (..., m, n), or None
         The bucket's hard rows in the same layout.
+    scale : ndarray, shape (..., n)
+        Magnitude of the contributions to each diagonal entry of ``H`` before
+        any cancellation (``|diag H_f|`` summed over the graph's factors,
+        grown by every Schur update); pivots are judged against it, so a
+        cancellation in an earlier step is caught where it bites.
     pivot_rtol : float
         Relative size below which a pivot counts as singular.
 
@@ -244,9 +250,12 @@ def eliminate_gaussian(step, H: np.ndarray, A: np.ndarray | None, pivot_rtol: fl
         Hessian of the new quadratic factor on the separator.
     A_sep : ndarray (..., m - r, n_S) or None
         Coefficients of the new hard factor on the separator.
+    scale_sep : ndarray (..., n_S) or None
+        Diagonal scale of ``H_sep``.
     """
     nF = step.frontal_dim
     HFF, HFS, HSS = H[..., :nF, :nF], H[..., :nF, nF:], H[..., nF:, nF:]
+    scale_F, scale_S = scale[..., :nF], scale[..., nF:]
     W = T = N = E = HF = A_sep = None
     if A is not None:
         AS = A[..., :, nF:]
@@ -256,15 +265,19 @@ def eliminate_gaussian(step, H: np.ndarray, A: np.ndarray | None, pivot_rtol: fl
         Hzz, HzS = mT(N) @ HFF @ N, mT(N) @ HFT
         HSS = HSS + mT(T) @ HFT + mT(HFS) @ T
         HF = H[..., :, :nF]
-        if E is not None and step.separator_dim:
-            A_sep = E @ AS
+        scale_z, scale_S = mv(mT(N**2), scale_F), scale_S + mv(mT(T**2), scale_F)
+        if step.new_equality is not None:
+            A_sep = (E @ AS)[..., step.equality_columns]
     else:
-        Hzz, HzS = HFF, HFS
+        Hzz, HzS, scale_z = HFF, HFS, scale_F
     Linv = D = Y = None
     if step.pivot_dim:
-        Linv, D = pivot_factor(step, Hzz, step.pivot, step.frontal_min_dim, pivot_rtol)
+        Linv, D = pivot_factor(step, Hzz, scale_z, pivot_rtol)
         Y = Linv @ HzS
         HSS = HSS - mT(Y) @ (D[..., :, None] * Y)
-    H_sep = 0.5 * (HSS + mT(HSS)) if step.separator_dim else None
+        scale_S = scale_S + np.sum(Y**2, axis=-2)
+    H_sep = scale_sep = None
+    if step.separator_dim:
+        H_sep, scale_sep = 0.5 * (HSS + mT(HSS)), scale_S
     conditional = GaussianConditional(nF, W, T, N, E, HF, Linv, D, Y, step)
-    return conditional, H_sep, A_sep
+    return conditional, H_sep, A_sep, scale_sep

@@ -9,9 +9,12 @@ every numeric instance of the structure -- every state of a mechanism, every
 element of a batch.
 
 Rank is structural: a bucket holding ``m`` hard rows over a front of ``n_F``
-dimensions uses ``r = min(m, n_F)`` of them to substitute the front; the other
-``m - r`` are passed on to the separator as a new hard factor, and the
-``n_F - r`` dimensions left free are eliminated by a Schur complement.
+dimensions uses ``r`` of them to substitute the front, where ``r`` is the
+generic rank of the front's hard block, ``min(m, n_F)`` when a single hard
+factor touches the whole front and a maximum matching in general
+(:class:`HardRows`).  The other ``m - r`` rows are passed on as a
+new hard factor, and the ``n_F - r`` dimensions left free are eliminated by a
+Schur complement.
 """
 from __future__ import annotations
 
@@ -49,7 +52,8 @@ class Step:
     hard_rows : int
         Hard equality rows in the bucket (``m``).
     substituted : int
-        Front dimensions fixed by substitution, ``min(m, frontal_dim)``.
+        Front dimensions fixed by substitution: the structural rank ``r`` of
+        the front's hard block.
     pivot : str
         Kind of the Schur-complement pivot on the remaining
         ``frontal_dim - substituted`` dimensions: ``"none"``, ``"definite"``
@@ -63,7 +67,11 @@ class Step:
         Working factors in the bucket (indices; generated factors continue the
         graph's numbering).
     new_quadratic, new_equality : int or None
-        Indices of the factors this step creates on the separator.
+        Indices of the factors this step creates: a quadratic on the
+        separator, and a hard factor with the leftover rows on the separator
+        variables that share a hard factor with the front.
+    equality_columns : ndarray
+        Scalar positions, within the separator, of the new hard factor's scope.
     layout : tuple
         Local order of the keys in the bucket's dense block: the front with
         ``min`` keys first, then the separator.
@@ -85,6 +93,7 @@ class Step:
     factors: tuple
     new_quadratic: int | None
     new_equality: int | None
+    equality_columns: np.ndarray
     layout: tuple
     positions: tuple
 
@@ -95,7 +104,9 @@ class Step:
 
     @property
     def leftover_rows(self) -> int:
-        """Hard rows passed on to the separator (or dropped if it is empty)."""
+        """Hard rows not used by the substitution: passed on to the separator,
+        or -- when they involve no separator variable -- checked for
+        consistency and dropped."""
         return self.hard_rows - self.substituted
 
     @property
@@ -208,6 +219,70 @@ class Plan:
         }
 
 
+class HardRows:
+    """Generic-rank bookkeeping of the hard rows during symbolic elimination.
+
+    The rows of a working hard factor are the original rows of a *group* of
+    the graph's hard factors, with the columns of the variables *eliminated*
+    along the way reduced out.  For generic coefficients the rank of a set of
+    columns ``X`` in a group ``G`` is ``rho_G(X)``, a maximum flow from the
+    group's factors (capacity: rows) to the variables of ``X`` they touch
+    (capacity: dimension).  Column reduction then gives
+
+    * the substitution rank of a front ``F``: ``rho_G(C + F) - rho_G(C)``;
+    * the support of the leftover rows: the ``y`` with
+      ``rho_G(C + F + y) > rho_G(C + F)`` -- a union of scopes would be too
+      wide, since eliminating a column can cancel a factor out of a row
+      combination exactly.
+
+    Examples
+    --------
+    >>> from factorgraph import FactorStructure
+    >>> rows = HardRows({0: FactorStructure(("x", "z"), 2)}, {"x": 1, "y": 1, "z": 1})
+    >>> rows.rank(frozenset({0}), frozenset({"x", "y"}))
+    1
+    """
+
+    def __init__(self, originals: dict, dims: dict):
+        self.originals = originals
+        self.dims = dims
+        self.provenance = {i: (frozenset({i}), frozenset()) for i in originals}
+        self._memo: dict = {}
+
+    def rank(self, group: frozenset, columns: frozenset) -> int:
+        """``rho_G(X)``: generic rank of the columns ``X`` in the rows of group ``G``."""
+        memo_key = (group, columns)
+        if memo_key not in self._memo:
+            self._memo[memo_key] = self._max_flow(group, columns)
+        return self._memo[memo_key]
+
+    def _max_flow(self, group: frozenset, columns: frozenset) -> int:
+        touched = {k for i in group for k in self.originals[i].keys if k in columns}
+        if len(group) == 1:
+            (i,) = group
+            return min(self.originals[i].rows, sum(self.dims[k] for k in touched))
+        network = nx.DiGraph()
+        for i in group:
+            network.add_edge("source", ("factor", i), capacity=self.originals[i].rows)
+            for k in self.originals[i].keys:
+                if k in touched:
+                    network.add_edge(("factor", i), ("var", k))
+        for k in touched:
+            network.add_edge(("var", k), "sink", capacity=self.dims[k])
+        return nx.maximum_flow_value(network, "source", "sink") if touched else 0
+
+    def eliminate(self, hard: list, frontal: tuple, order_position: dict):
+        """Substitution rank of ``frontal`` in the bucket's hard factors, and the
+        group, eliminated columns and support of the leftover rows."""
+        group = frozenset().union(*(self.provenance[i][0] for i in hard))
+        before = frozenset().union(*(self.provenance[i][1] for i in hard))
+        after = before | set(frontal)
+        base, rank_after = self.rank(group, before), self.rank(group, after)
+        candidates = {k for i in group for k in self.originals[i].keys} - after
+        support = [y for y in candidates if self.rank(group, after | {y}) > rank_after]
+        return rank_after - base, group, after, tuple(sorted(support, key=order_position.get))
+
+
 def _check_ordering(structure, ordering: Ordering, complete: bool) -> None:
     known = {v.key for v in structure.variables}
     seen = set()
@@ -279,6 +354,7 @@ def analyze(graph, ordering: Ordering, complete: bool = True) -> Plan:
     dims = {v.key: v.dim for v in structure.variables}
     roles = {v.key: v.role for v in structure.variables}
     factors = list(structure.factors)
+    hard_rows = HardRows({i: f for i, f in enumerate(factors) if f.hard}, dims)
     factors_of = {key: set() for key in dims}  # GTSAM's VariableIndex
     for i, f in enumerate(factors):
         for key in f.keys:
@@ -307,7 +383,10 @@ def analyze(graph, ordering: Ordering, complete: bool = True) -> Plan:
         nF = sum(dims[k] for k in frontal)
         nS = sum(dims[k] for k in separator)
         m = sum(factors[i].rows for i in bucket)
-        substituted = min(m, nF)
+        hard = [i for i in bucket if factors[i].hard]
+        substituted, group, eliminated_columns, hard_scope = (
+            hard_rows.eliminate(hard, frontal, order_position) if hard else (0, None, None, ())
+        )
         nz = nF - substituted
         if nz and not any(not factors[i].hard for i in bucket):
             raise ValueError(
@@ -318,13 +397,14 @@ def analyze(graph, ordering: Ordering, complete: bool = True) -> Plan:
         if separator:
             new_quadratic = len(factors)
             factors.append(FactorStructure(separator, 0))
-            if m > substituted:
-                new_equality = len(factors)
-                factors.append(FactorStructure(separator, m - substituted))
-            for i in (new_quadratic, new_equality):
-                if i is not None:
-                    for key in separator:
-                        factors_of[key].add(i)
+        if hard_scope and m > substituted:
+            new_equality = len(factors)
+            factors.append(FactorStructure(hard_scope, m - substituted))
+            hard_rows.provenance[new_equality] = (group, eliminated_columns)
+        for i in (new_quadratic, new_equality):
+            if i is not None:
+                for key in factors[i].keys:
+                    factors_of[key].add(i)
         layout = tuple(sorted(frontal, key=lambda k: roles[k] != "min")) + separator
         steps.append(
             Step(
@@ -333,7 +413,9 @@ def analyze(graph, ordering: Ordering, complete: bool = True) -> Plan:
                 frontal_min_dim=sum(dims[k] for k in frontal if roles[k] == "min"), hard_rows=m, substituted=substituted,
                 pivot=_pivot_kind([roles[k] for k in frontal], nz, substituted),
                 flops=step_flops(nF, nS, m), factors=tuple(bucket),
-                new_quadratic=new_quadratic, new_equality=new_equality, layout=layout,
+                new_quadratic=new_quadratic, new_equality=new_equality,
+                equality_columns=_positions(separator, dims, hard_scope) if hard_scope else np.zeros(0, int),
+                layout=layout,
                 positions=tuple(_positions(layout, dims, factors[i].keys) for i in bucket),
             )
         )
