@@ -211,6 +211,6 @@ class FactorGraph:
         """Dense KKT system; see :func:`factorgraph.dense.to_dense`."""
         return to_dense(self)
 
-    def dense_solve(self) -> dict:
+    def dense_solve(self, multipliers: bool = False):
         """Solution by a dense KKT solve; see :func:`factorgraph.dense.dense_solve`."""
-        return dense_solve(self)
+        return dense_solve(self, multipliers)

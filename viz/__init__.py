@@ -1,0 +1,5 @@
+"""Views of gaussgraph objects: graphviz renderings, comparison tables, the command line.
+
+Reads the public objects of ``factorgraph``, ``elimination`` and ``mechanics``;
+nothing imports ``viz``.
+"""
