@@ -157,8 +157,11 @@ def substitution(step, AF: np.ndarray, pivot_rtol: float):
     if np.any(bad):
         raise _fail(
             step, "the hard equalities are numerically dependent on these variables",
-            f"their coefficient block should have rank {r} but its singular values fall to "
-            f"{np.min(s[..., r - 1] / s[..., 0]):.2e} of the largest", bad,
+            f"their coefficient block has structural (generic) rank {r} but its singular values fall to "
+            f"{np.min(s[..., r - 1] / np.maximum(s[..., 0], np.finfo(float).tiny)):.2e} of the largest. "
+            "Either the equalities are redundant, or their coefficients are special (e.g. parallel axes) "
+            "and this order meets an exact cancellation: eliminate these variables together with those "
+            "their equalities determine (one block), or in another order", bad,
         )
     W = mT(Vt[..., :r, :]) @ (mT(U[..., :, :r]) / s[..., :r, None])
     E = mT(U[..., :, r:]) if m > r else None

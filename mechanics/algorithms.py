@@ -1,0 +1,172 @@
+"""The papers' algorithms as (constraint policy, ordering policy) pairs.
+
+An ordering policy is a small function ``(mechanism, graph) -> Ordering`` over
+the GPLC graph's keys (``("a", link)``, ``("qdd", link)``, ``("lam", c)``); it
+never touches numbers.  Most are the engine's heuristics with a predicate
+("leaf links of the spanning tree only", "multipliers last") -- the greedy
+game is written once, in :mod:`elimination.ordering`.
+
+============== ======== ===========================================================
+name           policy   ordering
+============== ======== ===========================================================
+aba            --       spanning tree, leaves to root: a_i (substitution) then qdd_i
+pv             hard     as ABA, all multipliers last (dense dual Hessian at the root)
+proxpv         prox     as PV
+proxbbo        prox     as ABA, multipliers of loop j right before its root link r_j
+lcaba          alm      spanning-tree-constrained minimum degree over leaf links
+constrained_aba alm     as LCABA, contacts (loops through the ground) only
+pv_soft        soft     as ABA
+proxltl        prox     joint space: all a_i root to leaves, qdd leaves to root, multipliers last
+min_degree     prox     unconstrained minimum degree over links and multipliers
+min_fill       prox     unconstrained minimum fill over links and multipliers
+============== ======== ===========================================================
+"""
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import elimination
+from elimination import Ordering
+
+from .gplc import a_key, check_policy, qdd_key
+from .mechanism import GROUND, Mechanism
+
+
+def _link_keys(mechanism: Mechanism, link) -> tuple:
+    keys = (a_key(link.name),)
+    return keys + ((qdd_key(link.name),) if link.joint.nv else ())
+
+
+def _multipliers(graph) -> tuple:
+    return tuple(v.key for v in graph.variables if v.role == "max")
+
+
+def tree_order(mechanism: Mechanism, graph) -> Ordering:
+    """ABA / PV: links leaves to root (reverse topological), ``a_i`` then ``qdd_i``; multipliers last, as one block."""
+    blocks = [(key,) for link in reversed(mechanism.links) for key in _link_keys(mechanism, link)]
+    multipliers = _multipliers(graph)
+    return Ordering(blocks + ([multipliers] if multipliers else []))
+
+
+def _leaf_links_first(mechanism: Mechanism):
+    """Eligibility: a link's variables once all its children are eliminated; multipliers after every link."""
+
+    def eligible(key, state):
+        kind, name = key
+        if kind == "lam":
+            return not any(k[0] != "lam" for k in state.remaining)
+        return all(a_key(child) not in state.remaining for child in mechanism.children(name))
+
+    return eligible
+
+
+def tree_min_degree(mechanism: Mechanism, graph) -> Ordering:
+    """LCABA (000 Sec. IV): among the current leaf links, the one with the fewest
+    neighbours first (ties by link order); per link ``a_i`` then ``qdd_i``."""
+    return elimination.min_degree(graph, eligible=_leaf_links_first(mechanism), blocks=_link_blocks(mechanism), split_blocks=True)
+
+
+def early_multipliers(mechanism: Mechanism, graph) -> Ordering:
+    """proxBBO (000 Sec. V): links leaves to root; the multipliers of the loops
+    rooted at a link, as one block, right before that link; loops through the
+    ground last."""
+    present = set(_multipliers(graph))
+    rooted = {}
+    for c in mechanism.constraints:
+        if ("lam", c.name) in present:
+            rooted.setdefault(mechanism.loop_root(c.name), []).append(("lam", c.name))
+    blocks = []
+    for link in reversed(mechanism.links):
+        if link.name in rooted:
+            blocks.append(tuple(rooted[link.name]))
+        blocks += [(key,) for key in _link_keys(mechanism, link)]
+    if GROUND in rooted:
+        blocks.append(tuple(rooted[GROUND]))
+    return Ordering(blocks)
+
+
+def joint_space(mechanism: Mechanism, graph) -> Ordering:
+    """proxLTL (002): every ``a_i`` root to leaves (substitution assembles the
+    branch-sparse joint-space inertia), then ``qdd`` leaves to root (the UDU'
+    order), multipliers last."""
+    blocks = [(a_key(link.name),) for link in mechanism.links]
+    blocks += [(qdd_key(link.name),) for link in reversed(mechanism.links) if link.joint.nv]
+    multipliers = _multipliers(graph)
+    return Ordering(blocks + ([multipliers] if multipliers else []))
+
+
+def _link_blocks(mechanism: Mechanism) -> list:
+    # One front per link: its joint's identity block then fixes a_i exactly,
+    # whatever the geometry.  Eliminating qdd_i alone first leaves projected
+    # joint rows whose rank is only generic -- planar legs break it.
+    return [_link_keys(mechanism, link) for link in mechanism.links]
+
+
+def any_min_degree(mechanism: Mechanism, graph) -> Ordering:
+    """Unconstrained minimum degree over links (``(a_i, qdd_i)`` blocks) and multipliers (000 Sec. VII-B)."""
+    return elimination.min_degree(graph, blocks=_link_blocks(mechanism))
+
+
+def any_min_fill(mechanism: Mechanism, graph) -> Ordering:
+    """Unconstrained minimum fill over links (``(a_i, qdd_i)`` blocks) and multipliers."""
+    return elimination.min_fill(graph, blocks=_link_blocks(mechanism))
+
+
+SCOPES = {
+    "tree": "mechanisms without constraints",
+    "contacts": "mechanisms whose constraints all involve the ground",
+    "any": "any mechanism",
+}
+
+
+class Algorithm(NamedTuple):
+    """A named algorithm: a constraint policy and an ordering policy (plus what it applies to)."""
+
+    constraints: str
+    ordering: Callable
+    description: str = ""
+    scope: str = "any"
+
+    def check(self, mechanism: Mechanism, name: str) -> None:
+        """Raise ``ValueError`` if the algorithm does not apply to ``mechanism``."""
+        if self.scope == "tree" and mechanism.constraints:
+            raise ValueError(
+                f"{name} solves a kinematic tree, but {mechanism.name!r} has {len(mechanism.constraints)} "
+                f"constraint(s); use e.g. 'lcaba' or 'proxbbo', or mechanism.without_constraints()"
+            )
+        if self.scope == "contacts":
+            internal = [c.name for c in mechanism.constraints if GROUND not in c.links]
+            if internal:
+                raise ValueError(
+                    f"{name} handles contacts (constraints to the ground) only; {internal} close internal "
+                    f"loops -- use 'lcaba', which extends it to internal loops"
+                )
+
+
+ALGORITHMS = {
+    "aba": Algorithm("hard", tree_order, "ABA: recursive tree dynamics, no constraints", "tree"),
+    "pv": Algorithm("hard", tree_order, "PV (001): hard multipliers, all eliminated last at the root"),
+    "proxpv": Algorithm("prox", tree_order, "proximal PV: PV with regularized multipliers"),
+    "proxbbo": Algorithm("prox", early_multipliers, "proxBBO (000 Sec. V): multipliers eliminated at their loop root"),
+    "lcaba": Algorithm("alm", tree_min_degree, "LCABA (000 Sec. IV): ALM, tree-constrained minimum degree"),
+    "constrained_aba": Algorithm("alm", tree_min_degree, "constrainedABA: LCABA restricted to contacts", "contacts"),
+    "pv_soft": Algorithm("soft", tree_order, "PV-soft (001 Sec. VI): MuJoCo's soft constraints, ABA order"),
+    "proxltl": Algorithm("prox", joint_space, "proxLTL (002): joint-space sparse LTL order"),
+    "min_degree": Algorithm("prox", any_min_degree, "unconstrained minimum degree over all variables"),
+    "min_fill": Algorithm("prox", any_min_fill, "unconstrained minimum fill over all variables"),
+}
+
+
+def resolve_algorithm(algorithm) -> tuple:
+    """``(name, Algorithm)`` from a name in :data:`ALGORITHMS` or a ``(policy, ordering)`` pair."""
+    if isinstance(algorithm, str):
+        if algorithm not in ALGORITHMS:
+            raise ValueError(f"unknown algorithm {algorithm!r}; use one of {sorted(ALGORITHMS)} or a (policy, ordering) pair")
+        return algorithm, ALGORITHMS[algorithm]
+    if isinstance(algorithm, tuple) and len(algorithm) in (2, 4):
+        algo = Algorithm(*algorithm)
+        check_policy(algo.constraints)
+        if not callable(algo.ordering):
+            raise TypeError("the ordering policy of an algorithm pair must be callable (mechanism, graph) -> Ordering")
+        return f"({algo.constraints}, {getattr(algo.ordering, '__name__', 'ordering')})", algo
+    raise TypeError(f"algorithm must be a name in {sorted(ALGORITHMS)} or a (policy, ordering) pair, got {algorithm!r}")

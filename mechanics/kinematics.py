@@ -1,0 +1,152 @@
+"""The kinematics pass: everything the GPLC graph needs at a state ``(q, v)``.
+
+World-frame quantities per link (see :mod:`mechanics.spatial`): pose, motion
+subspace ``S_i``, velocity ``v_i = v_pi + S_i nu_i``, bias acceleration
+``a_b,i = v_i x S_i nu_i``, inertia ``H_i`` and bias force
+``f_i = -v_i x* H_i v_i``; gravity enters as the ground acceleration
+``a_0 = -a_grav`` (000 eq. 1d).
+
+Constraint terms ``sum_l K_l a_l = k`` (000 eq. 1c), with the conventions of
+Pinocchio's LOCAL constraints so that imported models agree with it:
+
+* :class:`Weld`: ``C (a_1 - a_2) = -C (v_1 x v_2)`` with ``C`` the motion
+  transform into frame 1 -- the time derivative of the relative twist
+  ``C (v_1 - v_2)`` seen in frame 1; rows ``[linear; angular]``;
+* :class:`Connect`: ``R_1' (p1'' - p2'') = 0``, the classical relative
+  acceleration of the two points in frame 1, with ``p'' = [-p x, I] a +
+  omega x p'``.
+
+Ground terms are folded into ``k`` using ``a_0``.  Everything broadcasts over
+leading batch dimensions of ``q`` and ``v``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .joints import jcalc, motion_subspace
+from .mechanism import GROUND, Connect, General, Mechanism, Weld
+from .spatial import compose, crf, crm, inertia_to_parent, inverse_motion_transform, motion_transform, skew
+
+LINEAR_FIRST = [3, 4, 5, 0, 1, 2]  # rows of a motion transform in Pinocchio's [linear; angular] order
+
+
+@dataclass
+class Kinematics:
+    """World-frame kinematic and inertial quantities of every link at one (batched) state."""
+
+    mechanism: Mechanism
+    rotation: dict
+    position: dict
+    S: dict
+    velocity: dict
+    bias_acceleration: dict
+    inertia: dict
+    bias_force: dict
+    root_acceleration: np.ndarray
+    batch_shape: tuple
+
+
+def kinematics(mechanism: Mechanism, q: np.ndarray, v: np.ndarray) -> Kinematics:
+    """Run the forward kinematics pass.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+    q : ndarray, shape (..., nq)
+    v : ndarray, shape (..., nv)
+    """
+    batch = np.broadcast_shapes(q.shape[:-1], v.shape[:-1])
+    rotation = {GROUND: np.broadcast_to(np.eye(3), batch + (3, 3))}
+    position = {GROUND: np.zeros(batch + (3,))}
+    velocity = {GROUND: np.zeros(batch + (6,))}
+    S, bias_acc, inertia, bias_force = {}, {}, {}, {}
+    for link in mechanism.links:
+        name, parent = link.name, link.parent
+        R_joint, p_joint = jcalc(link.joint, q[..., mechanism.q_slices[name]])
+        R_frame, p_frame = compose(rotation[parent], position[parent], link.placement.rotation, link.placement.translation)
+        R, p = compose(R_frame, p_frame, R_joint, p_joint)
+        rotation[name], position[name] = R, p
+        X = motion_transform(R, p)
+        S[name] = X @ motion_subspace(link.joint)
+        joint_velocity = (S[name] @ v[..., mechanism.v_slices[name], None])[..., 0]
+        velocity[name] = velocity[parent] + joint_velocity
+        bias_acc[name] = (crm(velocity[name]) @ joint_velocity[..., None])[..., 0]
+        inertia[name] = inertia_to_parent(link.spatial_inertia, R, p)
+        momentum = (inertia[name] @ velocity[name][..., None])[..., 0]
+        bias_force[name] = -(crf(velocity[name]) @ momentum[..., None])[..., 0]
+    root = np.concatenate([np.zeros(3), -mechanism.gravity])
+    return Kinematics(mechanism, rotation, position, S, velocity, bias_acc, inertia, bias_force, root, batch)
+
+
+@dataclass
+class ConstraintTerms:
+    """``sum_l K[l] a_l = k`` over the constraint's non-ground links.
+
+    ``K`` maps link name -> (..., m, 6); ``k`` is (..., m) with the ground's
+    known acceleration already moved to the right-hand side.
+    """
+
+    K: dict
+    k: np.ndarray
+
+    @property
+    def links(self) -> tuple:
+        return tuple(self.K)
+
+    def residual(self, accelerations: dict) -> np.ndarray:
+        """``sum_l K_l a_l - k`` for link accelerations ``{name: (..., 6)}``."""
+        total = -self.k
+        for name, K in self.K.items():
+            total = total + (K @ accelerations[name][..., None])[..., 0]
+        return total
+
+
+def _frame(kin: Kinematics, link: str, placement):
+    """World pose of a frame attached to ``link`` (the ground included)."""
+    return compose(kin.rotation[link], kin.position[link], placement.rotation, placement.translation)
+
+
+def _weld(kin: Kinematics, c: Weld):
+    R1, p1 = _frame(kin, c.link1, c.placement1)
+    C = inverse_motion_transform(R1, p1)[..., LINEAR_FIRST, :][..., list(c.axes), :]
+    drift = (crm(kin.velocity[c.link1]) @ kin.velocity[c.link2][..., None])[..., 0]
+    return {c.link1: C, c.link2: -C}, -(C @ drift[..., None])[..., 0]
+
+
+def _point_jacobian(p: np.ndarray) -> np.ndarray:
+    """``[-p x, I]``: spatial acceleration -> acceleration of the point ``p``."""
+    out = np.zeros(p.shape[:-1] + (3, 6))
+    out[..., :, :3] = -skew(p)
+    out[..., :, 3:] = np.eye(3)
+    return out
+
+
+def _connect(kin: Kinematics, c: Connect):
+    R1, p1 = _frame(kin, c.link1, c.placement1)
+    _, p2 = _frame(kin, c.link2, c.placement2)
+    R1t = np.swapaxes(R1, -1, -2)[..., list(c.axes), :]
+    K, drift = {}, 0.0
+    for link, point, sign in ((c.link1, p1, 1.0), (c.link2, p2, -1.0)):
+        J = _point_jacobian(point)
+        K[link] = sign * (R1t @ J)
+        vel = kin.velocity[link]
+        drift = drift + sign * np.cross(vel[..., :3], (J @ vel[..., None])[..., 0])
+    return K, -(R1t @ drift[..., None])[..., 0]
+
+
+def constraint_terms(kin: Kinematics, constraint) -> ConstraintTerms:
+    """The ``K`` blocks and right-hand side ``k`` of a constraint at this state."""
+    if isinstance(constraint, Weld):
+        K, k = _weld(kin, constraint)
+    elif isinstance(constraint, Connect):
+        K, k = _connect(kin, constraint)
+    elif isinstance(constraint, General):
+        K = dict(zip(constraint.links, constraint.K))
+        k = np.broadcast_to(constraint.k, kin.batch_shape + constraint.k.shape)
+    else:
+        raise TypeError(f"unknown constraint type {type(constraint).__name__}")
+    if GROUND in K:
+        k = k - (K.pop(GROUND) @ kin.root_acceleration)
+    return ConstraintTerms({name: np.broadcast_to(block, kin.batch_shape + block.shape[-2:]) for name, block in K.items()}, k)

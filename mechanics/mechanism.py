@@ -1,0 +1,370 @@
+"""Mechanisms: links on a spanning tree of joints, plus cut joints and contacts.
+
+A :class:`Mechanism` is an immutable description (Pinocchio's *model*): the
+links, each attached to its parent link (or the ground) by a tree joint, and
+the constraints that close loops -- :class:`Weld` (6-D), :class:`Connect`
+(3-D point), :class:`General` (``sum_l K_l a_l = k`` on any number of links).
+A constraint with ``"ground"`` as a link is a contact.  Graphs are built from
+a mechanism by free functions (``gplc_graph``), never stored in it.
+
+Links are numbered in topological order, ``1..n_b`` (``0`` is the ground), so
+``parent < child`` as in 000 Sec. III-B.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from .joints import Joint, integrate, neutral, random_configuration
+from .spatial import spatial_inertia
+
+GROUND = "ground"
+
+
+@dataclass(frozen=True, eq=False)
+class Pose:
+    """A frame's rotation and origin in its parent's coordinates."""
+
+    rotation: np.ndarray = field(default_factory=lambda: np.eye(3))
+    translation: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+    def __post_init__(self):
+        R = np.asarray(self.rotation, dtype=float)
+        p = np.asarray(self.translation, dtype=float)
+        if R.shape != (3, 3) or p.shape != (3,) or not (np.all(np.isfinite(R)) and np.all(np.isfinite(p))):
+            raise ValueError(f"a Pose needs a finite 3x3 rotation and 3-vector translation, got {R.shape}, {p.shape}")
+        if not np.allclose(R @ R.T, np.eye(3), atol=1e-8) or np.linalg.det(R) < 0:
+            raise ValueError("Pose rotation is not a proper rotation matrix (R R' = I, det R = 1)")
+        object.__setattr__(self, "rotation", R)
+        object.__setattr__(self, "translation", p)
+
+
+def at(x: float = 0.0, y: float = 0.0, z: float = 0.0) -> Pose:
+    """A pure translation."""
+    return Pose(np.eye(3), np.array([x, y, z], dtype=float))
+
+
+@dataclass(frozen=True, eq=False)
+class Link:
+    """A rigid body and the tree joint attaching it to its parent.
+
+    Parameters
+    ----------
+    name : str
+    parent : str
+        Name of the parent link, or ``"ground"``.
+    joint : Joint
+    placement : Pose
+        Joint frame on the parent link (the child link's frame at ``q = 0``).
+    mass : float
+    com : (3,) centre of mass in the link frame
+    inertia : (3, 3) rotational inertia about the centre of mass
+    """
+
+    name: str
+    parent: str
+    joint: Joint
+    placement: Pose = field(default_factory=Pose)
+    mass: float = 1.0
+    com: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    inertia: np.ndarray = field(default_factory=lambda: np.eye(3) * 1e-2)
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name or self.name == GROUND:
+            raise ValueError(f"link name must be a non-empty str other than {GROUND!r}, got {self.name!r}")
+        if not isinstance(self.joint, Joint):
+            raise TypeError(f"link {self.name!r}: joint must be a mechanics.Joint, got {type(self.joint).__name__}")
+        com = np.asarray(self.com, dtype=float)
+        inertia = np.asarray(self.inertia, dtype=float)
+        if not (np.isfinite(self.mass) and self.mass >= 0):
+            raise ValueError(f"link {self.name!r}: mass must be finite and >= 0, got {self.mass!r}")
+        if com.shape != (3,) or inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)) or not np.all(np.isfinite(com)):
+            raise ValueError(f"link {self.name!r}: com must be a finite 3-vector and inertia a finite 3x3 matrix")
+        if not np.allclose(inertia, inertia.T, atol=1e-12) or np.min(np.linalg.eigvalsh(inertia)) < -1e-12:
+            raise ValueError(f"link {self.name!r}: rotational inertia must be symmetric positive semidefinite")
+        object.__setattr__(self, "com", com)
+        object.__setattr__(self, "inertia", inertia)
+
+    @property
+    def spatial_inertia(self) -> np.ndarray:
+        """6x6 spatial inertia about the link frame's origin, ``[omega; v]`` order."""
+        return spatial_inertia(self.mass, self.com, self.inertia)
+
+
+def _axes(axes, full: int, kind: str) -> tuple:
+    axes = tuple(range(full)) if axes is None else tuple(int(a) for a in axes)
+    if not axes or len(set(axes)) != len(axes) or any(a < 0 or a >= full for a in axes):
+        raise ValueError(f"{kind}: axes must be distinct indices in 0..{full - 1}, got {axes}")
+    return axes
+
+
+@dataclass(frozen=True, eq=False)
+class Weld:
+    """6-D cut joint: frames ``placement1`` on ``link1`` and ``placement2`` on ``link2`` move together.
+
+    Rows are the relative twist in frame 1, ``[linear; angular]`` (Pinocchio's
+    CONTACT_6D, LOCAL), restricted to ``axes``.
+    """
+
+    link1: str
+    link2: str
+    placement1: Pose = field(default_factory=Pose)
+    placement2: Pose = field(default_factory=Pose)
+    axes: tuple | None = None
+    name: str | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "axes", _axes(self.axes, 6, "Weld"))
+
+    @property
+    def links(self) -> tuple:
+        return (self.link1, self.link2)
+
+    @property
+    def dim(self) -> int:
+        return len(self.axes)
+
+
+@dataclass(frozen=True, eq=False)
+class Connect:
+    """3-D cut joint (ball joint / point contact): the origins of the two frames coincide.
+
+    Rows are the relative point acceleration in frame 1 (Pinocchio's CONTACT_3D,
+    LOCAL), restricted to ``axes`` -- e.g. ``axes=(0, 1)`` for a planar loop.
+    """
+
+    link1: str
+    link2: str
+    placement1: Pose = field(default_factory=Pose)
+    placement2: Pose = field(default_factory=Pose)
+    axes: tuple | None = None
+    name: str | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "axes", _axes(self.axes, 3, "Connect"))
+
+    @property
+    def links(self) -> tuple:
+        return (self.link1, self.link2)
+
+    @property
+    def dim(self) -> int:
+        return len(self.axes)
+
+
+@dataclass(frozen=True, eq=False)
+class General:
+    """``sum_l K_l a_l = k`` with constant world-frame ``K_l`` (m x 6) -- any number of links (000 Remark 1)."""
+
+    links: tuple
+    K: tuple
+    k: np.ndarray
+    name: str | None = None
+
+    def __post_init__(self):
+        links = tuple(self.links)
+        K = tuple(np.asarray(block, dtype=float) for block in self.K)
+        k = np.asarray(self.k, dtype=float)
+        if len(K) != len(links) or not links:
+            raise ValueError(f"General constraint: {len(K)} K blocks for {len(links)} links")
+        if k.ndim != 1 or any(block.shape != (k.shape[0], 6) for block in K):
+            raise ValueError(f"General constraint: each K must be ({k.shape[-1] if k.ndim else '?'}, 6) and k a vector")
+        if not all(np.all(np.isfinite(b)) for b in K) or not np.all(np.isfinite(k)):
+            raise ValueError("General constraint: K and k must be finite")
+        object.__setattr__(self, "links", links)
+        object.__setattr__(self, "K", K)
+        object.__setattr__(self, "k", k)
+
+    @property
+    def dim(self) -> int:
+        return self.k.shape[0]
+
+
+class Mechanism:
+    """Links on a spanning tree plus loop-closing constraints.
+
+    Parameters
+    ----------
+    links : sequence of Link
+        In any order; they are sorted topologically (stable).
+    constraints : sequence of Weld, Connect or General
+    gravity : (3,) gravitational acceleration in the world frame
+    name : str
+
+    Examples
+    --------
+    >>> from mechanics import Joint, Link, Mechanism, at
+    >>> m = Mechanism([Link("l1", "ground", Joint("revolute", "z")),
+    ...                Link("l2", "l1", Joint("revolute", "z"), at(1.0))])
+    >>> m.nv, m.parent("l2"), m.children("l1")
+    (2, 'l1', ('l2',))
+    """
+
+    def __init__(self, links: Sequence[Link], constraints: Sequence = (), gravity=(0.0, 0.0, -9.81), name: str = "mechanism"):
+        self.name = name
+        self.links = _topological(links)
+        self.index = {link.name: i + 1 for i, link in enumerate(self.links)}
+        self.gravity = np.asarray(gravity, dtype=float)
+        if self.gravity.shape != (3,) or not np.all(np.isfinite(self.gravity)):
+            raise ValueError(f"gravity must be a finite 3-vector, got {gravity!r}")
+        self.constraints = tuple(self._checked(j, c) for j, c in enumerate(constraints))
+        names = [c.name for c in self.constraints]
+        if len(set(names)) != len(names):
+            raise ValueError(f"constraint names must be unique, got {names}")
+        self._children = {link.name: tuple(l.name for l in self.links if l.parent == link.name) for link in self.links}
+        offsets_q = np.cumsum([0] + [link.joint.nq for link in self.links])
+        offsets_v = np.cumsum([0] + [link.joint.nv for link in self.links])
+        self.q_slices = {l.name: slice(int(a), int(b)) for l, a, b in zip(self.links, offsets_q, offsets_q[1:])}
+        self.v_slices = {l.name: slice(int(a), int(b)) for l, a, b in zip(self.links, offsets_v, offsets_v[1:])}
+        self.nq, self.nv = int(offsets_q[-1]), int(offsets_v[-1])
+
+    def _checked(self, j: int, c):
+        if not isinstance(c, (Weld, Connect, General)):
+            raise TypeError(f"constraint {j}: expected Weld, Connect or General, got {type(c).__name__}")
+        label = c.name if c.name is not None else f"c{j}"
+        for link in c.links:
+            if link != GROUND and link not in self.index:
+                raise ValueError(
+                    f"constraint {label!r} names link {link!r}, which is not a link of the mechanism "
+                    f"(links: {list(self.index)}; use {GROUND!r} for the ground)"
+                )
+        if len(set(c.links)) != len(c.links):
+            raise ValueError(f"constraint {label!r} joins link {c.links[0]!r} to itself; a cut joint needs two different links")
+        if all(link == GROUND for link in c.links):
+            raise ValueError(f"constraint {label!r} involves only the ground")
+        if c.name is None:
+            object.__setattr__(c, "name", label)
+        return c
+
+    # -- tree topology ---------------------------------------------------------------
+    @property
+    def link_names(self) -> tuple:
+        return tuple(link.name for link in self.links)
+
+    def link(self, name: str) -> Link:
+        try:
+            return self.links[self.index[name] - 1]
+        except KeyError:
+            raise KeyError(f"no link {name!r} in mechanism {self.name!r}") from None
+
+    def parent(self, name: str) -> str:
+        """Parent link name (``"ground"`` for links on the ground)."""
+        return self.link(name).parent
+
+    def children(self, name: str) -> tuple:
+        self.link(name)
+        return self._children[name]
+
+    def ancestors(self, name: str) -> list:
+        """Links from ``name`` up to the ground, ``name`` first, ground excluded."""
+        path = []
+        while name != GROUND:
+            path.append(name)
+            name = self.parent(name)
+        return path
+
+    def depth(self) -> int:
+        return max((len(self.ancestors(l.name)) for l in self.links), default=0)
+
+    # -- loops (000 Sec. III-B) --------------------------------------------------------
+    def constraint(self, name: str):
+        for c in self.constraints:
+            if c.name == name:
+                return c
+        raise KeyError(f"no constraint {name!r}; constraints: {[c.name for c in self.constraints]}")
+
+    def supporting_links(self, name: str) -> tuple:
+        """SL(j): links of the loop closed by constraint ``name``, in topological order.
+
+        The tree paths from each constrained link up to their lowest common
+        ancestor, that ancestor included (unless it is the ground).
+        """
+        paths = [self.ancestors(l) if l != GROUND else [] for l in self.constraint(name).links]
+        common = set(paths[0]).intersection(*paths[1:]) if all(paths) else set()
+        lca = max(common, key=self.index.get) if common else None
+        members = {l for path in paths for l in path if l not in common}
+        if lca is not None:
+            members.add(lca)
+        return tuple(sorted(members, key=self.index.get))
+
+    def loop_root(self, name: str) -> str:
+        """r_j = min SL(j): the loop's lowest-index link, or ``"ground"`` for loops through the ground."""
+        c = self.constraint(name)
+        sl = self.supporting_links(name)
+        through_ground = GROUND in c.links or not set.intersection(*(set(self.ancestors(l)) for l in c.links))
+        return GROUND if through_ground or not sl else sl[0]
+
+    def loops_supported(self, link: str) -> tuple:
+        """LS(i): constraints whose loop link ``link`` supports."""
+        self.link(link)
+        return tuple(c.name for c in self.constraints if link in self.supporting_links(c.name))
+
+    def loop_joints(self, name: str) -> set:
+        """Tree joints (named by their child link) in the loop of constraint ``name``."""
+        root = self.loop_root(name)
+        return {l for l in self.supporting_links(name) if l != root}
+
+    def coupled(self, a: str, b: str) -> bool:
+        """Two loops are coupled when they share a tree joint."""
+        return bool(self.loop_joints(a) & self.loop_joints(b))
+
+    @property
+    def constraint_dim(self) -> int:
+        return sum(c.dim for c in self.constraints)
+
+    # -- states -------------------------------------------------------------------------
+    def neutral_configuration(self) -> np.ndarray:
+        return np.concatenate([neutral(l.joint) for l in self.links]) if self.links else np.zeros(0)
+
+    def random_configuration(self, rng: np.random.Generator, batch: tuple = ()) -> np.ndarray:
+        return np.concatenate([random_configuration(l.joint, rng, batch) for l in self.links], axis=-1)
+
+    def integrate(self, q: np.ndarray, dq: np.ndarray) -> np.ndarray:
+        """``q (+) dq`` joint by joint on the configuration manifold."""
+        return np.concatenate(
+            [integrate(l.joint, q[..., self.q_slices[l.name]], dq[..., self.v_slices[l.name]]) for l in self.links], axis=-1
+        )
+
+    def without_constraints(self) -> "Mechanism":
+        return Mechanism(self.links, (), self.gravity, self.name + " (tree)")
+
+    def with_constraints(self, constraints: Sequence) -> "Mechanism":
+        return Mechanism(self.links, constraints, self.gravity, self.name)
+
+    def __repr__(self) -> str:
+        return (
+            f"Mechanism({self.name!r}: {len(self.links)} links, nq={self.nq}, nv={self.nv}, "
+            f"{len(self.constraints)} constraints, m={self.constraint_dim})"
+        )
+
+
+def _topological(links: Sequence[Link]) -> tuple:
+    links = list(links)
+    names = [l.name for l in links]
+    duplicates = {n for n in names if names.count(n) > 1}
+    if duplicates:
+        raise ValueError(f"link names must be unique; repeated: {sorted(duplicates)}")
+    for link in links:
+        if not isinstance(link, Link):
+            raise TypeError(f"links must be mechanics.Link, got {type(link).__name__}")
+        if link.parent != GROUND and link.parent not in names:
+            raise ValueError(f"link {link.name!r}: parent {link.parent!r} is not a link (use {GROUND!r} for the ground)")
+    # passes in the given order: an input that is already topological is kept as is
+    placed, ordered, pending = {GROUND}, [], links
+    while pending:
+        left = []
+        for link in pending:
+            if link.parent in placed:
+                ordered.append(link)
+                placed.add(link.name)
+            else:
+                left.append(link)
+        if len(left) == len(pending):
+            raise ValueError(
+                f"the tree joints of links {[l.name for l in left]} form a cycle; a spanning tree "
+                f"cannot close a loop -- make one of these joints a cut joint (Weld or Connect constraint)"
+            )
+        pending = left
+    return tuple(ordered)

@@ -1,0 +1,253 @@
+"""Built-in mechanisms of the papers, each a function with size parameters.
+
+Loops are closed at the neutral configuration: the second frame of every cut
+joint is placed where the first one is at ``q = 0``, so positions and
+(zero) velocities are consistent there.  Geometry and inertias are simple
+rods; the topologies are the papers'.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .joints import Joint
+from .kinematics import kinematics
+from .mechanism import GROUND, Connect, Link, Mechanism, Pose, Weld, at
+from .spatial import rotation_about
+
+AXIS_CYCLE = ("z", "y", "x")
+
+
+def rod(name: str, parent: str, joint: Joint, placement: Pose, length: float = 0.3, mass: float | None = None,
+        direction: int = 0) -> Link:
+    """A uniform rod of radius ``length / 10`` along local axis ``direction``, starting at the link frame."""
+    mass = abs(length) if mass is None else mass
+    com = np.zeros(3)
+    com[direction] = length / 2
+    radius = abs(length) / 10
+    inertia = np.full(3, mass * (length**2 / 12 + radius**2 / 4))
+    inertia[direction] = mass * radius**2 / 2
+    return Link(name, parent, joint, placement, mass, com, np.diag(inertia))
+
+
+def _tip(length: float, direction: int = 0) -> Pose:
+    p = np.zeros(3)
+    p[direction] = length
+    return Pose(np.eye(3), p)
+
+
+def _closed(links, constraints, name: str, gravity=(0.0, 0.0, -9.81)) -> Mechanism:
+    """Mechanism whose constraints' second frames coincide with the first at q = 0."""
+    tree = Mechanism(links, (), gravity, name)
+    q0 = tree.neutral_configuration()
+    kin = kinematics(tree, q0, np.zeros(tree.nv))
+    closed = []
+    for c in constraints:
+        R1, p1 = kin.rotation[c.link1], kin.position[c.link1]
+        Rc, pc = R1 @ c.placement1.rotation, p1 + R1 @ c.placement1.translation
+        R2, p2 = kin.rotation[c.link2], kin.position[c.link2]
+        placement2 = Pose(R2.T @ Rc, R2.T @ (pc - p2)) if isinstance(c, Weld) else Pose(np.eye(3), R2.T @ (pc - p2))
+        closed.append(type(c)(c.link1, c.link2, c.placement1, placement2, c.axes, c.name))
+    return Mechanism(links, closed, gravity, name)
+
+
+def four_bar(crank: float = 1.0, coupler: float = 2.0, rocker: float = 1.5, base: float = 2.0, angle: float = 1.0) -> Mechanism:
+    """Planar four-bar linkage: crank and rocker on the ground, coupler closing on the rocker.
+
+    The loop is a :class:`Connect` restricted to the plane (``axes=(0, 1)``),
+    so its two rows are independent.  ``angle`` is the crank angle at ``q = 0``.
+    """
+    A, D = np.zeros(2), np.array([base, 0.0])
+    B = A + crank * np.array([np.cos(angle), np.sin(angle)])
+    d = np.linalg.norm(D - B)
+    if not abs(coupler - rocker) < d < coupler + rocker:
+        raise ValueError(f"four_bar: links of lengths {crank}, {coupler}, {rocker}, {base} do not close at angle {angle}")
+    along = (coupler**2 - rocker**2 + d**2) / (2 * d)
+    height = np.sqrt(coupler**2 - along**2)
+    u = (D - B) / d
+    C = B + along * u + height * np.array([-u[1], u[0]])
+    coupler_angle = np.arctan2(*(C - B)[::-1]) - angle
+    rocker_angle = np.arctan2(*(C - D)[::-1])
+    z = Joint("revolute", "z")
+    links = [
+        rod("crank", GROUND, z, Pose(rotation_about("z", angle), np.zeros(3)), crank),
+        rod("coupler", "crank", z, Pose(rotation_about("z", coupler_angle), np.array([crank, 0.0, 0.0])), coupler),
+        rod("rocker", GROUND, z, Pose(rotation_about("z", rocker_angle), np.array([base, 0.0, 0.0])), rocker),
+    ]
+    loop = Connect("coupler", "rocker", _tip(coupler), Pose(), axes=(0, 1), name="loop")
+    return _closed(links, [loop], "four_bar")
+
+
+def fig4() -> Mechanism:
+    """The 11-link, two-cut-joint mechanism of 000 Fig. 4.
+
+    Tree: 1-2-3, then branches 3-4-5-6, 3-7-8, 3-9-10-11; cut joints ``"12"``
+    (links 6 & 8) and ``"13"`` (links 8 & 11), both 3-D.  Links are named by
+    their numbers in the paper.
+    """
+    parents = {1: GROUND, 2: 1, 3: 2, 4: 3, 5: 4, 6: 5, 7: 3, 8: 7, 9: 3, 10: 9, 11: 10}
+    offsets = {1: (0, 0, 0.2), 2: (0, 0, 0.3), 3: (0, 0, 0.3), 4: (0.2, 0, 0.1), 5: (0.3, 0, 0), 6: (0.3, 0, 0),
+               7: (0, 0.2, 0.1), 8: (0.3, 0, 0), 9: (-0.2, 0, 0.1), 10: (0.3, 0, 0), 11: (0.3, 0, 0)}
+    links = [
+        rod(str(i), str(parents[i]) if parents[i] != GROUND else GROUND, Joint("revolute", AXIS_CYCLE[i % 3]), at(*offsets[i]))
+        for i in range(1, 12)
+    ]
+    cuts = [Connect("6", "8", _tip(0.3), name="12"), Connect("8", "11", _tip(0.3), name="13")]
+    return _closed(links, cuts, "fig4")
+
+
+def _chain(prefix: str, parent: str, count: int, start: int = 0, length: float = 0.3, turn: float = 0.0,
+           twist: float = 0.0, first: Pose | None = None) -> list:
+    """``count`` rods in series, joint axes cycling z, y, x.
+
+    Each rod starts at its predecessor's tip, its frame turned by ``turn`` about
+    z and twisted by ``twist`` about x, so a chain bends into a non-planar
+    polygon (generic loops; straight chains make welded loops singular).
+    """
+    bend = rotation_about("z", turn) @ rotation_about("x", twist)
+    links, previous = [], parent
+    for k in range(count):
+        name = f"{prefix}{k + 1}"
+        placement = (first or at(0, 0, length)) if k == 0 else Pose(bend, np.array([length, 0.0, 0.0]))
+        links.append(rod(name, previous, Joint("revolute", AXIS_CYCLE[(start + k) % 3]), placement, length))
+        previous = name
+    return links
+
+
+def _heading(angle: float, height: float = 0.3) -> Pose:
+    return Pose(rotation_about("z", angle), np.array([0.0, 0.0, height]))
+
+
+def cycle(n: int = 8) -> Mechanism:
+    """A single loop of ``n`` links closed by a weld from link ``n`` to link 1 (000 Fig. 6).
+
+    The loop has ``n - 1`` joints; ``n >= 7`` makes the weld's six rows independent.
+    """
+    _check_size("cycle", n=n, minimum=2)
+    links = _chain("link", GROUND, n, turn=2 * np.pi / n, twist=0.3)
+    return _closed(links, [Weld(f"link{n}", "link1", _tip(0.3), name="weld")], f"cycle_{n}")
+
+
+def chain_of_loops(loops: int = 3, links_per_loop: int = 7) -> Mechanism:
+    """A chain of ``loops`` loops, each of ``links_per_loop`` links closed by a weld (000 Fig. 7).
+
+    Loop ``k`` hangs two branches from its root link and welds their tips; the
+    next loop's root is the tip of the first branch.
+    """
+    _check_size("chain_of_loops", loops=loops, minimum=1)
+    _check_size("chain_of_loops", links_per_loop=links_per_loop, minimum=3)
+    links = [rod("root1", GROUND, Joint("revolute", "z"), Pose(), 0.3)]
+    cuts, root = [], "root1"
+    first = (links_per_loop - 1) // 2
+    turn = 2 * np.pi / links_per_loop
+    for k in range(1, loops + 1):
+        a = _chain(f"l{k}a", root, first, start=1, turn=turn, twist=0.3, first=Pose(rotation_about("z", -turn), np.array([0.3, 0, 0])))
+        b = _chain(f"l{k}b", root, links_per_loop - 1 - first, start=2, turn=-turn, twist=-0.3,
+                   first=Pose(rotation_about("z", turn), np.array([0.3, 0, 0])))
+        links += a + b
+        cuts.append(Weld(a[-1].name, b[-1].name, _tip(0.3), name=f"weld{k}"))
+        root = a[-1].name
+    return _closed(links, cuts, f"chain_of_loops_{loops}x{links_per_loop}")
+
+
+def worst_case(loops: int = 4, chain: int = 6) -> Mechanism:
+    """Every loop couples with every other (000 Fig. 8): ``loops`` two-link
+    branches at the tip of a ``chain``-link serial chain, each closed onto the
+    chain's first link by a 3-D cut joint, so all loops share the chain's joints."""
+    _check_size("worst_case", loops=loops, minimum=1)
+    _check_size("worst_case", chain=chain, minimum=2)
+    links = _chain("c", GROUND, chain, turn=0.4, twist=0.3)
+    cuts = []
+    for k in range(1, loops + 1):
+        branch = _chain(f"b{k}_", f"c{chain}", 2, start=k, turn=0.5, twist=0.2,
+                        first=Pose(rotation_about("z", 2 * np.pi * k / loops), np.array([0.3, 0, 0])))
+        links += branch
+        cuts.append(Connect(branch[-1].name, "c1", _tip(0.3), name=f"loop{k}"))
+    return _closed(links, cuts, f"worst_case_{loops}")
+
+
+def branching(branches: int = 4, length: int = 6) -> Mechanism:
+    """Branches from a single hub link, consecutive tips welded (000 Fig. 9).
+
+    ``branches - 1`` welds (6 rows each) act on ``branches * length`` joints:
+    they are independent only when ``length >= 6 (branches - 1) / branches``.
+    """
+    _check_size("branching", branches=branches, minimum=2)
+    _check_size("branching", length=length, minimum=1)
+    links = [rod("hub", GROUND, Joint("revolute", "z"), Pose(), 0.3)]
+    tips = []
+    for k in range(1, branches + 1):
+        branch = _chain(f"br{k}_", "hub", length, start=k, turn=0.5, twist=0.3, first=_heading(2 * np.pi * k / branches))
+        links += branch
+        tips.append(branch[-1].name)
+    cuts = [Weld(tips[k], tips[k + 1], _tip(0.3), name=f"weld{k + 1}") for k in range(branches - 1)]
+    return _closed(links, cuts, f"branching_{branches}x{length}")
+
+
+def serial_chain(n: int = 12) -> Mechanism:
+    """A serial chain whose end effector is welded to the ground (001 Fig. 4a); ``n >= 6`` for independence."""
+    _check_size("serial_chain", n=n, minimum=1)
+    links = _chain("link", GROUND, n, turn=0.4, twist=0.3)
+    return _closed(links, [Weld(f"link{n}", GROUND, _tip(0.3), name="end_effector")], f"serial_chain_{n}")
+
+
+def ladder(n: int = 8, spacing: int = 2) -> Mechanism:
+    """Two rails of ``n`` links joined by a 3-D rung every ``spacing`` links (001 Fig. 4b, m ~ n)."""
+    _check_size("ladder", n=n, minimum=1)
+    _check_size("ladder", spacing=spacing, minimum=1)
+    up = rotation_about("y", -np.pi / 2)  # rails rise along world z
+    left = _chain("left", GROUND, n, turn=0.15, twist=0.2, first=Pose(up, np.zeros(3)))
+    right = _chain("right", GROUND, n, start=1, turn=-0.15, twist=-0.2, first=Pose(up, np.array([0.0, 0.5, 0.0])))
+    rungs = [Connect(f"left{k}", f"right{k}", _tip(0.3), name=f"rung{k}") for k in range(spacing, n + 1, spacing)]
+    return _closed(left + right, rungs, f"ladder_{n}")
+
+
+def digit_leg() -> Mechanism:
+    """A Digit-like leg in the sagittal plane with three closed loops (four-bar rods).
+
+    Hip, thigh, shin, tarsus and toe in series; an achilles rod from the hip
+    closing on the tarsus, a knee rod from the thigh closing on the shin and a
+    toe rod from the tarsus closing on the toe.  Loops are planar
+    (``axes=(0, 2)``).
+    """
+    y = Joint("revolute", "y")
+    down = 2  # rods hang along -z: use local z with negative lengths via placements
+
+    def segment(name, parent, placement, length):
+        return rod(name, parent, y, placement, length, direction=down)
+
+    links = [
+        rod("hip", GROUND, Joint("revolute", "x"), Pose(), 0.1, mass=2.0),
+        segment("thigh", "hip", at(0, 0, -0.1), -0.4),
+        segment("shin", "thigh", at(0, 0, -0.4), -0.4),
+        segment("tarsus", "shin", at(0, 0, -0.4), -0.4),
+        segment("toe", "tarsus", at(0, 0, -0.4), -0.15),
+        segment("achilles_rod", "hip", at(0.06, 0, -0.1), -0.75),
+        segment("knee_rod", "thigh", at(-0.05, 0, -0.05), -0.38),
+        segment("toe_rod", "tarsus", at(0.05, 0, -0.05), -0.4),
+    ]
+    rows = (0, 2)
+    cuts = [
+        Connect("achilles_rod", "tarsus", at(0, 0, -0.75), axes=rows, name="achilles"),
+        Connect("knee_rod", "shin", at(0, 0, -0.38), axes=rows, name="knee"),
+        Connect("toe_rod", "toe", at(0, 0, -0.4), axes=rows, name="toe"),
+    ]
+    return _closed(links, cuts, "digit_leg")
+
+
+def _check_size(model: str, minimum: int, **size) -> None:
+    (name, value), = size.items()
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{model}: {name} must be an int >= {minimum}, got {value!r}")
+
+
+MODELS = {
+    "fig4": fig4,
+    "four_bar": four_bar,
+    "cycle": cycle,
+    "chain_of_loops": chain_of_loops,
+    "worst_case": worst_case,
+    "branching": branching,
+    "serial_chain": serial_chain,
+    "ladder": ladder,
+    "digit_leg": digit_leg,
+}
