@@ -1,0 +1,171 @@
+"""Import of Pinocchio models (optional extra ``robots``: ``pip install 'gaussgraph[robots]'``).
+
+:func:`from_pinocchio` maps every Pinocchio joint to a :class:`Link` (same
+names, same ``q`` / ``v`` layout, same inertias) and every
+``RigidConstraintModel`` (CONTACT_3D / CONTACT_6D, LOCAL) to a
+:class:`Connect` / :class:`Weld`, so ``q``, ``v``, ``tau`` and the constraint
+forces read exactly as Pinocchio's.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from .joints import Joint
+from .mechanism import GROUND, Connect, Link, Mechanism, Pose, Weld
+
+INSTALL_HINT = "install the robots extra: pip install 'gaussgraph[robots]' (Pinocchio and example-robot-data)"
+
+_AXIS_JOINTS = {
+    "RX": ("revolute", "x"), "RY": ("revolute", "y"), "RZ": ("revolute", "z"),
+    "RUBX": ("revolute_unbounded", "x"), "RUBY": ("revolute_unbounded", "y"), "RUBZ": ("revolute_unbounded", "z"),
+    "PX": ("prismatic", "x"), "PY": ("prismatic", "y"), "PZ": ("prismatic", "z"),
+}
+_UNALIGNED = {
+    "RevoluteUnaligned": "revolute", "RevoluteUnboundedUnaligned": "revolute_unbounded", "PrismaticUnaligned": "prismatic",
+}
+_FREE = {"FreeFlyer": "free", "Spherical": "spherical", "Planar": "planar"}
+
+
+def pinocchio():
+    """The ``pinocchio`` module, or an ImportError saying how to install it."""
+    try:
+        import pinocchio as pin
+    except ImportError:
+        raise ImportError(f"this needs Pinocchio; {INSTALL_HINT}") from None
+    return pin
+
+
+def _joint(model, index: int) -> Joint:
+    jmodel = model.joints[index]
+    kind = jmodel.shortname().removeprefix("JointModel")
+    if kind in _AXIS_JOINTS:
+        return Joint(*_AXIS_JOINTS[kind])
+    if kind in _UNALIGNED:
+        return Joint(_UNALIGNED[kind], tuple(np.asarray(jmodel.extract().axis, dtype=float)))
+    if kind in _FREE:
+        return Joint(_FREE[kind])
+    raise ValueError(
+        f"joint {model.names[index]!r} is a Pinocchio {jmodel.shortname()}, which gaussgraph does not model; "
+        f"supported: {sorted(_AXIS_JOINTS) + sorted(_UNALIGNED) + sorted(_FREE)}"
+    )
+
+
+def _pose(se3) -> Pose:
+    return Pose(np.array(se3.rotation), np.array(se3.translation))
+
+
+def _constraint(pin, model, cm, index: int):
+    label = cm.name or f"c{index}"
+    if cm.reference_frame != pin.ReferenceFrame.LOCAL:
+        raise ValueError(f"constraint {label!r}: only LOCAL reference frames are supported, got {cm.reference_frame}")
+    if np.any(np.asarray(cm.desired_contact_acceleration.vector) != 0):
+        raise ValueError(f"constraint {label!r}: a nonzero desired_contact_acceleration is not supported")
+    baumgarte = cm.m_baumgarte_parameters if hasattr(cm, "m_baumgarte_parameters") else None
+    if baumgarte is not None and (np.any(np.asarray(baumgarte.Kp) != 0) or np.any(np.asarray(baumgarte.Kd) != 0)):
+        raise ValueError(f"constraint {label!r}: Baumgarte stabilization (Kp, Kd) is not supported; set them to zero")
+    links = [model.names[j] if j != 0 else GROUND for j in (cm.joint1_id, cm.joint2_id)]
+    args = (links[0], links[1], _pose(cm.joint1_placement), _pose(cm.joint2_placement))
+    if cm.type == pin.ContactType.CONTACT_3D:
+        return Connect(*args, name=label)
+    if cm.type == pin.ContactType.CONTACT_6D:
+        return Weld(*args, name=label)
+    raise ValueError(f"constraint {label!r}: unsupported contact type {cm.type}")
+
+
+def from_pinocchio(model, constraint_models=(), name: str | None = None) -> Mechanism:
+    """Convert a Pinocchio model and its rigid constraint models into a :class:`Mechanism`.
+
+    Parameters
+    ----------
+    model : pinocchio.Model
+    constraint_models : sequence of pinocchio.RigidConstraintModel
+        CONTACT_3D (-> :class:`Connect`) or CONTACT_6D (-> :class:`Weld`), LOCAL
+        reference frame, one or two joints (joint 0 is the ground).
+    name : str, optional
+
+    Returns
+    -------
+    Mechanism
+        Links named after Pinocchio's joints; ``q``, ``v``, ``tau`` use
+        Pinocchio's layout (``nq``, ``nv``).
+    """
+    pin = pinocchio()
+    links = []
+    for i in range(1, model.njoints):
+        parent = model.parents[i]
+        inertia = model.inertias[i]
+        links.append(
+            Link(
+                model.names[i], model.names[parent] if parent != 0 else GROUND, _joint(model, i),
+                _pose(model.jointPlacements[i]), float(inertia.mass), np.array(inertia.lever), np.array(inertia.inertia),
+            )
+        )
+    constraints = [_constraint(pin, model, cm, j) for j, cm in enumerate(constraint_models)]
+    mech = Mechanism(links, constraints, np.array(model.gravity.linear), name or model.name or "pinocchio_model")
+    for i, link in enumerate(mech.links, start=1):
+        jmodel = model.joints[model.getJointId(link.name)]
+        if (mech.q_slices[link.name].start, mech.v_slices[link.name].start) != (jmodel.idx_q, jmodel.idx_v):
+            raise ValueError(f"joint {link.name!r}: Pinocchio's q/v layout is not in joint order; cannot map states")
+    return mech
+
+
+def example_robot_data_dir() -> Path:
+    """The ``robots`` folder of the installed example-robot-data package."""
+    candidates = []
+    for base in sys.path + [sys.prefix]:
+        candidates += glob.glob(os.path.join(base, "cmeel.prefix", "share", "example-robot-data", "robots"))
+        candidates += glob.glob(os.path.join(base, "lib", "python*", "site-packages", "cmeel.prefix", "share", "example-robot-data", "robots"))
+    for path in candidates:
+        if os.path.isdir(path):
+            return Path(path)
+    raise FileNotFoundError(f"example-robot-data's robots folder was not found; {INSTALL_HINT}")
+
+
+ROBOTS = {
+    # name: (path under example-robot-data/robots, floating base)
+    "ur5": ("ur_description/urdf/ur5_robot.urdf", False),
+    "talos": ("talos_data/robots/talos_reduced.urdf", True),
+    "solo12": ("solo_description/robots/solo12.urdf", True),
+    "anymal": ("anymal_b_simple_description/robots/anymal.urdf", True),
+    "allegro": ("allegro_hand_description/urdf/allegro_right_hand.urdf", False),
+    "allegro_left": ("allegro_hand_description/urdf/allegro_left_hand.urdf", False),
+}
+
+
+def load_pinocchio_robot(name: str):
+    """``pinocchio.Model`` of a robot of example-robot-data listed in :data:`ROBOTS`."""
+    if name not in ROBOTS:
+        raise ValueError(f"unknown robot {name!r}; use one of {sorted(ROBOTS)}")
+    pin = pinocchio()
+    path, floating = ROBOTS[name]
+    full = str(example_robot_data_dir() / path)
+    return pin.buildModelFromUrdf(full, pin.JointModelFreeFlyer()) if floating else pin.buildModelFromUrdf(full)
+
+
+def load_urdf(path, floating_base: bool = False) -> Mechanism:
+    """A URDF file through Pinocchio (a free-flyer root joint if ``floating_base``)."""
+    pin = pinocchio()
+    path = _existing(path)
+    model = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating_base else pin.buildModelFromUrdf(path)
+    return from_pinocchio(model, name=Path(path).stem)
+
+
+def load_mjcf(path) -> Mechanism:
+    """An MJCF file with its equality constraints, through Pinocchio."""
+    pin = pinocchio()
+    path = _existing(path)
+    model, constraints = pin.buildModelAndConstraintsFromMJCF(path)[:2]
+    rigid = [c if isinstance(c, pin.RigidConstraintModel) else pin.convertToRigidConstraintModel(c) for c in constraints]
+    return from_pinocchio(model, rigid, name=Path(path).stem)
+
+
+def _existing(path) -> str:
+    path = str(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no such file: {path}")
+    return path
