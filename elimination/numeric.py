@@ -13,7 +13,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from factorgraph import FactorGraph, LinearEquality, Quadratic, Variable
+from factorgraph import FactorGraph, LeastSquares, LinearEquality, Quadratic, Variable
 from factorgraph.factors import as_float_array, concat_last
 
 from .gaussian import eliminate_gaussian, mv
@@ -70,22 +70,33 @@ class Factorization:
 
     # -- linear terms -----------------------------------------------------------------
     def _linear_terms(self, g: Mapping | None, b: Mapping | None):
-        lin_g = {i: f.g for i, f in enumerate(self.graph.factors) if isinstance(f, Quadratic)}
-        lin_b = {i: f.b for i, f in enumerate(self.graph.factors) if isinstance(f, LinearEquality)}
-        for name, overrides, table, kind in (("g", g, lin_g, "Quadratic"), ("b", b, lin_b, "LinearEquality")):
-            for i, value in (overrides or {}).items():
-                if i not in table:
-                    raise KeyError(
-                        f"solve({name}=...): factor {i!r} is not a {kind} factor of the graph; "
-                        f"{name} overrides apply to {kind} factors (indices returned by FactorGraph.add)"
-                    )
-                value = as_float_array(value, f"solve({name}=...) for factor {i}", 1)
-                if value.shape[-1] != table[i].shape[-1]:
-                    raise ValueError(
-                        f"solve({name}=...) for factor {i}: length {value.shape[-1]}, expected {table[i].shape[-1]}"
-                    )
-                table[i] = value
-        return lin_g, lin_b
+        """Tables of the linear terms: ``g`` of quadratic factors, ``b`` of hard
+        ones, and the measurements ``b`` of least-squares factors (kept for
+        Jacobian-form residuals)."""
+        factors = self.graph.factors
+        lin_g = {i: f.g for i, f in enumerate(factors) if isinstance(f, Quadratic)}
+        lin_b = {i: f.b for i, f in enumerate(factors) if isinstance(f, LinearEquality)}
+        measurements = {i: f.b for i, f in enumerate(factors) if isinstance(f, LeastSquares)}
+        for i, value in (b or {}).items():
+            if i in lin_b:
+                lin_b[i] = _checked_override("b", i, value, lin_b[i])
+            elif i in measurements:
+                measurements[i] = _checked_override("b", i, value, measurements[i])
+                lin_g[i] = factors[i].information(measurements[i])
+            else:
+                raise KeyError(
+                    f"solve(b=...): factor {i!r} has no right-hand side b; b overrides apply to LinearEquality "
+                    f"and LeastSquares factors (indices returned by FactorGraph.add)"
+                )
+        for i, value in (g or {}).items():
+            if i not in lin_g:
+                raise KeyError(
+                    f"solve(g=...): factor {i!r} is not a Quadratic factor of the graph; g overrides apply to "
+                    f"Quadratic and LeastSquares factors (indices returned by FactorGraph.add)"
+                )
+            lin_g[i] = _checked_override("g", i, value, lin_g[i])
+            measurements.pop(i, None)  # g given directly: no measurement to take residuals against
+        return lin_g, lin_b, measurements
 
     def _forward(self, lin_g: dict, lin_b: dict):
         """Forward sweep of the linear terms; returns the caches and the terms
@@ -123,14 +134,21 @@ class Factorization:
                 offset += dim
         return {key: values[key] for key in self.graph.keys}
 
-    def _residual_terms(self, values: dict, lin_g: dict, lin_b: dict):
+    def _residual_terms(self, values: dict, lin_g: dict, lin_b: dict, measurements: dict):
         """Linear terms whose solution is the error of ``values``: ``g_f - H_f x``
-        and ``b_f - A_f x`` per factor (the multipliers of the hard rows cancel)."""
+        and ``b_f - A_f x`` per factor (the multipliers of the hard rows cancel).
+
+        Least-squares factors use ``A'W(b - A x)``: a penalty ``mu ||K a - k||^2``
+        would otherwise lose ``mu`` times the round-off to the cancellation of
+        ``g`` against ``H x``.
+        """
         res_g, res_b = {}, {}
         for i, factor in enumerate(self.graph.factors):
             x = concat_last([values[k] for k in factor.keys], 1)
             if i in lin_b:
                 res_b[i] = lin_b[i] - sum(mv(A, values[k]) for k, A in zip(factor.keys, factor.A))
+            elif i in measurements:
+                res_g[i] = factor.residual_information(x, measurements[i])
             else:
                 res_g[i] = lin_g[i] - mv(factor.H, x)
         return res_g, res_b
@@ -142,9 +160,11 @@ class Factorization:
         Parameters
         ----------
         g : dict, optional
-            Factor index -> new information vector ``g`` for Quadratic factors.
+            Factor index -> new information vector ``g`` for Quadratic (and
+            LeastSquares) factors.
         b : dict, optional
-            Factor index -> new right-hand side ``b`` for LinearEquality factors.
+            Factor index -> new right-hand side ``b`` for LinearEquality and
+            LeastSquares factors (for the latter ``g = A'W b``).
             Factors not named keep the graph's values; new values may carry
             batch dimensions broadcasting with the graph's.
         refine : int
@@ -177,10 +197,10 @@ class Factorization:
                 f"this factorization is partial (variables {list(self.plan.remaining)} are not "
                 "eliminated); use remaining() to get the graph left over"
             )
-        lin_g, lin_b = self._linear_terms(g, b)
+        lin_g, lin_b, measurements = self._linear_terms(g, b)
         values = self._sweeps(lin_g, lin_b)
         for _ in range(refine):
-            correction = self._sweeps(*self._residual_terms(values, lin_g, lin_b))
+            correction = self._sweeps(*self._residual_terms(values, lin_g, lin_b, measurements))
             values = {key: values[key] + correction[key] for key in values}
         return values
 
@@ -191,7 +211,7 @@ class Factorization:
         the elimination generated (e.g. the dual Hessian on the multipliers
         after eliminating every primal variable).
         """
-        _, lin_g, lin_b = self._forward(*self._linear_terms(g, b))
+        _, lin_g, lin_b = self._forward(*self._linear_terms(g, b)[:2])
         rest = FactorGraph()
         for key in self.plan.remaining:
             var = self.graph.variable(key)
@@ -205,6 +225,13 @@ class Factorization:
                 blocks = np.split(self.coefficients[i], np.cumsum(dims)[:-1], axis=-1)
                 rest.add(LinearEquality(scope, blocks, lin_b[i]))
         return rest
+
+
+def _checked_override(name: str, index, value, current: np.ndarray) -> np.ndarray:
+    value = as_float_array(value, f"solve({name}=...) for factor {index}", 1)
+    if value.shape[-1] != current.shape[-1]:
+        raise ValueError(f"solve({name}=...) for factor {index}: length {value.shape[-1]}, expected {current.shape[-1]}")
+    return value
 
 
 def factorize(graph: FactorGraph, plan: Plan, rule: Callable = eliminate_gaussian) -> Factorization:

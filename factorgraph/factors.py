@@ -248,23 +248,32 @@ class LeastSquares(Quadratic):
     def __init__(self, keys: Sequence[Hashable], A: Sequence, b, weight=None):
         jacobian = LinearEquality(keys, A, b)  # reuses the block validation
         m = jacobian.rows
-        A_full = concat_last(jacobian.A, 2)
-        if weight is None:
-            WA, Wb = A_full, jacobian.b
-        else:
+        self.A, self.b, self.weight = jacobian.A, jacobian.b, weight
+        self.jacobian = concat_last(jacobian.A, 2)
+        if weight is not None:
             W = as_float_array(weight, f"LeastSquares on {jacobian.keys}: weight", 0)
-            if W.ndim == 0:
-                WA, Wb = W * A_full, W * jacobian.b
-            elif W.ndim >= 2 and W.shape[-2:] == (m, m):
-                WA, Wb = W @ A_full, (W @ jacobian.b[..., None])[..., 0]
-            else:
+            if W.ndim != 0 and not (W.ndim >= 2 and W.shape[-2:] == (m, m)):
                 raise ValueError(
                     f"LeastSquares on {jacobian.keys}: weight must be a scalar or an (..., {m}, {m}) "
                     f"information matrix, got shape {W.shape}"
                 )
-        At = np.swapaxes(A_full, -1, -2)
-        super().__init__(jacobian.keys, At @ WA, (At @ Wb[..., None])[..., 0])
-        self.A, self.b, self.weight = jacobian.A, jacobian.b, weight
+            self.weight = W
+        At = np.swapaxes(self.jacobian, -1, -2)
+        super().__init__(jacobian.keys, At @ self._weighted(self.jacobian), self.information(self.b))
+
+    def _weighted(self, M: np.ndarray) -> np.ndarray:
+        """``W M`` for a matrix ``M`` (..., m, k)."""
+        if self.weight is None:
+            return M
+        return self.weight * M if self.weight.ndim == 0 else self.weight @ M
+
+    def information(self, b: np.ndarray) -> np.ndarray:
+        """``g = A' W b`` for a right-hand side ``b`` (..., m)."""
+        return (np.swapaxes(self.jacobian, -1, -2) @ self._weighted(b[..., None]))[..., 0]
+
+    def residual_information(self, x: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """``A' W (b - A x)``, i.e. ``g - H x`` computed without the cancellation of ``g`` against ``H x``."""
+        return self.information(b - (self.jacobian @ x[..., None])[..., 0])
 
     def check_dims(self, dims: Sequence[int]) -> None:
         check_block_columns(self, self.A, dims)

@@ -17,8 +17,8 @@ lcaba          alm      spanning-tree-constrained minimum degree over leaf links
 constrained_aba alm     as LCABA, contacts (loops through the ground) only
 pv_soft        soft     as ABA
 proxltl        prox     joint space: all a_i root to leaves, qdd leaves to root, multipliers last
-min_degree     prox     unconstrained minimum degree over links and multipliers
-min_fill       prox     unconstrained minimum fill over links and multipliers
+min_degree     prox     a_i root to leaves, then minimum degree over qdd and multipliers
+min_fill       prox     a_i root to leaves, then minimum fill over qdd and multipliers
 ============== ======== ===========================================================
 """
 from __future__ import annotations
@@ -96,20 +96,38 @@ def joint_space(mechanism: Mechanism, graph) -> Ordering:
 
 
 def _link_blocks(mechanism: Mechanism) -> list:
-    # One front per link: its joint's identity block then fixes a_i exactly,
-    # whatever the geometry.  Eliminating qdd_i alone first leaves projected
-    # joint rows whose rank is only generic -- planar legs break it.
     return [_link_keys(mechanism, link) for link in mechanism.links]
 
 
+def _accelerations_root_first(mechanism: Mechanism):
+    """Eligibility: ``a_i`` once its parent's is eliminated; everything else after every ``a_i``.
+
+    Substituting link accelerations root to leaves is exact for any geometry
+    (each ``a_c`` keeps the identity block of its joint).  Relaxing the tree
+    order further -- ``qdd_i`` before ``a_i``, or a link before its children --
+    builds the "fictitious joints" of 000 Sec. VII-B, whose rank depends on the
+    geometry (planar legs, coincident spherical joints) and needs pivoting.
+    """
+
+    def eligible(key, state):
+        kind, name = key
+        if kind == "a":
+            parent = mechanism.parent(name)
+            return parent == GROUND or a_key(parent) not in state.remaining
+        return not any(k[0] == "a" for k in state.remaining)
+
+    return eligible
+
+
 def any_min_degree(mechanism: Mechanism, graph) -> Ordering:
-    """Unconstrained minimum degree over links (``(a_i, qdd_i)`` blocks) and multipliers (000 Sec. VII-B)."""
-    return elimination.min_degree(graph, blocks=_link_blocks(mechanism))
+    """Joint-space minimum degree (000 Sec. VII-B): link accelerations substituted
+    root to leaves, then minimum degree over joint accelerations and multipliers."""
+    return elimination.min_degree(graph, eligible=_accelerations_root_first(mechanism))
 
 
 def any_min_fill(mechanism: Mechanism, graph) -> Ordering:
-    """Unconstrained minimum fill over links (``(a_i, qdd_i)`` blocks) and multipliers."""
-    return elimination.min_fill(graph, blocks=_link_blocks(mechanism))
+    """Joint-space minimum fill: as :func:`any_min_degree` with the minimum-fill score."""
+    return elimination.min_fill(graph, eligible=_accelerations_root_first(mechanism))
 
 
 SCOPES = {
@@ -152,8 +170,8 @@ ALGORITHMS = {
     "constrained_aba": Algorithm("alm", tree_min_degree, "constrainedABA: LCABA restricted to contacts", "contacts"),
     "pv_soft": Algorithm("soft", tree_order, "PV-soft (001 Sec. VI): MuJoCo's soft constraints, ABA order"),
     "proxltl": Algorithm("prox", joint_space, "proxLTL (002): joint-space sparse LTL order"),
-    "min_degree": Algorithm("prox", any_min_degree, "unconstrained minimum degree over all variables"),
-    "min_fill": Algorithm("prox", any_min_fill, "unconstrained minimum fill over all variables"),
+    "min_degree": Algorithm("prox", any_min_degree, "joint-space minimum degree: tree-unconstrained over qdd and multipliers"),
+    "min_fill": Algorithm("prox", any_min_fill, "joint-space minimum fill: tree-unconstrained over qdd and multipliers"),
 }
 
 

@@ -18,13 +18,21 @@ from elimination import Ordering
 
 from .algorithms import resolve_algorithm, tree_order
 from .gplc import (
-    a_key, build_gplc, check_mu, check_state, lam_key, penalty_information, prior_information, qdd_key,
+    a_key, build_gplc, check_mu, check_state, lam_key, penalty_target, prior_information, qdd_key,
     split_multipliers,
 )
 from .kinematics import kinematics
 from .mechanism import Mechanism
 
 _PLANS: "weakref.WeakKeyDictionary[Mechanism, dict]" = weakref.WeakKeyDictionary()
+
+
+_ADVICE = {
+    "hard": "The hard policy needs independent constraints: use a prox algorithm (proxbbo, proxpv, proxltl).",
+    "alm": "With the alm policy mu K'K enters the link pivots: lower mu, or use a prox algorithm (proxbbo, proxpv).",
+    "prox": "Check the mechanism's inertias and joints (a massless link or a dependent joint makes it singular).",
+    "soft": "Lower mu, or check the mechanism's inertias.",
+}
 
 
 @dataclass
@@ -137,7 +145,13 @@ def forward_dynamics(
     batch = np.broadcast_shapes(kin.batch_shape, tau.shape[:-1])
     lam = split_multipliers(mechanism, None if forces0 is None else -np.asarray(forces0, dtype=float), batch)
     gplc = build_gplc(mechanism, kin, tau, algo.constraints, mu, lam)
-    fact = elimination.factorize(gplc.graph, _plan(mechanism, algo, gplc.graph))
+    try:
+        fact = elimination.factorize(gplc.graph, _plan(mechanism, algo, gplc.graph))
+    except elimination.SingularProblemError as error:
+        raise elimination.SingularProblemError(
+            f"{name} ({algo.constraints} policy, mu={mu:g}) on {mechanism.name!r}: {error} {_ADVICE[algo.constraints]}",
+            error.step, error.keys,
+        ) from None
     x = fact.solve(refine=refine)
     iterations, qdd = 1, _qdd(mechanism, x, batch)
     step = np.inf
@@ -152,10 +166,9 @@ def forward_dynamics(
         if algo.constraints not in ("alm", "prox") or min(step, _max_abs(residual.values())) < tol or iterations >= max_iter:
             break
         if algo.constraints == "alm":
-            g = {gplc.moving[c]: penalty_information(gplc.terms[c], mu, lam[c]) for c in lam}
+            x = fact.solve(b={gplc.moving[c]: penalty_target(gplc.terms[c], mu, lam[c]) for c in lam}, refine=refine)
         else:
-            g = {gplc.moving[c]: prior_information(mu, lam[c]) for c in lam}
-        x = fact.solve(g=g, refine=refine)
+            x = fact.solve(g={gplc.moving[c]: prior_information(mu, lam[c]) for c in lam}, refine=refine)
         iterations += 1
         new_qdd = _qdd(mechanism, x, batch)
         step, qdd = float(np.max(np.abs(new_qdd - qdd), initial=0.0)), new_qdd

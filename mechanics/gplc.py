@@ -11,7 +11,9 @@ multipliers ``("lam", constraint)`` (role ``max``).  Factors:
 * per constraint ``K a = k``, depending on the constraint policy:
 
   ``alm``  ``mu/2 ||K a - k + lambda^k/mu||^2``, i.e. ``H = mu K'K``,
-           ``g = K'(mu k - lambda^k)`` (000 eq. 25);
+           ``g = K'(mu k - lambda^k)`` (000 eq. 25), kept as a
+           :class:`~factorgraph.LeastSquares` factor so that its residual is
+           taken in Jacobian form;
   ``prox`` ``lambda'(K a - k) - 1/(2 mu)||lambda - lambda^k||^2`` (000 eqs. 37-42);
   ``hard`` ``lambda'(K a - k)`` (PV, 001);
   ``soft`` ``mu/2 ||K a - k||^2``, MuJoCo's soft Gauss with ``R^-1 = mu I`` (001 eq. 52).
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from factorgraph import FactorGraph, LinearEquality, Quadratic, Variable
+from factorgraph import FactorGraph, LeastSquares, LinearEquality, Quadratic, Variable
 
 from .kinematics import ConstraintTerms, Kinematics, constraint_terms, kinematics
 from .mechanism import GROUND, Mechanism
@@ -62,8 +64,8 @@ class GPLC:
     terms : dict
         Constraint name -> :class:`~mechanics.kinematics.ConstraintTerms`.
     moving : dict
-        Constraint name -> index of the factor whose ``g`` carries
-        ``lambda^k`` (the penalty for ``alm``, the prior for ``prox``).
+        Constraint name -> index of the factor carrying ``lambda^k``: the
+        penalty for ``alm`` (its ``b``), the prior for ``prox`` (its ``g``).
     """
 
     graph: FactorGraph
@@ -79,10 +81,12 @@ def _stacked(terms: ConstraintTerms) -> np.ndarray:
     return np.concatenate([np.broadcast_to(b, batch + b.shape[-2:]) for b in K], axis=-1)
 
 
-def penalty_information(terms: ConstraintTerms, mu: float, lam: np.ndarray) -> np.ndarray:
-    """``g = K'(mu k - lambda)`` of the ALM penalty factor (000 eq. 25)."""
-    K = _stacked(terms)
-    return (np.swapaxes(K, -1, -2) @ (mu * terms.k - lam)[..., None])[..., 0]
+def penalty_target(terms: ConstraintTerms, mu: float, lam: np.ndarray) -> np.ndarray:
+    """Right-hand side ``k - lambda / mu`` of the ALM penalty ``mu/2 ||K a - (k - lambda/mu)||^2``.
+
+    Its information vector is ``K'(mu k - lambda)``, 000 eq. 25.
+    """
+    return terms.k - lam / mu
 
 
 def prior_information(mu: float, lam: np.ndarray) -> np.ndarray:
@@ -110,11 +114,10 @@ def _add_link_factors(graph: FactorGraph, mechanism: Mechanism, kin: Kinematics,
 
 def _add_constraint_factors(graph: FactorGraph, c, terms: ConstraintTerms, policy: str, mu: float, lam: np.ndarray):
     scope = [a_key(link) for link in terms.links]
+    if policy in ("alm", "soft"):
+        return graph.add(LeastSquares(scope, list(terms.K.values()), penalty_target(terms, mu, lam), weight=mu))
     K = _stacked(terms)
     m = c.dim
-    if policy in ("alm", "soft"):
-        H = mu * np.swapaxes(K, -1, -2) @ K
-        return graph.add(Quadratic(scope, H, penalty_information(terms, mu, lam)))
     graph.add_variable(Variable(lam_key(c.name), m, "max"))
     n = K.shape[-1]
     H = np.zeros(K.shape[:-2] + (m + n, m + n))

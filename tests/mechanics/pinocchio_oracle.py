@@ -148,3 +148,38 @@ def four_bar_constraint(model, data):
     return pin.RigidConstraintModel(
         pin.ContactType.CONTACT_3D, model, coupler, tip, rocker, data.oMi[rocker].actInv(world), pin.ReferenceFrame.LOCAL
     )
+
+
+def pinocchio_model_of(mech):
+    """The same mechanism built in Pinocchio (an independent kinematics and dynamics oracle).
+
+    Returns ``(model, constraint models)``; constraints must use all their axes.
+    """
+    axes = {(1.0, 0.0, 0.0): "X", (0.0, 1.0, 0.0): "Y", (0.0, 0.0, 1.0): "Z"}
+    model = pin.Model()
+    ids = {"ground": 0}
+    for link in mech.links:
+        kind, axis = link.joint.kind, link.joint.axis
+        if kind in ("revolute", "prismatic", "revolute_unbounded"):
+            letter = {"revolute": "R", "prismatic": "P", "revolute_unbounded": "RUB"}[kind]
+            if axis in axes:
+                joint = getattr(pin, f"JointModel{letter}{axes[axis]}")()
+            else:
+                unaligned = {"revolute": "RevoluteUnaligned", "prismatic": "PrismaticUnaligned",
+                             "revolute_unbounded": "RevoluteUnboundedUnaligned"}[kind]
+                joint = getattr(pin, f"JointModel{unaligned}")(np.array(axis))
+        else:
+            joint = {"spherical": pin.JointModelSpherical, "free": pin.JointModelFreeFlyer, "planar": pin.JointModelPlanar}[kind]()
+        placement = pin.SE3(link.placement.rotation, link.placement.translation)
+        ids[link.name] = model.addJoint(ids[link.parent], joint, placement, link.name)
+        model.appendBodyToJoint(ids[link.name], pin.Inertia(link.mass, link.com, link.inertia), pin.SE3.Identity())
+    model.gravity = pin.Motion(mech.gravity, np.zeros(3))
+    cms = []
+    for c in mech.constraints:
+        kind = pin.ContactType.CONTACT_3D if type(c).__name__ == "Connect" else pin.ContactType.CONTACT_6D
+        assert c.dim == (3 if kind == pin.ContactType.CONTACT_3D else 6), "Pinocchio needs full-axis constraints"
+        cms.append(pin.RigidConstraintModel(
+            kind, model, ids[c.link1], pin.SE3(c.placement1.rotation, c.placement1.translation),
+            ids[c.link2], pin.SE3(c.placement2.rotation, c.placement2.translation), pin.ReferenceFrame.LOCAL,
+        ))
+    return model, cms

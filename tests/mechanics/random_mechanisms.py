@@ -1,0 +1,66 @@
+"""Random mechanisms for property tests: random trees, joints, inertias and constraints."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+from mechanics import GROUND, Connect, Joint, Link, Mechanism, Pose, Weld
+from mechanics.spatial import quaternion_matrix
+
+KINDS = ["revolute", "revolute", "prismatic", "spherical", "revolute_unbounded", "planar", "free"]
+
+
+def _rotation(rng) -> np.ndarray:
+    quat = rng.normal(size=4)
+    return quaternion_matrix(quat / np.linalg.norm(quat))
+
+
+def _pose(rng) -> Pose:
+    return Pose(_rotation(rng), rng.uniform(-0.3, 0.3, 3))
+
+
+@st.composite
+def mechanisms(draw, max_links: int = 7, max_constraints: int = 3, full_axes: bool = True):
+    """A random mechanism (numbers from a drawn seed)."""
+    n = draw(st.integers(1, max_links))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    links = []
+    for i in range(n):
+        parent = draw(st.sampled_from([GROUND] + [f"l{j}" for j in range(i)]))
+        kind = draw(st.sampled_from(KINDS))
+        axis = None
+        if kind in ("revolute", "prismatic", "revolute_unbounded"):
+            # Pinocchio's Python bindings cannot build an unbounded joint on an arbitrary axis
+            axis = draw(st.sampled_from(["x", "y", "z"] + (["random"] if kind != "revolute_unbounded" else [])))
+            axis = tuple(rng.normal(size=3)) if axis == "random" else axis
+        M = rng.normal(size=(3, 3))
+        links.append(Link(f"l{i}", parent, Joint(kind, axis), _pose(rng), rng.uniform(0.2, 2.0),
+                          rng.uniform(-0.1, 0.1, 3), M @ M.T * 0.01 + 0.01 * np.eye(3)))
+    links = _depth_first(links)
+    constraints = []
+    names = [l.name for l in links]
+    for j in range(draw(st.integers(0, max_constraints))):
+        a = draw(st.sampled_from(names))
+        b = draw(st.sampled_from([GROUND] + [x for x in names if x != a]))
+        cls = draw(st.sampled_from([Connect, Weld]))
+        axes = None if full_axes else draw(st.sampled_from([None, (0,), (0, 2)]))
+        constraints.append(cls(a, b, _pose(rng), _pose(rng), axes, f"c{j}"))
+    return Mechanism(links, constraints, name="random")
+
+
+def _depth_first(links: list) -> list:
+    """Depth-first order: Pinocchio's crba and constraintDynamics assume contiguous subtrees in v
+    (with a sibling between a parent and its child, crba silently drops their coupling)."""
+    children = {}
+    for link in links:
+        children.setdefault(link.parent, []).append(link)
+    ordered, stack = [], list(reversed(children.get(GROUND, [])))
+    while stack:
+        link = stack.pop()
+        ordered.append(link)
+        stack.extend(reversed(children.get(link.name, [])))
+    return ordered
+
+
+def random_state(mech: Mechanism, rng: np.random.Generator, batch: tuple = ()):
+    return mech.random_configuration(rng, batch), rng.normal(size=batch + (mech.nv,)), rng.normal(size=batch + (mech.nv,))
