@@ -230,10 +230,10 @@ class Mechanism:
                     f"constraint {label!r} names link {link!r}, which is not a link of the mechanism "
                     f"(links: {list(self.index)}; use {GROUND!r} for the ground)"
                 )
-        if len(set(c.links)) != len(c.links):
-            raise ValueError(f"constraint {label!r} joins link {c.links[0]!r} to itself; a cut joint needs two different links")
         if all(link == GROUND for link in c.links):
             raise ValueError(f"constraint {label!r} involves only the ground")
+        if len(set(c.links)) != len(c.links):
+            raise ValueError(f"constraint {label!r} joins link {c.links[0]!r} to itself; a cut joint needs two different links")
         if c.name is None:
             object.__setattr__(c, "name", label)
         return c
