@@ -1,0 +1,57 @@
+"""Redundant constraints: prox and alm converge to the least-squares solution, hard refuses."""
+import numpy as np
+import pytest
+
+import elimination
+import mechanics
+from mechanics.pinocchio_io import from_pinocchio
+from tests.mechanics.pinocchio_oracle import constraint_jacobian, dense_reference, hands_and_cube, random_state, scenario
+
+
+def relative(a, b) -> float:
+    return float(np.max(np.abs(a - b)) / max(1.0, np.max(np.abs(b))))
+
+
+def _duplicated(name):
+    if name == "ur5_double_weld":
+        model, cms, q = scenario("ur5_6d")
+    else:
+        model, cms, q = hands_and_cube(2)
+    return model, list(cms) * 2, q  # every constraint listed twice
+
+
+@pytest.mark.parametrize("name", ["ur5_double_weld", "two_hands_cube_double_contacts"])
+def test_prox_and_alm_converge_to_the_least_squares_solution(name):
+    model, cms, q = _duplicated(name)
+    rng = np.random.default_rng(1)
+    _, v, tau = random_state(model, rng)
+    mech = from_pinocchio(model, cms)
+    data = model.createData()
+    J = constraint_jacobian(model, data, cms, q)
+    assert np.linalg.matrix_rank(J) < J.shape[0]  # really redundant
+    ddq, forces = dense_reference(model, cms, q, v, tau)  # least squares: ddq unique, forces min-norm
+    for algorithm in ("proxbbo", "proxpv", "proxltl", "min_fill", "lcaba"):
+        result = mechanics.forward_dynamics(mech, q, v, tau, algorithm=algorithm, tol=1e-12, max_iter=200)
+        assert relative(result.qdd, ddq) < 1e-8, algorithm
+        assert relative(J.T @ result.forces, J.T @ forces) < 1e-7, algorithm  # same generalized force
+        assert result.residual < 1e-8, algorithm
+
+
+@pytest.mark.parametrize("name", ["ur5_double_weld", "two_hands_cube_double_contacts"])
+def test_hard_policy_refuses_redundant_constraints_and_points_to_prox(name):
+    model, cms, q = _duplicated(name)
+    _, v, tau = random_state(model, np.random.default_rng(2))
+    mech = from_pinocchio(model, cms)
+    with pytest.raises(elimination.SingularProblemError, match="prox"):
+        mechanics.forward_dynamics(mech, q, v, tau, algorithm="pv")
+
+
+def test_a_full_rank_grasp_is_solved_by_every_algorithm():
+    """The two-hand grasp as built here has independent contacts (rank 24 of 38)."""
+    model, cms, q = hands_and_cube(2)
+    _, v, tau = random_state(model, np.random.default_rng(3))
+    mech = from_pinocchio(model, cms)
+    ddq, forces = dense_reference(model, cms, q, v, tau)
+    for algorithm in ("pv", "proxbbo", "lcaba", "proxltl"):
+        result = mechanics.forward_dynamics(mech, q, v, tau, algorithm=algorithm, tol=1e-12)
+        assert relative(result.qdd, ddq) < 1e-8 and relative(result.forces, forces) < 1e-7, algorithm
