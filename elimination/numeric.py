@@ -227,6 +227,9 @@ class Factorization:
         return rest
 
 
+SCALE_FLOOR = 1e-10  # relative to the largest diagonal magnitude of the graph
+
+
 def _checked_override(name: str, index, value, current: np.ndarray) -> np.ndarray:
     value = as_float_array(value, f"solve({name}=...) for factor {index}", 1)
     if value.shape[-1] != current.shape[-1]:
@@ -273,9 +276,13 @@ def factorize(graph: FactorGraph, plan: Plan, rule: Callable = eliminate_gaussia
             hessians[i] = factor.H
             scales[i] = np.abs(np.diagonal(factor.H, axis1=-2, axis2=-1))
     batch = np.broadcast_shapes(*(m.shape[:-2] for m in (*hessians.values(), *coefficients.values())))
+    # A variable with no information at all (a vacuous constraint row) has a zero diagonal built
+    # from zero contributions; judging it against the graph's largest magnitude catches it.
+    floor = SCALE_FLOOR * max((float(np.max(s, initial=0.0)) for s in scales.values()), default=0.0)
     conditionals = []
     for step in plan.steps:
         H, scale = _gather_hessian(step, hessians, scales, batch)
+        scale = np.maximum(scale, floor)
         A = _gather_rows(step, coefficients, rows, batch)
         for i in step.factors:  # consumed: free their memory
             for table in (hessians, scales, coefficients):

@@ -18,6 +18,8 @@ from .gplc import POLICIES, a_key, gplc_graph, lam_key, qdd_key
 from .joints import Joint
 from .kinematics import constraint_terms, kinematics
 from .mechanism import GROUND, Connect, General, Link, Mechanism, Pose, Weld, at
+from .pinocchio_io import from_pinocchio, load_mjcf, load_urdf
+from .sdf import load_sdf
 
 __all__ = [
     "ALGORITHMS",
@@ -37,6 +39,10 @@ __all__ = [
     "constraint_terms",
     "delassus",
     "forward_dynamics",
+    "from_pinocchio",
+    "load_mjcf",
+    "load_sdf",
+    "load_urdf",
     "gplc_graph",
     "kinematics",
     "lam_key",

@@ -1,0 +1,95 @@
+"""The SDF reader, on Cassie's closed loops (cassie_v2.sdf) and on bad files."""
+import numpy as np
+import pinocchio as pin
+import pytest
+import scipy.linalg
+
+import elimination
+import mechanics
+from mechanics.pinocchio_io import example_robot_data_dir
+from mechanics.sdf import load_sdf
+from tests.mechanics.pinocchio_oracle import constraint_dynamics, constraint_jacobian, dense_reference, pinocchio_model_of
+
+CASSIE = example_robot_data_dir() / "cassie_description/robots/cassie_v2.sdf"
+
+
+def relative(a, b) -> float:
+    return float(np.max(np.abs(a - b)) / max(1.0, np.max(np.abs(b))))
+
+
+@pytest.fixture(scope="module")
+def cassie():
+    mech = load_sdf(CASSIE)
+    model, cms = pinocchio_model_of(mech)
+    q = mech.neutral_configuration()  # the file's pose: every loop closed
+    J = constraint_jacobian(model, model.createData(), cms, q)
+    N = scipy.linalg.null_space(J, rcond=1e-9)
+    v = N @ np.random.default_rng(0).normal(size=N.shape[1])
+    tau = np.random.default_rng(1).normal(size=mech.nv)
+    return mech, model, cms, q, v, tau, J
+
+
+def test_cassie_structure(cassie):
+    mech, model, cms, q, v, tau, J = cassie
+    assert (len(mech.links), mech.nv, len(mech.constraints)) == (23, 28, 4)
+    assert {c.name for c in mech.constraints} == {"left-pitch-rod-joint", "right-pitch-rod-joint",
+                                                  "left-plantar-foot-joint", "right-plantar-foot-joint"}
+    assert np.linalg.matrix_rank(J, tol=1e-9) == 10  # two rows are vacuous at the closed pose: redundant
+    assert np.max(np.abs(J @ v)) < 1e-12
+
+
+def test_cassie_tree_equals_pinocchio_aba(cassie):
+    mech, model, cms, q, v, tau, J = cassie
+    expected = pin.aba(model, model.createData(), q, v, tau)
+    assert relative(mechanics.forward_dynamics(mech.without_constraints(), q, v, tau, algorithm="aba").qdd, expected) < 1e-9
+
+
+@pytest.mark.parametrize("algorithm", ["proxpv", "proxbbo", "lcaba", "proxltl", "min_degree", "min_fill"])
+def test_cassie_closed_loops_equal_the_pinocchio_reference(cassie, algorithm):
+    mech, model, cms, q, v, tau, J = cassie
+    ddq, forces = dense_reference(model, cms, q, v, tau)
+    ddq_pin, _, _ = constraint_dynamics(model, cms, q, v, tau)
+    assert relative(ddq, ddq_pin) < 1e-10  # the oracle agrees with Pinocchio's own solver here
+    result = mechanics.forward_dynamics(mech, q, v, tau, algorithm=algorithm, tol=1e-12, max_iter=100)
+    assert relative(result.qdd, ddq) < 1e-9
+    assert relative(J.T @ result.forces, J.T @ forces) < 1e-8
+
+
+def test_cassie_hard_policy_refuses_the_redundant_loops(cassie):
+    mech, model, cms, q, v, tau, J = cassie
+    with pytest.raises(elimination.SingularProblemError, match="prox"):
+        mechanics.forward_dynamics(mech, q, v, tau, algorithm="pv")
+
+
+FOUR_BAR = """<sdf version="1.6"><model name="bar">
+  <link name="crank"><pose>0 0 0 0 0 0</pose><inertial><mass>1</mass><inertia><ixx>0.01</ixx><iyy>0.01</iyy><izz>0.01</izz></inertia></inertial></link>
+  <link name="rod"><pose>1 0 0 0 0 0</pose><inertial><pose>0.5 0 0 0 0 0</pose><mass>1</mass><inertia><ixx>0.01</ixx><iyy>0.1</iyy><izz>0.1</izz></inertia></inertial></link>
+  <joint name="j1" type="revolute"><parent>world</parent><child>crank</child><axis><xyz>0 0 1</xyz></axis></joint>
+  <joint name="j2" type="{kind}"><parent>crank</parent><child>rod</child><axis><xyz>0 1 0</xyz></axis></joint>
+  <joint name="loop" type="ball"><pose>1 0 0 0 0 0</pose><parent>{parent}</parent><child>rod</child></joint>
+</model></sdf>"""
+
+
+def test_a_small_sdf_reads_as_the_same_mechanism_built_by_hand(tmp_path):
+    path = tmp_path / "bar.sdf"
+    path.write_text(FOUR_BAR.format(kind="revolute", parent="world"))
+    mech = load_sdf(path)
+    assert [l.name for l in mech.links] == ["crank", "rod"] and mech.parent("rod") == "crank"
+    assert mech.link("rod").joint.axis == (0.0, 1.0, 0.0)
+    assert np.allclose(mech.link("rod").placement.translation, [1, 0, 0]) and np.allclose(mech.link("rod").com, [0.5, 0, 0])
+    loop = mech.constraints[0]
+    assert (loop.link1, loop.link2) == ("rod", mechanics.GROUND)
+    assert np.allclose(loop.placement2.translation, [2, 0, 0])  # the ball joint's world position
+
+
+@pytest.mark.parametrize(
+    "kind, parent, message",
+    [("screw", "world", "unsupported type 'screw'"), ("revolute", "nowhere", "unknown link 'nowhere'")],
+)
+def test_bad_sdf_files_are_refused(tmp_path, kind, parent, message):
+    path = tmp_path / "bad.sdf"
+    path.write_text(FOUR_BAR.format(kind=kind, parent=parent))
+    with pytest.raises(ValueError, match=message):
+        load_sdf(path)
+    with pytest.raises(FileNotFoundError, match="no such SDF"):
+        load_sdf(tmp_path / "missing.sdf")
