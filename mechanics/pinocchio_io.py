@@ -159,9 +159,8 @@ def load_mjcf(path) -> Mechanism:
     """An MJCF file with its equality constraints, through Pinocchio."""
     pin = pinocchio()
     path = _existing(path)
-    model, constraints = pin.buildModelAndConstraintsFromMJCF(path)[:2]
-    rigid = [c if isinstance(c, pin.RigidConstraintModel) else pin.convertToRigidConstraintModel(c) for c in constraints]
-    return from_pinocchio(model, rigid, name=Path(path).stem)
+    model, constraints = pin.buildModelAndLegacyConstraintsFromMJCF(path)[:2]
+    return from_pinocchio(model, list(constraints), name=Path(path).stem)
 
 
 def _existing(path) -> str:

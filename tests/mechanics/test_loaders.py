@@ -1,0 +1,58 @@
+"""URDF and MJCF through Pinocchio; a clear message without it."""
+import sys
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+import mechanics
+from mechanics.pinocchio_io import ROBOTS, example_robot_data_dir, from_pinocchio
+from tests.mechanics.pinocchio_oracle import dense_reference, random_state
+
+MJCF = """<mujoco model="bar"><worldbody>
+  <body name="crank"><joint name="j1" type="hinge" axis="0 0 1"/><geom type="capsule" fromto="0 0 0 1 0 0" size="0.05" mass="1"/>
+    <body name="rod" pos="1 0 0"><joint name="j2" type="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 1 0 0" size="0.05" mass="1"/></body></body>
+</worldbody><equality><connect body1="rod" anchor="1 0 0"/></equality></mujoco>"""
+
+
+def test_load_urdf_equals_the_pinocchio_import():
+    path = example_robot_data_dir() / ROBOTS["talos"][0]
+    mech = mechanics.load_urdf(path, floating_base=True)
+    model = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
+    q, v, tau = random_state(model, np.random.default_rng(0))
+    expected = pin.aba(model, model.createData(), q, v, tau)
+    assert np.allclose(mechanics.forward_dynamics(mech, q, v, tau, algorithm="aba").qdd, expected, rtol=1e-9, atol=1e-9)
+
+
+def test_load_mjcf_keeps_its_equality_constraints(tmp_path):
+    path = tmp_path / "bar.xml"
+    path.write_text(MJCF)
+    mech = mechanics.load_mjcf(path)
+    assert len(mech.constraints) == 1 and mechanics.GROUND in mech.constraints[0].links
+    model, cms = pin.buildModelAndLegacyConstraintsFromMJCF(str(path))[:2]
+    q, v, tau = np.array([0.3, -0.2]), np.array([0.5, -0.1]), np.array([0.2, 0.1])
+    ddq, _ = dense_reference(model, list(cms), q, v, tau)
+    result = mechanics.forward_dynamics(mech, q, v, tau, algorithm="proxbbo", tol=1e-12)
+    assert np.allclose(result.qdd, ddq, rtol=1e-8, atol=1e-8)
+
+
+def test_missing_files_are_named(tmp_path):
+    for loader in (mechanics.load_urdf, mechanics.load_mjcf, mechanics.load_sdf):
+        with pytest.raises(FileNotFoundError, match="nope"):
+            loader(tmp_path / "nope.xml")
+
+
+def test_without_pinocchio_the_message_says_how_to_install_it(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "pinocchio", None)  # as if not installed
+    with pytest.raises(ImportError, match=r"gaussgraph\[robots\]"):
+        mechanics.load_urdf(tmp_path / "robot.urdf")
+    with pytest.raises(ImportError, match="pip install"):
+        from_pinocchio(object())
+
+
+def test_unsupported_pinocchio_joints_are_named():
+    model = pin.Model()
+    model.addJoint(0, pin.JointModelTranslation(), pin.SE3.Identity(), "slider3d")
+    with pytest.raises(ValueError, match="'slider3d'.*JointModelTranslation"):
+        from_pinocchio(model)
