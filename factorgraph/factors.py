@@ -77,7 +77,10 @@ def concat_last(arrays: Sequence[np.ndarray], core_ndim: int) -> np.ndarray:
     """
     if len(arrays) == 1:
         return arrays[0]
-    batch = np.broadcast_shapes(*(a.shape[: a.ndim - core_ndim] for a in arrays))
+    batches = [a.shape[: a.ndim - core_ndim] for a in arrays]
+    if all(b == batches[0] for b in batches):
+        return np.concatenate(arrays, axis=-1)
+    batch = np.broadcast_shapes(*batches)
     return np.concatenate([np.broadcast_to(a, batch + a.shape[a.ndim - core_ndim :]) for a in arrays], axis=-1)
 
 

@@ -101,6 +101,7 @@ class FactorGraph:
     def __init__(self):
         self._variables: dict[Hashable, Variable] = {}
         self._factors: list = []
+        self._batch_shape: tuple = ()
 
     # -- building -------------------------------------------------------------------
     def add_variable(self, variable: Variable) -> None:
@@ -129,13 +130,14 @@ class FactorGraph:
             )
         factor.check_dims([self._variables[key].dim for key in factor.keys])
         try:
-            np.broadcast_shapes(self.batch_shape, factor.batch_shape)
+            batch = np.broadcast_shapes(self._batch_shape, factor.batch_shape)
         except ValueError:
             raise ValueError(
                 f"{type(factor).__name__} on {factor.keys}: batch shape {factor.batch_shape} does not "
                 f"broadcast with the graph's batch shape {self.batch_shape}"
             ) from None
         self._factors.append(factor)
+        self._batch_shape = batch
         return len(self._factors) - 1
 
     # -- queries --------------------------------------------------------------------
@@ -173,7 +175,7 @@ class FactorGraph:
     @property
     def batch_shape(self) -> tuple:
         """Broadcast of the leading (batch) dimensions of every factor array."""
-        return np.broadcast_shapes(*(f.batch_shape for f in self._factors)) if self._factors else ()
+        return self._batch_shape
 
     def __len__(self) -> int:
         return len(self._factors)

@@ -96,7 +96,7 @@ def _check_iterations(tol, max_iter) -> None:
 
 def forward_dynamics(
     mechanism: Mechanism, q, v, tau, algorithm="lcaba", mu: float = 1e6, tol: float = 1e-10,
-    max_iter: int = 50, forces0=None, refine: int = 1,
+    max_iter: int = 50, forces0=None, refine: int | None = None,
 ) -> DynamicsResult:
     """Constrained forward dynamics by bucket elimination of the GPLC graph.
 
@@ -117,12 +117,13 @@ def forward_dynamics(
         Most factorizations plus re-solves.
     forces0 : array_like (..., m), optional
         Warm start for the constraint forces (Pinocchio's sign).
-    refine : int
+    refine : int, optional
         Iterative-refinement steps per solve (:meth:`elimination.Factorization.solve`).
-        Orders that eliminate a multiplier before the links it constrains
-        fold ``mu K'K`` into link pivots; refinement against the graph's own
-        (saddle-point) residual restores the accuracy of the regularized
-        problem.  ``0`` halves the cost of each solve.
+        The penalty policies (``alm``, ``soft``) put ``mu K'K`` in the link
+        pivots; one refinement step against the penalty's Jacobian-form
+        residual restores the accuracy the paper's LCABA loses at large mu
+        (see ``benchmarks/mu_sweep.py``).  Default: 1 for ``alm`` and
+        ``soft``, 0 for ``prox`` and ``hard`` (their orders are stable).
 
     Returns
     -------
@@ -141,6 +142,8 @@ def forward_dynamics(
     _check_iterations(tol, max_iter)
     name, algo = resolve_algorithm(algorithm)
     algo.check(mechanism, name)
+    if refine is None:
+        refine = 1 if algo.constraints in ("alm", "soft") else 0
     kin = kinematics(mechanism, q, v)
     batch = np.broadcast_shapes(kin.batch_shape, tau.shape[:-1])
     lam = split_multipliers(mechanism, None if forces0 is None else -np.asarray(forces0, dtype=float), batch)
