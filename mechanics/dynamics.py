@@ -27,6 +27,7 @@ from .mechanism import Mechanism
 _PLANS: "weakref.WeakKeyDictionary[Mechanism, dict]" = weakref.WeakKeyDictionary()
 
 
+HARD_RESIDUAL_RTOL = 1e-8  # a hard solution must satisfy its constraints; anything else is a singular problem
 _ADVICE = {
     "hard": "The hard policy needs independent constraints: use a prox algorithm (proxbbo, proxpv, proxltl).",
     "alm": "With the alm policy mu K'K enters the link pivots: lower mu, or use a prox algorithm (proxbbo, proxpv).",
@@ -175,12 +176,18 @@ def forward_dynamics(
         iterations += 1
         new_qdd = _qdd(mechanism, x, batch)
         step, qdd = float(np.max(np.abs(new_qdd - qdd), initial=0.0)), new_qdd
+    worst = _max_abs(residual.values())
+    if algo.constraints == "hard" and worst > HARD_RESIDUAL_RTOL * (1.0 + _max_abs(t.k for t in gplc.terms.values())):
+        raise elimination.SingularProblemError(
+            f"{name} (hard policy) on {mechanism.name!r}: the solution leaves a constraint residual of {worst:.2e}: "
+            f"the constraints are dependent (or inconsistent) at this state. {_ADVICE['hard']}", -1, (),
+        )
     forces = [np.broadcast_to(-lam[c.name], batch + (c.dim,)) for c in mechanism.constraints]
     return DynamicsResult(
         qdd=qdd,
         forces=np.concatenate(forces, axis=-1) if forces else np.zeros(batch + (0,)),
         iterations=iterations,
-        residual=_max_abs(residual.values()),
+        residual=worst,
         link_accelerations={l.name: x[a_key(l.name)] for l in mechanism.links},
         algorithm=name,
     )
