@@ -12,3 +12,10 @@ def test_ci_runs_the_readme_test_command():
     assert "pytest" in test_command
     ci_lines = (ROOT / ".ci" / "run").read_text().splitlines()
     assert test_command in ci_lines
+
+
+def test_readme_python_examples_run():
+    blocks = re.findall(r"```python\n(.+?)\n```", (ROOT / "README.md").read_text(), flags=re.S)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {})
