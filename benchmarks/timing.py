@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import mechanics  # noqa: E402
 from mechanics.pinocchio_io import from_pinocchio  # noqa: E402
-from tests.mechanics.pinocchio_oracle import hands_and_cube, random_state, scenario  # noqa: E402
+from tests.mechanics.pinocchio_oracle import hands_and_cube, random_state, scenario, std_vectors  # noqa: E402
 
 SCENES = ["ur5", "talos", "solo12", "ur5_6d", "talos_feet", "solo12_feet", "four_bar", "two_hands_cube"]
 TREE = ["aba"]
@@ -45,19 +45,11 @@ def median_time(call, repeat: int) -> float:
     return float(np.median(times))
 
 
-def _std(cms):
-    models, datas = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
-    for cm in cms:
-        models.append(cm)
-        datas.append(cm.createData())
-    return models, datas
-
-
 def pinocchio_times(model, cms, q, v, tau, repeat: int) -> dict:
     data = model.createData()
     if not cms:
         return {"pin.aba": median_time(lambda: pin.aba(model, data, q, v, tau), repeat)}
-    models, datas = _std(cms)
+    models, datas = std_vectors(cms)
     settings = pin.ProximalSettings(1e-10, 1.0 / MU, 10)
     pin.initConstraintDynamics(model, data, models, datas)
     out = {"pin.constraintDynamics": median_time(

@@ -101,12 +101,8 @@ def _axes(axes, full: int, kind: str) -> tuple:
 
 
 @dataclass(frozen=True, eq=False)
-class Weld:
-    """6-D cut joint: frames ``placement1`` on ``link1`` and ``placement2`` on ``link2`` move together.
-
-    Rows are the relative twist in frame 1, ``[linear; angular]`` (Pinocchio's
-    CONTACT_6D, LOCAL), restricted to ``axes``.
-    """
+class _CutJoint:
+    """A constraint between a frame on ``link1`` and a frame on ``link2`` (either may be the ground)."""
 
     link1: str
     link2: str
@@ -114,9 +110,10 @@ class Weld:
     placement2: Pose = field(default_factory=Pose)
     axes: tuple | None = None
     name: str | None = None
+    FULL = 0  # rows of the unrestricted constraint
 
     def __post_init__(self):
-        object.__setattr__(self, "axes", _axes(self.axes, 6, "Weld"))
+        object.__setattr__(self, "axes", _axes(self.axes, self.FULL, type(self).__name__))
 
     @property
     def links(self) -> tuple:
@@ -128,30 +125,25 @@ class Weld:
 
 
 @dataclass(frozen=True, eq=False)
-class Connect:
+class Weld(_CutJoint):
+    """6-D cut joint: frames ``placement1`` on ``link1`` and ``placement2`` on ``link2`` move together.
+
+    Rows are the relative twist in frame 1, ``[linear; angular]`` (Pinocchio's
+    CONTACT_6D, LOCAL), restricted to ``axes``.
+    """
+
+    FULL = 6
+
+
+@dataclass(frozen=True, eq=False)
+class Connect(_CutJoint):
     """3-D cut joint (ball joint / point contact): the origins of the two frames coincide.
 
     Rows are the relative point acceleration in frame 1 (Pinocchio's CONTACT_3D,
     LOCAL), restricted to ``axes`` -- e.g. ``axes=(0, 1)`` for a planar loop.
     """
 
-    link1: str
-    link2: str
-    placement1: Pose = field(default_factory=Pose)
-    placement2: Pose = field(default_factory=Pose)
-    axes: tuple | None = None
-    name: str | None = None
-
-    def __post_init__(self):
-        object.__setattr__(self, "axes", _axes(self.axes, 3, "Connect"))
-
-    @property
-    def links(self) -> tuple:
-        return (self.link1, self.link2)
-
-    @property
-    def dim(self) -> int:
-        return len(self.axes)
+    FULL = 3
 
 
 @dataclass(frozen=True, eq=False)

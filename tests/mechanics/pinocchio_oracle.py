@@ -70,13 +70,19 @@ def dense_reference(model, cms, q, v, tau):
     return z[:n], -z[n:]
 
 
-def constraint_dynamics(model, cms, q, v, tau, mu_pin: float = 1e-4, accuracy: float = 1e-12, max_iter: int = 100):
-    """``pinocchio.constraintDynamics`` (proximal, mu_pin = Pinocchio's regularization = 1/our mu)."""
-    data = model.createData()
+def std_vectors(cms):
+    """Pinocchio's vectors of constraint models and fresh datas."""
     models, datas = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
     for cm in cms:
         models.append(cm)
         datas.append(cm.createData())
+    return models, datas
+
+
+def constraint_dynamics(model, cms, q, v, tau, mu_pin: float = 1e-4, accuracy: float = 1e-12, max_iter: int = 100):
+    """``pinocchio.constraintDynamics`` (proximal, mu_pin = Pinocchio's regularization = 1/our mu)."""
+    data = model.createData()
+    models, datas = std_vectors(cms)
     pin.initConstraintDynamics(model, data, models, datas)
     settings = pin.ProximalSettings(accuracy, mu_pin, max_iter)
     ddq = pin.constraintDynamics(model, data, q, v, tau, models, datas, settings)

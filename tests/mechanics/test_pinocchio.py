@@ -5,7 +5,9 @@ import pytest
 
 import mechanics
 from mechanics.pinocchio_io import ROBOTS, from_pinocchio, load_pinocchio_robot
-from tests.mechanics.pinocchio_oracle import constraint_dynamics, constraint_jacobian, dense_reference, random_state, scenario
+from tests.mechanics.pinocchio_oracle import (
+    constraint_dynamics, constraint_jacobian, dense_reference, random_state, scenario, std_vectors,
+)
 
 SCENARIOS = ["ur5_6d", "talos_feet", "solo12_feet", "four_bar"]
 ALM_MU = 1e4  # ALM folds mu K'K into link pivots: accuracy ~ eps mu / lambda_min(H) (000 Fig. 11)
@@ -95,10 +97,7 @@ def test_delassus_equals_pinocchio_compute_delassus_matrix(name):
     model, cms, q = scenario(name, rng=rng)
     mech = from_pinocchio(model, cms)
     data = model.createData()
-    models, datas = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
-    for cm in cms:
-        models.append(cm)
-        datas.append(cm.createData())
+    models, datas = std_vectors(cms)
     pin.initConstraintDynamics(model, data, models, datas)
     assert relative(mechanics.delassus(mech, q), pin.computeDelassusMatrix(model, data, q, models, datas, 0.0)) < 1e-9
 
