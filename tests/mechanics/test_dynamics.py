@@ -92,6 +92,8 @@ def test_random_mechanisms_agree_with_pinocchio(mech, seed):
     rng = np.random.default_rng(seed)
     q, v, tau = random_state(mech, rng)
     model, cms = pinocchio_model_of(mech)
+    dq = 0.3 * rng.normal(size=mech.nv)  # configuration manifold: every joint kind integrates as Pinocchio's
+    assert np.allclose(mech.integrate(q, dq), pin.integrate(model, q, dq), atol=1e-12)
     tree = mech.without_constraints()
     assert relative(mechanics.forward_dynamics(tree, q, v, tau, algorithm="aba").qdd,
                     pin.aba(model, model.createData(), q, v, tau)) < 1e-8
