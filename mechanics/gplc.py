@@ -14,7 +14,9 @@ multipliers ``("lam", constraint)`` (role ``max``).  Factors:
            ``g = K'(mu k - lambda^k)`` (000 eq. 25), kept as a
            :class:`~factorgraph.LeastSquares` factor so that its residual is
            taken in Jacobian form;
-  ``prox`` ``lambda'(K a - k) - 1/(2 mu)||lambda - lambda^k||^2`` (000 eqs. 37-42);
+  ``prox`` ``lambda'(K a - k) - 1/(2 mu)||lambda - lambda^k||^2`` (000 eqs. 37-42),
+           one bilinear factor ``lambda' K_l a_l`` per link so the links are
+           coupled only through ``lambda``;
   ``hard`` ``lambda'(K a - k)`` (PV, 001);
   ``soft`` ``mu/2 ||K a - k||^2``, MuJoCo's soft Gauss with ``R^-1 = mu I`` (001 eq. 52).
 
@@ -75,12 +77,6 @@ class GPLC:
     moving: dict
 
 
-def _stacked(terms: ConstraintTerms) -> np.ndarray:
-    K = list(terms.K.values())
-    batch = np.broadcast_shapes(*(b.shape[:-2] for b in K))
-    return np.concatenate([np.broadcast_to(b, batch + b.shape[-2:]) for b in K], axis=-1)
-
-
 def penalty_target(terms: ConstraintTerms, mu: float, lam: np.ndarray) -> np.ndarray:
     """Right-hand side ``k - lambda / mu`` of the ALM penalty ``mu/2 ||K a - (k - lambda/mu)||^2``.
 
@@ -116,18 +112,20 @@ def _add_constraint_factors(graph: FactorGraph, c, terms: ConstraintTerms, polic
     scope = [a_key(link) for link in terms.links]
     if policy in ("alm", "soft"):
         return graph.add(LeastSquares(scope, list(terms.K.values()), penalty_target(terms, mu, lam), weight=mu))
-    K = _stacked(terms)
     m = c.dim
-    graph.add_variable(Variable(lam_key(c.name), m, "max"))
-    n = K.shape[-1]
-    H = np.zeros(K.shape[:-2] + (m + n, m + n))
-    H[..., :m, m:] = K
-    H[..., m:, :m] = np.swapaxes(K, -1, -2)
-    g = np.concatenate([terms.k, np.zeros(terms.k.shape[:-1] + (n,))], axis=-1)
-    graph.add(Quadratic([lam_key(c.name)] + scope, H, g))
+    lam_var = lam_key(c.name)
+    graph.add_variable(Variable(lam_var, m, "max"))
+    # one bilinear factor lambda' K_l a_l per link: a single factor over all the links would
+    # declare them coupled to each other, which their (zero) Hessian blocks are not
+    for i, (link, K) in enumerate(terms.K.items()):
+        H = np.zeros(K.shape[:-2] + (m + 6, m + 6))
+        H[..., :m, m:] = K
+        H[..., m:, :m] = np.swapaxes(K, -1, -2)
+        k = terms.k if i == 0 else np.zeros_like(terms.k)  # -lambda' k, carried once
+        graph.add(Quadratic([lam_var, a_key(link)], H, np.concatenate([k, np.zeros(k.shape[:-1] + (6,))], axis=-1)))
     if policy == "prox":
         prior = -np.eye(m) / mu
-        return graph.add(Quadratic([lam_key(c.name)], prior, np.broadcast_to(prior_information(mu, lam), g.shape[:-1] + (m,))))
+        return graph.add(Quadratic([lam_var], prior, np.broadcast_to(prior_information(mu, lam), terms.k.shape[:-1] + (m,))))
     return None
 
 

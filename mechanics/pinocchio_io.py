@@ -168,3 +168,55 @@ def _existing(path) -> str:
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no such file: {path}")
     return path
+
+
+def _renamed(model, prefix: str):
+    """A copy of ``model`` whose joint and frame names start with ``prefix``."""
+    model = model.copy()
+    for i in range(1, model.njoints):
+        model.names[i] = prefix + model.names[i]
+    for frame in model.frames:
+        if frame.name != "universe":
+            frame.name = prefix + frame.name
+    return model
+
+
+def allegro_grasp(hands: int = 2, rng=None):
+    """000 Table II cases 1-2: Allegro hand(s) holding a free cube with their four fingertips.
+
+    Builds a Pinocchio model (a free-flyer cube, then the hand(s) on fixed mounts) at a random
+    finger configuration and places a 3-D contact (CONTACT_3D, LOCAL) at each fingertip, on the
+    cube where the fingertip is.
+
+    Returns
+    -------
+    (pinocchio.Model, list of RigidConstraintModel, q)
+    """
+    pin = pinocchio()
+    rng = rng or np.random.default_rng(0)
+    if hands not in (1, 2):
+        raise ValueError(f"allegro_grasp: hands must be 1 or 2, got {hands!r}")
+    model = pin.Model()
+    cube = model.addJoint(0, pin.JointModelFreeFlyer(), pin.SE3.Identity(), "cube")
+    side = 0.06
+    model.appendBodyToJoint(cube, pin.Inertia.FromBox(0.2, side, side, side), pin.SE3.Identity())
+    model.lowerPositionLimit[:7], model.upperPositionLimit[:7] = -1.0, 1.0
+    mounts = [pin.SE3(pin.rpy.rpyToMatrix(0, -np.pi / 2, 0), np.array([0.08, 0.0, 0.0])),
+              pin.SE3(pin.rpy.rpyToMatrix(0, np.pi / 2, 0), np.array([-0.08, 0.0, 0.0]))]
+    for h in range(hands):
+        hand = _renamed(load_pinocchio_robot("allegro" if h == 0 else "allegro_left"), f"h{h}_")
+        model = pin.appendModel(model, hand, 0, mounts[h])
+    np.random.seed(int(rng.integers(2**31)))
+    q = pin.randomConfiguration(model)
+    q[:3] = 0.0
+    data = model.createData()
+    pin.forwardKinematics(model, data, q)
+    pin.updateFramePlacements(model, data)
+    cms = []
+    for h in range(hands):
+        for tip in ("link_3.0_tip", "link_7.0_tip", "link_11.0_tip", "link_15.0_tip"):
+            frame = model.frames[model.getFrameId(f"h{h}_{tip}")]
+            world = data.oMi[frame.parentJoint] * frame.placement
+            cms.append(pin.RigidConstraintModel(pin.ContactType.CONTACT_3D, model, frame.parentJoint, frame.placement,
+                                                cube, data.oMi[cube].actInv(world), pin.ReferenceFrame.LOCAL))
+    return model, cms, q

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
+from mechanics.pinocchio_io import allegro_grasp as hands_and_cube  # noqa: F401  (the scene lives in the library)
 from mechanics.pinocchio_io import example_robot_data_dir, load_pinocchio_robot
 
 
@@ -189,44 +190,3 @@ def pinocchio_model_of(mech):
             ids[c.link2], pin.SE3(c.placement2.rotation, c.placement2.translation), pin.ReferenceFrame.LOCAL,
         ))
     return model, cms
-
-
-def _renamed(model, prefix: str):
-    model = model.copy()
-    for i in range(1, model.njoints):
-        model.names[i] = prefix + model.names[i]
-    for frame in model.frames:
-        if frame.name != "universe":
-            frame.name = prefix + frame.name
-    return model
-
-
-def hands_and_cube(hands: int = 2, rng=None):
-    """000 Table II cases 1-2: Allegro hand(s) holding a free cube with their four fingertips (3-D contacts).
-
-    Returns ``(model, constraint models, q)``; contacts are placed where the fingertips are at ``q``.
-    """
-    rng = rng or np.random.default_rng(0)
-    model = pin.Model()
-    cube = model.addJoint(0, pin.JointModelFreeFlyer(), pin.SE3.Identity(), "cube")
-    side = 0.06
-    model.appendBodyToJoint(cube, pin.Inertia.FromBox(0.2, side, side, side), pin.SE3.Identity())
-    model.lowerPositionLimit[:7], model.upperPositionLimit[:7] = -1.0, 1.0
-    mounts = [pin.SE3(pin.rpy.rpyToMatrix(0, -np.pi / 2, 0), np.array([0.08, 0.0, 0.0])),
-              pin.SE3(pin.rpy.rpyToMatrix(0, np.pi / 2, 0), np.array([-0.08, 0.0, 0.0]))]
-    for h in range(hands):
-        hand = _renamed(load_pinocchio_robot("allegro" if h == 0 else "allegro_left"), f"h{h}_")
-        model = pin.appendModel(model, hand, 0, mounts[h])
-    q = random_state(model, rng)[0]
-    q[:3] = 0.0
-    data = model.createData()
-    pin.forwardKinematics(model, data, q)
-    pin.updateFramePlacements(model, data)
-    cms = []
-    for h in range(hands):
-        for tip in ("link_3.0_tip", "link_7.0_tip", "link_11.0_tip", "link_15.0_tip"):
-            frame = model.frames[model.getFrameId(f"h{h}_{tip}")]
-            world = data.oMi[frame.parentJoint] * frame.placement
-            cms.append(pin.RigidConstraintModel(pin.ContactType.CONTACT_3D, model, frame.parentJoint, frame.placement,
-                                                cube, data.oMi[cube].actInv(world), pin.ReferenceFrame.LOCAL))
-    return model, cms, q

@@ -1,0 +1,206 @@
+"""Ordering comparison on a mechanism: symbolic cost, convergence and measured time per solve.
+
+:func:`compare` runs every algorithm on one state of a mechanism and returns
+:class:`Row` objects; :func:`format_table`, :func:`write_csv` and
+:func:`write_json` present them.  :func:`scale` sweeps a size parameter of a
+built-in mechanism; :func:`plot_scaling` draws time and flops against size
+(log-log) with matplotlib (optional extra ``plot``).
+"""
+from __future__ import annotations
+
+import csv
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+import elimination
+import mechanics
+from mechanics import ALGORITHMS, gplc_graph
+
+
+@dataclass
+class Row:
+    """One algorithm on one mechanism.
+
+    ``flops``, ``max_front`` and ``fill_edges`` come from the symbolic plan;
+    ``iterations`` and ``residual`` from the solve; ``seconds`` is the median
+    time of ``forward_dynamics`` (plan cached, kinematics and graph included);
+    ``deviation`` is ``max |qdd - qdd_ref| / max |qdd_ref|`` against the dense
+    KKT solve of the hard problem (``None`` when that is singular).
+    """
+
+    algorithm: str
+    policy: str
+    flops: float | None = None
+    max_front: int | None = None
+    fill_edges: int | None = None
+    iterations: int | None = None
+    residual: float | None = None
+    seconds: float | None = None
+    deviation: float | None = None
+    note: str = ""
+
+
+def applicable(mech, names=None) -> list:
+    """Algorithm names to compare: the given ones, or every algorithm that applies to ``mech``."""
+    if names is None:
+        names = [n for n, a in ALGORITHMS.items() if _scope_problem(mech, n) is None]
+    unknown = [n for n in names if n not in ALGORITHMS]
+    if unknown:
+        raise ValueError(f"unknown algorithm(s) {unknown}; choose from {sorted(ALGORITHMS)}")
+    return list(names)
+
+
+def _scope_problem(mech, name: str) -> str | None:
+    try:
+        ALGORITHMS[name].check(mech, name)
+    except ValueError as error:
+        return str(error)
+    return None
+
+
+def _reference(mech, q, v, tau):
+    try:
+        x = gplc_graph(mech, q, v, tau, policy="hard").dense_solve()
+    except ValueError:
+        return None
+    return np.concatenate([x[("qdd", l.name)] for l in mech.links if l.joint.nv])
+
+
+def plan_for(mech, name: str, q, v, tau, mu: float):
+    """The symbolic plan an algorithm uses on ``mech`` (same graph structure as at any state)."""
+    algo = ALGORITHMS[name]
+    graph = gplc_graph(mech, q, v, tau, policy=algo.constraints, mu=mu)
+    return graph, elimination.analyze(graph, algo.ordering(mech, graph))
+
+
+def compare(mech, algorithms=None, mu: float = 1e6, tol: float = 1e-10, max_iter: int = 50, repeat: int = 5,
+            seed: int = 0) -> list:
+    """Run each algorithm on one random state of ``mech``; return a :class:`Row` per algorithm.
+
+    Examples
+    --------
+    >>> rows = compare(mechanics.models.four_bar(), ["proxbbo", "lcaba"], repeat=1)
+    >>> [r.algorithm for r in rows], all(r.deviation < 1e-8 for r in rows)
+    (['proxbbo', 'lcaba'], True)
+    """
+    rng = np.random.default_rng(seed)
+    q = mech.random_configuration(rng)
+    v, tau = rng.normal(size=mech.nv), rng.normal(size=mech.nv)
+    reference = _reference(mech, q, v, tau)
+    rows = []
+    for name in applicable(mech, algorithms):
+        algo = ALGORITHMS[name]
+        row = Row(name, algo.constraints)
+        problem = _scope_problem(mech, name)
+        if problem:
+            row.note = "does not apply: " + problem.split(";")[0]
+            rows.append(row)
+            continue
+        _, plan = plan_for(mech, name, q, v, tau, mu)
+        row.flops, row.max_front, row.fill_edges = plan.flops, plan.max_front, len(plan.fill_edges)
+        try:
+            result = mechanics.forward_dynamics(mech, q, v, tau, algorithm=name, mu=mu, tol=tol, max_iter=max_iter)
+        except elimination.SingularProblemError as error:
+            row.note = "singular: " + str(error).split(":")[0]
+            rows.append(row)
+            continue
+        row.iterations, row.residual = result.iterations, result.residual
+        row.seconds = _median_seconds(lambda: mechanics.forward_dynamics(mech, q, v, tau, algorithm=name, mu=mu,
+                                                                          tol=tol, max_iter=max_iter), repeat)
+        if reference is not None:
+            row.deviation = float(np.max(np.abs(result.qdd - reference)) / max(np.max(np.abs(reference)), 1e-300))
+        rows.append(row)
+    return rows
+
+
+def _median_seconds(call, repeat: int) -> float:
+    times = []
+    for _ in range(max(1, repeat)):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+COLUMNS = ("algorithm", "policy", "flops", "max_front", "fill_edges", "iterations", "residual", "seconds", "deviation", "note")
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3g}" if abs(value) >= 1e-2 or value == 0 else f"{value:.1e}"
+    return str(value)
+
+
+def format_table(rows: list, title: str = "") -> str:
+    """Fixed-width text table (``seconds`` shown in ms)."""
+    header = ("algorithm", "policy", "flops", "max front", "fill", "iter", "residual", "ms/solve", "deviation", "note")
+    body = [[_cell(getattr(r, c)) if c != "seconds" else _cell(r.seconds * 1e3 if r.seconds is not None else None)
+             for c in COLUMNS] for r in rows]
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
+    lines = [title] if title else []
+    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
+    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths)).rstrip() for b in body]
+    return "\n".join(lines)
+
+
+def write_csv(rows: list, path) -> None:
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(asdict(r) for r in rows)
+
+
+def write_json(rows: list, path, **meta) -> None:
+    with open(path, "w") as handle:
+        json.dump({**meta, "rows": [asdict(r) for r in rows]}, handle, indent=1)
+
+
+def scale(model: str, param: str, sizes, algorithms=None, mu: float = 1e6, repeat: int = 3, progress=sys.stderr) -> list:
+    """Compare algorithms over a size sweep of a built-in mechanism.
+
+    Returns dicts ``{"size", "algorithm", "flops", "seconds", ...}``; prints a
+    progress bar on ``progress`` (``None`` for silence).
+    """
+    make = mechanics.models.MODELS[model]
+    out = []
+    for k, size in enumerate(sizes):
+        mech = make(**{param: size})
+        for row in compare(mech, algorithms, mu=mu, repeat=repeat):
+            out.append({"size": size, "nv": mech.nv, "m": mech.constraint_dim, **asdict(row)})
+        if progress is not None:
+            done = int(30 * (k + 1) / len(sizes))
+            print(f"\r[{'#' * done}{'.' * (30 - done)}] {k + 1}/{len(sizes)} {param}={size}", end="", file=progress, flush=True)
+    if progress is not None:
+        print(file=progress)
+    return out
+
+
+def plot_scaling(points: list, path, title: str = "") -> None:
+    """Log-log time and flops against size, one line per algorithm (needs matplotlib: extra ``plot``)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ImportError("plotting needs matplotlib: pip install 'gaussgraph[plot]'") from None
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for name in dict.fromkeys(p["algorithm"] for p in points):
+        mine = [p for p in points if p["algorithm"] == name and p["seconds"] is not None]
+        if not mine:
+            continue
+        sizes = [p["size"] for p in mine]
+        axes[0].loglog(sizes, [p["seconds"] * 1e3 for p in mine], "o-", label=name)
+        axes[1].loglog(sizes, [p["flops"] for p in mine], "o-", label=name)
+    axes[0].set(xlabel="size", ylabel="ms per solve", title=title or "time")
+    axes[1].set(xlabel="size", ylabel="estimated flops", title="symbolic cost")
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

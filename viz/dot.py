@@ -1,0 +1,89 @@
+"""DOT text for any view, and rendering it to files.
+
+:func:`to_dot` is pure (view -> DOT source); :func:`render` writes the ``.dot``
+file always and SVG/PNG when Graphviz's ``dot`` binary is installed, saying
+in one line how to get it otherwise.
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import graphviz
+import networkx as nx
+
+# attributes Graphviz understands; the views' semantic attributes (kind, state, fill...) stay out
+DISPLAY = ("label", "shape", "style", "fillcolor", "color", "width", "height", "tooltip", "dir", "constraint",
+           "penwidth", "fontsize", "fixedsize")
+INSTALL_DOT = "Graphviz's `dot` is not installed, only .dot files were written (apt-get install graphviz, brew install graphviz)"
+
+
+def node_id(node) -> str:
+    return str(node)
+
+
+def _display(attributes: dict) -> dict:
+    return {k: str(v) for k, v in attributes.items() if k in DISPLAY}
+
+
+def to_graphviz(view: nx.Graph, name: str = "view", **graph_attr) -> graphviz.Graph:
+    """A ``graphviz.Graph`` (``Digraph`` for directed views) with the view's display attributes."""
+    cls = graphviz.Digraph if view.is_directed() else graphviz.Graph
+    dot = cls(name=name, graph_attr={k: str(v) for k, v in graph_attr.items()},
+              node_attr={"fontname": "Helvetica", "fontsize": "10"})
+    for node, data in view.nodes(data=True):
+        dot.node(node_id(node), **_display(data))
+    for u, v, data in view.edges(data=True):
+        dot.edge(node_id(u), node_id(v), **_display(data))
+    return dot
+
+
+def to_dot(view: nx.Graph, name: str = "view", **graph_attr) -> str:
+    """DOT source of a view.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> g = nx.Graph(); g.add_edge("a", "b", color="red", kind="fill")
+    >>> "a -- b [color=red]" in to_dot(g)
+    True
+    """
+    return to_graphviz(view, name, **graph_attr).source
+
+
+def overview_dot(frames, name: str = "elimination", columns: int = 4) -> str:
+    """One sheet with every frame as a cluster (node names prefixed by the frame number)."""
+    sheet = graphviz.Graph(name=name, graph_attr={"compound": "true", "newrank": "true"},
+                           node_attr={"fontname": "Helvetica", "fontsize": "9"})
+    for i, frame in enumerate(frames):
+        with sheet.subgraph(name=f"cluster_{i}", graph_attr={"label": frame.title, "fontsize": "10"}) as cluster:
+            for node, data in frame.graph.nodes(data=True):
+                cluster.node(f"s{i} {node_id(node)}", **_display(data))
+            for u, v, data in frame.graph.edges(data=True):
+                cluster.edge(f"s{i} {node_id(u)}", f"s{i} {node_id(v)}", **_display(data))
+    return sheet.source
+
+
+def has_dot() -> bool:
+    return shutil.which("dot") is not None
+
+
+def render(source: str, path, formats=("svg",), warn=sys.stderr) -> list:
+    """Write ``path.dot`` and, when ``dot`` exists, ``path.<format>`` for each format.
+
+    Returns the paths written.  Raises ``OSError`` if the folder cannot be written.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    written = [path.with_suffix(".dot")]
+    written[0].write_text(source)
+    if not has_dot():
+        if warn is not None:
+            print(INSTALL_DOT, file=warn)
+        return written
+    for fmt in formats:
+        out = path.with_suffix(f".{fmt}")
+        out.write_bytes(graphviz.Source(source).pipe(format=fmt))
+        written.append(out)
+    return written

@@ -1,0 +1,213 @@
+"""What each picture shows, as networkx graphs with display attributes.
+
+Every view is a pure function returning a networkx graph whose nodes and
+edges carry Graphviz attributes (``label``, ``shape``, ``color``, ``style``,
+...) plus semantic ones (``kind``, ``role``, ``fill``); :func:`viz.dot.to_dot`
+writes any of them as DOT, and tests check their content here.
+
+Views: the bipartite factor graph (:func:`factor_graph_view`), the mechanism
+topology of 000 Fig. 2/4 (:func:`mechanism_view`), the elimination step by
+step (:func:`elimination_frames`) and the clique tree of a plan
+(:func:`clique_tree_view`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Hashable
+
+import networkx as nx
+
+from factorgraph import FactorGraph, FactorNode, LeastSquares, LinearEquality
+from mechanics import GROUND, Mechanism
+
+
+@dataclass(frozen=True)
+class Palette:
+    """Colours and shapes shared by every view."""
+
+    frontal: str = "gold"
+    fill: str = "red"
+    eliminated: str = "gray85"
+    ground: str = "gray70"
+    variable: dict = field(default_factory=lambda: {
+        "link": ("ellipse", "lightblue"), "joint": ("ellipse", "palegreen"), "multiplier": ("diamond", "salmon"),
+        "min": ("ellipse", "white"), "max": ("diamond", "salmon"),
+    })
+    factor: dict = field(default_factory=lambda: {
+        "prior": "lightblue", "torque": "palegreen", "tree joint": "black", "loop/contact": "red",
+        "penalty": "orange", "multiplier prior": "salmon", "hard": "black", "quadratic": "gray40",
+    })
+
+
+PALETTE = Palette()
+
+
+def _label(key: Hashable) -> str:
+    if isinstance(key, tuple) and len(key) == 2 and key[0] in ("a", "qdd", "lam"):
+        return {"a": "a", "qdd": "qdd", "lam": "λ"}[key[0]] + f" {key[1]}"
+    return str(key)
+
+
+def variable_kind(key: Hashable, role: str) -> str:
+    """``link``, ``joint``, ``multiplier`` for GPLC keys; the role otherwise."""
+    if isinstance(key, tuple) and len(key) == 2:
+        return {"a": "link", "qdd": "joint", "lam": "multiplier"}.get(key[0], role)
+    return role
+
+
+def factor_kind(factor) -> str:
+    """What a factor stands for: prior, torque, tree joint, loop/contact, penalty, ... ."""
+    kinds = {variable_kind(k, "min") for k in factor.keys}
+    if isinstance(factor, LinearEquality):
+        return "tree joint" if "link" in kinds else "hard"
+    if isinstance(factor, LeastSquares) and kinds == {"link"}:
+        return "penalty"
+    if "multiplier" in kinds:
+        return "multiplier prior" if kinds == {"multiplier"} else "loop/contact"
+    if kinds == {"link"} and len(factor.keys) == 1:
+        return "prior"
+    if kinds == {"joint"}:
+        return "torque"
+    return "quadratic"
+
+
+def factor_graph_view(graph: FactorGraph, palette: Palette = PALETTE) -> nx.Graph:
+    """Bipartite factor graph: variables drawn by kind, factors (small boxes) by type."""
+    view = nx.Graph()
+    for var in graph.variables:
+        kind = variable_kind(var.key, var.role)
+        shape, color = palette.variable[kind]
+        view.add_node(var.key, label=_label(var.key), kind=kind, shape=shape, style="filled", fillcolor=color)
+    for index, factor in enumerate(graph.factors):
+        kind = factor_kind(factor)
+        node = FactorNode(index)
+        view.add_node(node, label="", kind=kind, shape="box", style="filled", fillcolor=palette.factor[kind],
+                      width="0.15", height="0.15", tooltip=f"{kind} {index}")
+        view.add_edges_from((node, key) for key in factor.keys)
+    return view
+
+
+def mechanism_view(mechanism: Mechanism, palette: Palette = PALETTE) -> nx.DiGraph:
+    """000 Fig. 2/4: tree joints as directed edges, cut joints dashed, the ground marked."""
+    view = nx.DiGraph()
+    view.add_node(GROUND, label="ground", kind="ground", shape="box", style="filled", fillcolor=palette.ground)
+    for link in mechanism.links:
+        view.add_node(link.name, label=link.name, kind="link", shape="circle")
+        view.add_edge(link.parent, link.name, kind="tree joint", label=link.joint.kind, style="solid")
+    for c in mechanism.constraints:
+        if len(c.links) == 2:
+            view.add_edge(c.links[0], c.links[1], kind="cut joint", label=c.name, style="dashed", color=palette.fill,
+                          dir="none", constraint="false")
+        else:  # 000 Remark 1: a constraint on several links is a small hub
+            hub = f"constraint {c.name}"
+            view.add_node(hub, label=c.name, kind="constraint", shape="point")
+            for link in c.links:
+                view.add_edge(hub, link, kind="cut joint", style="dashed", color=palette.fill, dir="none", constraint="false")
+    return view
+
+
+@dataclass
+class Frame:
+    """One picture of the elimination: the graph just before ``steps`` run, and what they do."""
+
+    title: str
+    graph: nx.Graph
+    steps: tuple
+
+
+def _grouped_steps(plan, group: Callable) -> list:
+    """Consecutive plan steps whose fronts belong to the same display group."""
+    runs = []
+    for step in plan.steps:
+        name = group(step.frontal[0])
+        if runs and runs[-1][0] == name:
+            runs[-1][1].append(step)
+        else:
+            runs.append((name, [step]))
+    return runs
+
+
+def elimination_frames(graph, plan, group: Callable | None = None, palette: Palette = PALETTE) -> list:
+    """The interaction graph before each elimination step, eliminated block and fill highlighted.
+
+    Parameters
+    ----------
+    graph : FactorGraph or GraphStructure
+    plan : elimination.Plan
+    group : callable ``key -> display node``, optional
+        Draw several variables as one node -- e.g. a link for ``("a", i)`` and
+        ``("qdd", i)``, as the papers' figures do (:func:`link_group`); steps
+        eliminating one group make one frame.
+
+    Returns
+    -------
+    list of Frame
+        In each frame's graph: node attribute ``state`` (``"frontal"`` or
+        ``"remaining"``), edge attribute ``fill`` (True for the edges this
+        frame's steps create, drawn in ``palette.fill``).
+    """
+    group = group or (lambda key: key)
+    current = graph.structure().interaction_graph()
+    frames = []
+    for name, steps in _grouped_steps(plan, group):
+        before = nx.Graph()
+        for key in current:
+            before.add_node(group(key))
+        before.add_edges_from((group(u), group(v)) for u, v in current.edges if group(u) != group(v))
+        created = set()
+        for step in steps:
+            current.add_edges_from(step.fill_edges)
+            created |= {frozenset((group(u), group(v))) for u, v in step.fill_edges if group(u) != group(v)}
+            current.remove_nodes_from(step.frontal)
+        created -= {frozenset(e) for e in before.edges}
+        frontal = {group(k) for s in steps for k in s.frontal}
+        for node in before:
+            is_frontal = node in frontal
+            before.nodes[node].update(label=_label(node), state="frontal" if is_frontal else "remaining",
+                                      style="filled", fillcolor=palette.frontal if is_frontal else "white")
+        for u, v in before.edges:
+            before.edges[u, v].update(fill=False)
+        for edge in created:
+            u, v = tuple(edge)
+            before.add_edge(u, v, fill=True, color=palette.fill, style="bold")
+        keys = ", ".join(_label(k) for s in steps for k in s.frontal)
+        frames.append(Frame(f"step {steps[0].index}: eliminate {keys}", before, tuple(steps)))
+    return frames
+
+
+def link_group(key: Hashable):
+    """Display group of a GPLC key: the link of ``("a", i)`` and ``("qdd", i)``; the multiplier itself."""
+    if isinstance(key, tuple) and len(key) == 2 and key[0] in ("a", "qdd"):
+        return key[1]
+    return key
+
+
+def clique_tree_view(plan) -> nx.DiGraph:
+    """The elimination (clique) tree: a node per step, labelled frontal | separator (sizes)."""
+    view = nx.DiGraph()
+    tree = plan.tree()
+    for node, data in tree.nodes(data=True):
+        frontal = ", ".join(_label(k) for k in data["frontal"])
+        separator = ", ".join(_label(k) for k in data["separator"]) or "-"
+        view.add_node(node, label=f"{frontal} | {separator}\\n{data['frontal_dim']} + {data['separator_dim']}",
+                      shape="record", frontal=data["frontal"], separator=data["separator"])
+    view.add_edges_from(tree.edges)
+    return view
+
+
+def interaction_with_fill(graph, plan) -> nx.Graph:
+    """The interaction graph with every fill edge of the plan (attribute ``fill``): the chordal completion."""
+    view = graph.structure().interaction_graph()
+    for u, v in view.edges:
+        view.edges[u, v]["fill"] = False
+    for u, v in plan.fill_edges:
+        view.add_edge(u, v, fill=True, color=PALETTE.fill)
+    for node in view:
+        view.nodes[node]["label"] = _label(node)
+    return view
+
+
+__all__ = [
+    "Frame", "PALETTE", "Palette", "clique_tree_view", "elimination_frames", "factor_graph_view", "factor_kind",
+    "interaction_with_fill", "link_group", "mechanism_view", "variable_kind",
+]
