@@ -1,0 +1,127 @@
+"""View content checked on the networkx objects and in the DOT text."""
+import json
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import elimination
+from factorgraph import FactorNode
+from mechanics import ALGORITHMS, GROUND, gplc_graph, models
+from viz import compare as cmp
+from viz.dot import overview_dot, render, to_dot
+from viz.views import clique_tree_view, elimination_frames, factor_graph_view, link_group, mechanism_view
+
+
+def _graph_and_plan(mech, algorithm):
+    algo = ALGORITHMS[algorithm]
+    graph = gplc_graph(mech, mech.neutral_configuration(), np.zeros(mech.nv), np.zeros(mech.nv), policy=algo.constraints)
+    return graph, elimination.analyze(graph, algo.ordering(mech, graph))
+
+
+def _fills(frames):
+    return [{frozenset(e) for e in f.graph.edges if f.graph.edges[e]["fill"]} for f in frames]
+
+
+def test_lcaba_frames_show_the_couplings_of_000_fig4():
+    graph, plan = _graph_and_plan(models.fig4(), "lcaba")
+    frames = elimination_frames(graph, plan, group=link_group)
+    assert [sorted(n for n in f.graph if f.graph.nodes[n]["state"] == "frontal") for f in frames][:6] == [
+        ["6"], ["5"], ["4"], ["11"], ["10"], ["9"]]
+    fills = [f for f in _fills(frames) if f]
+    assert fills == [{frozenset("58")}, {frozenset("48")}, {frozenset("38")}, {frozenset(("10", "8"))}, {frozenset("98")}]
+    first = to_dot(frames[0].graph)
+    assert "5 -- 8 [color=red style=bold]" in first or "8 -- 5 [color=red style=bold]" in first
+    assert "6 [label=6 fillcolor=gold style=filled]" in first
+
+
+def test_proxbbo_frames_show_the_multiplier_couplings_of_000_fig5():
+    graph, plan = _graph_and_plan(models.fig4(), "proxbbo")
+    frames = elimination_frames(graph, plan, group=link_group)
+    lam12, lam13 = ("lam", "12"), ("lam", "13")
+    by_front = {tuple(sorted(map(str, (n for n in f.graph if f.graph.nodes[n]["state"] == "frontal")))): fill
+                for f, fill in zip(frames, _fills(frames))}
+    assert frozenset(("3", lam13)) in by_front[("9",)]  # after 11, 10, 9: constraint 13 coupled with link 3
+    assert frozenset((lam12, lam13)) in by_front[("8",)]  # link 8 supports both loops
+    assert frozenset(("3", lam12)) in by_front[("7",)]
+    last_multipliers = next(f for f in frames if lam12 in f.graph and f.graph.nodes[lam12]["state"] == "frontal")
+    assert set(last_multipliers.graph) == {"1", "2", "3", lam12, lam13}  # Fig. 5e: at link 3
+    links = {l.name for l in models.fig4().links}
+    assert not any(set(edge) <= links for fill in _fills(frames) for edge in fill)  # links couple only via multipliers
+
+
+@pytest.mark.parametrize("model", ["fig4", "four_bar", "digit_leg"])
+def test_factor_graph_view_draws_variables_and_factors_by_kind(model):
+    mech = models.MODELS[model]()
+    for policy, expected in (("alm", {"penalty"}), ("prox", {"loop/contact", "multiplier prior"})):
+        graph = gplc_graph(mech, mech.neutral_configuration(), np.zeros(mech.nv), np.zeros(mech.nv), policy=policy)
+        view = factor_graph_view(graph)
+        assert nx.is_bipartite(view)
+        factor_kinds = [d["kind"] for n, d in view.nodes(data=True) if isinstance(n, FactorNode)]
+        assert factor_kinds.count("prior") == factor_kinds.count("tree joint") == len(mech.links)
+        assert expected <= set(factor_kinds)
+        variable_kinds = {d["kind"] for n, d in view.nodes(data=True) if not isinstance(n, FactorNode)}
+        assert variable_kinds == ({"link", "joint"} | ({"multiplier"} if policy == "prox" else set()))
+        source = to_dot(view)
+        assert "shape=diamond" in source if policy == "prox" else "shape=diamond" not in source
+
+
+@pytest.mark.parametrize("model", ["fig4", "digit_leg", "ladder"])
+def test_mechanism_view_is_the_papers_topology_figure(model):
+    mech = models.MODELS[model]()
+    view = mechanism_view(mech)
+    tree = [(u, v) for u, v, d in view.edges(data=True) if d["kind"] == "tree joint"]
+    cuts = [(u, v) for u, v, d in view.edges(data=True) if d["kind"] == "cut joint"]
+    assert sorted(tree) == sorted((l.parent, l.name) for l in mech.links)
+    assert len(cuts) == len(mech.constraints)
+    assert all(view.edges[e]["style"] == "dashed" for e in cuts)
+    assert view.nodes[GROUND]["kind"] == "ground"
+    assert 'style=dashed' in to_dot(view) and "ground [label=ground" in to_dot(view)
+
+
+def test_clique_tree_view_and_overview_sheet():
+    graph, plan = _graph_and_plan(models.fig4(), "lcaba")
+    tree = clique_tree_view(plan)
+    assert nx.is_arborescence(tree) and tree.number_of_nodes() == len(plan.steps)
+    root = next(n for n in tree if tree.in_degree(n) == 0)
+    assert "a 1" in tree.nodes[root]["label"] or "qdd 1" in tree.nodes[root]["label"]
+    frames = elimination_frames(graph, plan, group=link_group)
+    sheet = overview_dot(frames)
+    assert sheet.count("subgraph cluster_") == len(frames) == 11
+
+
+def test_render_always_writes_dot_and_says_how_to_get_graphviz(tmp_path, monkeypatch, capsys):
+    source = to_dot(mechanism_view(models.four_bar()))
+    monkeypatch.setattr("viz.dot.shutil.which", lambda name: None)
+    import sys
+    written = render(source, tmp_path / "pic", ("svg",), warn=sys.stderr)
+    assert written == [tmp_path / "pic.dot"] and (tmp_path / "pic.dot").read_text() == source
+    assert "apt-get install graphviz" in capsys.readouterr().err
+
+
+def test_render_makes_svg_when_dot_is_installed(tmp_path):
+    written = render(to_dot(mechanism_view(models.four_bar())), tmp_path / "pic", ("svg",), warn=None)
+    assert (tmp_path / "pic.svg") in written and "<svg" in (tmp_path / "pic.svg").read_text()
+
+
+def test_comparison_table_csv_and_json(tmp_path):
+    rows = cmp.compare(models.fig4(), repeat=1)
+    names = [r.algorithm for r in rows]
+    assert "lcaba" in names and "proxbbo" in names and "aba" not in names
+    for row in rows:
+        assert row.flops > 0 and row.max_front > 0 and row.seconds > 0
+        assert row.deviation < (1e-5 if row.policy == "soft" else 1e-8)
+    assert rows[names.index("lcaba")].fill_edges < rows[names.index("pv")].fill_edges
+    text = cmp.format_table(rows)
+    assert text.splitlines()[0].startswith("algorithm") and len(text.splitlines()) == len(rows) + 1
+    cmp.write_csv(rows, tmp_path / "t.csv")
+    cmp.write_json(rows, tmp_path / "t.json", mechanism="fig4")
+    assert (tmp_path / "t.csv").read_text().splitlines()[0].startswith("algorithm,policy,flops")
+    assert len(json.loads((tmp_path / "t.json").read_text())["rows"]) == len(rows)
+
+
+def test_scaling_sweep_and_plot(tmp_path):
+    points = cmp.scale("cycle", "n", [7, 9], ["lcaba", "proxbbo"], repeat=1, progress=None)
+    assert [(p["size"], p["algorithm"]) for p in points] == [(7, "lcaba"), (7, "proxbbo"), (9, "lcaba"), (9, "proxbbo")]
+    cmp.plot_scaling(points, tmp_path / "scale.png")
+    assert (tmp_path / "scale.png").read_bytes()[:4] == b"\x89PNG"
