@@ -51,10 +51,11 @@ def _closed(links, constraints, name: str, gravity=(0.0, 0.0, -9.81)) -> Mechani
 
 
 def four_bar(crank: float = 1.0, coupler: float = 2.0, rocker: float = 1.5, base: float = 2.0, angle: float = 1.0) -> Mechanism:
-    """Planar four-bar linkage: crank and rocker on the ground, coupler closing on the rocker.
+    """Planar four-bar linkage in the vertical xy-plane: crank and rocker on the ground, coupler closing on the rocker.
 
     The loop is a :class:`Connect` restricted to the plane (``axes=(0, 1)``),
-    so its two rows are independent.  ``angle`` is the crank angle at ``q = 0``.
+    so its two rows are independent.  ``angle`` is the crank angle at ``q = 0``;
+    gravity points along -y.
     """
     A, D = np.zeros(2), np.array([base, 0.0])
     B = A + crank * np.array([np.cos(angle), np.sin(angle)])
@@ -74,7 +75,7 @@ def four_bar(crank: float = 1.0, coupler: float = 2.0, rocker: float = 1.5, base
         rod("rocker", GROUND, z, Pose(rotation_about("z", rocker_angle), np.array([base, 0.0, 0.0])), rocker),
     ]
     loop = Connect("coupler", "rocker", _tip(coupler), Pose(), axes=(0, 1), name="loop")
-    return _closed(links, [loop], "four_bar")
+    return _closed(links, [loop], "four_bar", gravity=(0.0, -9.81, 0.0))
 
 
 def fig4() -> Mechanism:

@@ -209,6 +209,7 @@ def allegro_grasp(hands: int = 2, rng=None):
     np.random.seed(int(rng.integers(2**31)))
     q = pin.randomConfiguration(model)
     q[:3] = 0.0
+    model.name = "allegro_grasp" if hands == 1 else "two_allegro_grasp"
     data = model.createData()
     pin.forwardKinematics(model, data, q)
     pin.updateFramePlacements(model, data)

@@ -1,0 +1,134 @@
+"""Every example runs as a script, and its numbers match an independent reference."""
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import gtsam
+import numpy as np
+import pytest
+import scipy.linalg
+
+import elimination
+import mechanics
+from tests.mechanics.pinocchio_oracle import dense_reference
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+SCRIPTS = sorted(p.name for p in EXAMPLES.glob("*.py"))
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_example_runs_as_a_script(script, tmp_path):
+    result = subprocess.run([sys.executable, str(EXAMPLES / script)], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip()
+
+
+def rts_smoother(p):
+    """Kalman filter + Rauch-Tung-Striebel backward pass, written out independently."""
+    A, C, Q, R = p["A"], p["C"], p["Q"], p["R"]
+    means, covs, predicted = [], [], []
+    m, P = p["m0"], p["P0"]
+    for k, y in enumerate(p["ys"]):
+        if k:
+            m, P = A @ m, A @ P @ A.T + Q
+        predicted.append((m, P))
+        S = C @ P @ C.T + R
+        gain = P @ C.T @ np.linalg.inv(S)
+        m, P = m + gain @ (y - C @ m), P - gain @ S @ gain.T
+        means.append(m)
+        covs.append(P)
+    smoothed = [means[-1]]
+    for k in reversed(range(len(means) - 1)):
+        m_pred, P_pred = predicted[k + 1]
+        G = covs[k] @ A.T @ np.linalg.inv(P_pred)
+        smoothed.insert(0, means[k] + G @ (smoothed[0] - m_pred))
+    return np.array(smoothed)
+
+
+def test_kalman_smoother_equals_rts():
+    out = load("kalman_smoother").main(steps=40)
+    assert np.allclose(out["smoothed"], rts_smoother(out["problem"]), rtol=1e-9, atol=1e-10)
+    assert len(out["plan"].fill_edges) == 0
+
+
+def test_pose_graph_equals_gtsam():
+    module = load("pose_graph")
+    out = module.main()
+    theirs = gtsam.GaussianFactorGraph()
+    for factor in out["graph"].factors:
+        W = factor.weight if np.ndim(factor.weight) == 2 else float(factor.weight) * np.eye(len(factor.b))
+        model = gtsam.noiseModel.Gaussian.Information(W)
+        args = [a for key, block in zip(factor.keys, factor.A) for a in (key, block)]
+        theirs.add(gtsam.JacobianFactor(*args, factor.b, model))
+    expected = theirs.optimize()
+    for k, pose in enumerate(out["estimate"]):
+        assert np.allclose(pose, expected.at(k), atol=1e-9)
+
+
+def riccati_gain(T):
+    """K_0 of the T-step LQR by the textbook backward Riccati recursion."""
+    lqr = load("lqr")
+    P = lqr.Q
+    for _ in range(T):
+        K = np.linalg.solve(lqr.R + lqr.B.T @ P @ lqr.B, lqr.B.T @ P @ lqr.A)
+        P = lqr.Q + lqr.A.T @ P @ (lqr.A - lqr.B @ K)
+    return K
+
+
+def test_lqr_gains_are_riccatis_and_tend_to_the_dare_solution():
+    lqr = load("lqr")
+    for T in (1, 5, 30):
+        assert np.allclose(lqr.gains(T), riccati_gain(T), rtol=1e-9)
+    P = scipy.linalg.solve_discrete_are(lqr.A, lqr.B, lqr.Q, lqr.R)
+    K_inf = np.linalg.solve(lqr.R + lqr.B.T @ P @ lqr.B, lqr.B.T @ P @ lqr.A)
+    assert np.allclose(lqr.main(T=200)["K"], K_inf, rtol=1e-8)
+
+
+def test_periodic_lqr_and_scenario_tree_equal_the_dense_solve():
+    lqr = load("lqr")
+    out = lqr.main(T=50)
+    for graph, ordering in ((out["periodic"], "min_fill"), (out["tree"], "min_degree")):
+        ours, dense = elimination.solve(graph, ordering), graph.dense_solve()
+        assert max(np.max(np.abs(ours[k] - dense[k])) for k in dense) < 1e-9
+    x0, xT = elimination.solve(out["periodic"])[("x", 0)], elimination.solve(out["periodic"])[("x", 40)]
+    assert np.allclose(x0, xT) and np.abs(x0).max() > 1e-3  # periodic and not trivial
+
+
+def test_four_bar_simulation_stays_on_the_dense_solution():
+    out = load("four_bar").main()
+    mech, q, v, tau = out["mechanism"], out["q"], out["v"], out["tau"]
+    x = mechanics.gplc_graph(mech, q, v, tau, policy="hard").dense_solve()
+    reference = np.concatenate([x[("qdd", l.name)] for l in mech.links])
+    for qdd in out["accelerations"].values():
+        assert np.allclose(qdd, reference, rtol=1e-8, atol=1e-8)
+    assert out["residuals"].max() < 1e-8
+
+
+def test_digit_leg_table_agrees_with_the_dense_solve():
+    rows = load("digit_legs").main()["rows"]
+    assert {r.algorithm for r in rows} >= {"pv", "proxbbo", "lcaba", "proxltl"}
+    assert all(r.deviation < (1e-5 if r.policy == "soft" else 1e-8) for r in rows)
+
+
+def test_allegro_cube_equals_pinocchio():
+    out = load("allegro_cube").main()
+    ddq, _ = dense_reference(out["model"], out["constraints"], out["q"], out["v"], out["tau"])
+    for result in out["results"].values():
+        assert np.max(np.abs(result.qdd - ddq)) < 1e-8 * max(1, np.abs(ddq).max())
+    assert np.max(np.abs(out["pinocchio"] - ddq)) < 1e-6 * max(1, np.abs(ddq).max())
+
+
+def test_two_hands_cube_redundancy():
+    out = load("two_hands_cube").main()
+    ddq, _ = dense_reference(out["model"], out["constraints"], out["q"], out["v"], out["tau"])
+    for result in out["results"].values():
+        assert np.max(np.abs(result.qdd - ddq)) < 1e-8 * max(1, np.abs(ddq).max())
+    assert out["refused"] is not None and "prox" in out["refused"]
