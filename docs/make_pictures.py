@@ -1,0 +1,71 @@
+"""Regenerate the README's pictures (SVG) from the built-ins and the examples.
+
+    python docs/make_pictures.py        (needs Graphviz's dot and the robots extra)
+"""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import elimination
+import mechanics
+from mechanics.pinocchio_io import allegro_grasp, from_pinocchio
+from viz.dot import overview_dot, render, to_dot
+from viz.views import (clique_tree_view, elimination_frames, factor_graph_view, interaction_with_fill, link_group,
+                       mechanism_view)
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "docs" / "images"
+
+
+def example(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def plan_of(mech, algorithm):
+    algo = mechanics.ALGORITHMS[algorithm]
+    zeros = np.zeros(mech.nv)
+    graph = mechanics.gplc_graph(mech, mech.neutral_configuration(), zeros, zeros, policy=algo.constraints)
+    return graph, elimination.analyze(graph, algo.ordering(mech, graph))
+
+
+def picture(view_dot: str, name: str) -> None:
+    render(view_dot, OUT / name, ("svg",))
+    (OUT / f"{name}.dot").unlink()  # keep the SVGs only
+
+
+def main() -> None:
+    fig4 = mechanics.models.fig4()
+    picture(to_dot(mechanism_view(fig4), rankdir="TB"), "fig4_mechanism")
+    for algorithm in ("lcaba", "proxbbo"):
+        graph, plan = plan_of(fig4, algorithm)
+        picture(overview_dot(elimination_frames(graph, plan, group=link_group)), f"fig4_{algorithm}")
+    graph, plan = plan_of(fig4, "lcaba")
+    picture(to_dot(clique_tree_view(plan), rankdir="BT"), "fig4_lcaba_clique_tree")
+    four_bar = mechanics.models.four_bar()
+    graph, _ = plan_of(four_bar, "proxbbo")
+    picture(to_dot(factor_graph_view(graph), layout="neato", overlap="false"), "four_bar_factor_graph")
+    picture(to_dot(mechanism_view(mechanics.models.digit_leg()), rankdir="TB"), "digit_leg_mechanism")
+    model, constraints, _ = allegro_grasp(1)
+    picture(to_dot(mechanism_view(from_pinocchio(model, constraints)), rankdir="LR"), "allegro_cube_mechanism")
+    kalman = example("kalman_smoother")
+    picture(to_dot(factor_graph_view(kalman.smoother_graph(kalman.problem(steps=6))), rankdir="LR"), "kalman_factor_graph")
+    pose = example("pose_graph")
+    graph = pose.pose_graph(pose.measurements())
+    plan = elimination.analyze(graph, elimination.min_fill(graph))
+    picture(to_dot(interaction_with_fill(graph, plan), layout="circo"), "pose_graph_fill")
+    lqr = example("lqr")
+    cycle = lqr.periodic(12)
+    plan = elimination.analyze(cycle, elimination.min_fill(cycle))
+    picture(to_dot(interaction_with_fill(cycle, plan), layout="circo"), "lqr_periodic_fill")
+    print(f"pictures written to {OUT}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
