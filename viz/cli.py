@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import json
 import sys
 from pathlib import Path
 
@@ -146,7 +147,7 @@ def run_scale(args) -> int:
         ms = f"{p['seconds'] * 1e3:.2f}" if p["seconds"] is not None else "-"
         print(f"{p['size']:>6} {p['algorithm']:<16}{(p['flops'] or 0):>12.3g}{ms:>10}")
     if args.json:
-        Path(args.json).write_text(__import__("json").dumps(points, indent=1))
+        Path(args.json).write_text(json.dumps(points, indent=1))
     if args.plot:
         cmp.plot_scaling(points, args.plot, f"{name} ({param})")
         print(f"plot written to {args.plot}")
