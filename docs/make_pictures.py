@@ -52,8 +52,10 @@ def main() -> None:
     graph, _ = plan_of(four_bar, "proxbbo")
     picture(to_dot(factor_graph_view(graph), layout="neato", overlap="false"), "four_bar_factor_graph")
     picture(to_dot(mechanism_view(mechanics.models.digit_leg()), rankdir="TB"), "digit_leg_mechanism")
-    model, constraints, _ = allegro_grasp(1)
-    picture(to_dot(mechanism_view(from_pinocchio(model, constraints)), rankdir="LR"), "allegro_cube_mechanism")
+    picture(to_dot(mechanism_view(four_bar), rankdir="TB"), "four_bar_mechanism")
+    for hands, name in ((1, "allegro_cube_mechanism"), (2, "two_hands_cube_mechanism")):
+        model, constraints, _ = allegro_grasp(hands)
+        picture(to_dot(mechanism_view(from_pinocchio(model, constraints)), rankdir="LR"), name)
     kalman = example("kalman_smoother")
     picture(to_dot(factor_graph_view(kalman.smoother_graph(kalman.problem(steps=6))), rankdir="LR"), "kalman_factor_graph")
     pose = example("pose_graph")
