@@ -8,8 +8,6 @@ import importlib.util
 import sys
 from pathlib import Path
 
-import numpy as np
-
 import elimination
 import mechanics
 from mechanics.pinocchio_io import allegro_grasp, from_pinocchio
@@ -28,13 +26,6 @@ def example(name: str):
     return module
 
 
-def plan_of(mech, algorithm):
-    algo = mechanics.ALGORITHMS[algorithm]
-    zeros = np.zeros(mech.nv)
-    graph = mechanics.gplc_graph(mech, mech.neutral_configuration(), zeros, zeros, policy=algo.constraints)
-    return graph, elimination.analyze(graph, algo.ordering(mech, graph))
-
-
 def picture(view_dot: str, name: str) -> None:
     render(view_dot, OUT / name, ("svg",))
     (OUT / f"{name}.dot").unlink()  # keep the SVGs only
@@ -44,12 +35,12 @@ def main() -> None:
     fig4 = mechanics.models.fig4()
     picture(to_dot(mechanism_view(fig4), rankdir="TB"), "fig4_mechanism")
     for algorithm in ("lcaba", "proxbbo"):
-        graph, plan = plan_of(fig4, algorithm)
+        graph, plan = mechanics.algorithm_plan(fig4, algorithm)
         picture(overview_dot(elimination_frames(graph, plan, group=link_group)), f"fig4_{algorithm}")
-    graph, plan = plan_of(fig4, "lcaba")
+    graph, plan = mechanics.algorithm_plan(fig4, "lcaba")
     picture(to_dot(clique_tree_view(plan), rankdir="BT"), "fig4_lcaba_clique_tree")
     four_bar = mechanics.models.four_bar()
-    graph, _ = plan_of(four_bar, "proxbbo")
+    graph, _ = mechanics.algorithm_plan(four_bar, "proxbbo")
     picture(to_dot(factor_graph_view(graph), layout="neato", overlap="false"), "four_bar_factor_graph")
     picture(to_dot(mechanism_view(mechanics.models.digit_leg()), rankdir="TB"), "digit_leg_mechanism")
     picture(to_dot(mechanism_view(four_bar), rankdir="TB"), "four_bar_mechanism")

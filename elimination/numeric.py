@@ -144,10 +144,11 @@ class Factorization:
         """
         res_g, res_b = {}, {}
         for i, factor in enumerate(self.graph.factors):
-            x = concat_last([values[k] for k in factor.keys], 1)
             if i in lin_b:
                 res_b[i] = lin_b[i] - sum(mv(A, values[k]) for k, A in zip(factor.keys, factor.A))
-            elif i in measurements:
+                continue
+            x = concat_last([values[k] for k in factor.keys], 1)
+            if i in measurements:
                 res_g[i] = factor.residual_information(x, measurements[i])
             else:
                 res_g[i] = lin_g[i] - mv(factor.H, x)

@@ -13,7 +13,7 @@ the papers' algorithms -- each a (constraint policy, ordering policy) pair in
 """
 from . import models
 from .algorithms import ALGORITHMS, Algorithm, resolve_algorithm
-from .dynamics import DynamicsResult, delassus, forward_dynamics
+from .dynamics import DynamicsResult, algorithm_plan, delassus, forward_dynamics
 from .gplc import POLICIES, a_key, gplc_graph, lam_key, qdd_key
 from .joints import Joint
 from .kinematics import constraint_terms, kinematics
@@ -35,6 +35,7 @@ __all__ = [
     "Pose",
     "Weld",
     "a_key",
+    "algorithm_plan",
     "at",
     "constraint_terms",
     "delassus",

@@ -32,7 +32,7 @@ from .gplc import a_key, check_policy, qdd_key
 from .mechanism import GROUND, Mechanism
 
 
-def _link_keys(mechanism: Mechanism, link) -> tuple:
+def _link_keys(link) -> tuple:
     keys = (a_key(link.name),)
     return keys + ((qdd_key(link.name),) if link.joint.nv else ())
 
@@ -43,7 +43,7 @@ def _multipliers(graph) -> tuple:
 
 def tree_order(mechanism: Mechanism, graph) -> Ordering:
     """ABA / PV: links leaves to root (reverse topological), ``a_i`` then ``qdd_i``; multipliers last, as one block."""
-    blocks = [(key,) for link in reversed(mechanism.links) for key in _link_keys(mechanism, link)]
+    blocks = [(key,) for link in reversed(mechanism.links) for key in _link_keys(link)]
     multipliers = _multipliers(graph)
     return Ordering(blocks + ([multipliers] if multipliers else []))
 
@@ -79,7 +79,7 @@ def early_multipliers(mechanism: Mechanism, graph) -> Ordering:
     for link in reversed(mechanism.links):
         if link.name in rooted:
             blocks.append(tuple(rooted[link.name]))
-        blocks += [(key,) for key in _link_keys(mechanism, link)]
+        blocks += [(key,) for key in _link_keys(link)]
     if GROUND in rooted:
         blocks.append(tuple(rooted[GROUND]))
     return Ordering(blocks)
@@ -96,7 +96,7 @@ def joint_space(mechanism: Mechanism, graph) -> Ordering:
 
 
 def _link_blocks(mechanism: Mechanism) -> list:
-    return [_link_keys(mechanism, link) for link in mechanism.links]
+    return [_link_keys(link) for link in mechanism.links]
 
 
 def _accelerations_root_first(mechanism: Mechanism):

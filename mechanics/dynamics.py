@@ -75,6 +75,31 @@ def _plan(mechanism: Mechanism, algorithm, graph) -> elimination.Plan:
     return cache[key]
 
 
+def algorithm_plan(mechanism: Mechanism, algorithm, mu: float = 1e6):
+    """The GPLC graph of ``mechanism`` (at its neutral state) and the plan ``algorithm`` eliminates it with.
+
+    The plan is the one :func:`forward_dynamics` uses (cached per mechanism and
+    algorithm): its fill, fronts and flops hold for every state.
+
+    Returns
+    -------
+    (factorgraph.FactorGraph, elimination.Plan)
+
+    Examples
+    --------
+    >>> import mechanics
+    >>> graph, plan = algorithm_plan(mechanics.models.fig4(), "lcaba")
+    >>> plan.steps[0].frontal
+    (('a', '6'),)
+    """
+    _, algo = resolve_algorithm(algorithm)
+    zeros = np.zeros(mechanism.nv)
+    kin = kinematics(mechanism, mechanism.neutral_configuration(), zeros)
+    lam = split_multipliers(mechanism, None, kin.batch_shape)
+    graph = build_gplc(mechanism, kin, zeros, algo.constraints, check_mu(mu), lam).graph
+    return graph, _plan(mechanism, algo, graph)
+
+
 def _qdd(mechanism: Mechanism, x: dict, batch: tuple) -> np.ndarray:
     parts = [x[qdd_key(l.name)] for l in mechanism.links if l.joint.nv]
     return np.concatenate([np.broadcast_to(p, batch + p.shape[-1:]) for p in parts], axis=-1)

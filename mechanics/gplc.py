@@ -61,8 +61,6 @@ class GPLC:
     Attributes
     ----------
     graph : FactorGraph
-    policy : str
-    mu : float
     terms : dict
         Constraint name -> :class:`~mechanics.kinematics.ConstraintTerms`.
     moving : dict
@@ -71,8 +69,6 @@ class GPLC:
     """
 
     graph: FactorGraph
-    policy: str
-    mu: float
     terms: dict
     moving: dict
 
@@ -141,7 +137,7 @@ def build_gplc(mechanism: Mechanism, kin: Kinematics, tau: np.ndarray, policy: s
     for c in mechanism.constraints:
         terms[c.name] = constraint_terms(kin, c)
         moving[c.name] = _add_constraint_factors(graph, c, terms[c.name], policy, mu, lam[c.name])
-    return GPLC(graph, policy, mu, terms, moving)
+    return GPLC(graph, terms, moving)
 
 
 def split_multipliers(mechanism: Mechanism, lam, batch: tuple) -> dict:

@@ -257,9 +257,6 @@ class Mechanism:
             name = self.parent(name)
         return path
 
-    def depth(self) -> int:
-        return max((len(self.ancestors(l.name)) for l in self.links), default=0)
-
     # -- loops (000 Sec. III-B) --------------------------------------------------------
     def constraint(self, name: str):
         for c in self.constraints:

@@ -70,13 +70,6 @@ def _reference(mech, q, v, tau):
     return np.concatenate([x[("qdd", l.name)] for l in mech.links if l.joint.nv])
 
 
-def plan_for(mech, name: str, q, v, tau, mu: float):
-    """The symbolic plan an algorithm uses on ``mech`` (same graph structure as at any state)."""
-    algo = ALGORITHMS[name]
-    graph = gplc_graph(mech, q, v, tau, policy=algo.constraints, mu=mu)
-    return graph, elimination.analyze(graph, algo.ordering(mech, graph))
-
-
 def compare(mech, algorithms=None, mu: float = 1e6, tol: float = 1e-10, max_iter: int = 50, repeat: int = 5,
             seed: int = 0) -> list:
     """Run each algorithm on one random state of ``mech``; return a :class:`Row` per algorithm.
@@ -100,7 +93,7 @@ def compare(mech, algorithms=None, mu: float = 1e6, tol: float = 1e-10, max_iter
             row.note = "does not apply: " + problem.split(";")[0]
             rows.append(row)
             continue
-        _, plan = plan_for(mech, name, q, v, tau, mu)
+        _, plan = mechanics.algorithm_plan(mech, name, mu)
         row.flops, row.max_front, row.fill_edges = plan.flops, plan.max_front, len(plan.fill_edges)
         try:
             result = mechanics.forward_dynamics(mech, q, v, tau, algorithm=name, mu=mu, tol=tol, max_iter=max_iter)

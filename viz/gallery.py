@@ -3,10 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
-import elimination
-from mechanics import ALGORITHMS, gplc_graph
+from mechanics import ALGORITHMS, algorithm_plan
 
 from .dot import overview_dot, render, to_dot
 from .views import clique_tree_view, elimination_frames, factor_graph_view, link_group, mechanism_view
@@ -17,9 +14,7 @@ def render_gallery(mech, algorithm: str, out_dir, formats=("svg",), mu: float = 
     multiplier block, plus an overview sheet) and the clique tree; return the paths written."""
     out = Path(out_dir)
     algo = ALGORITHMS[algorithm]
-    q, zeros = mech.neutral_configuration(), np.zeros(mech.nv)
-    graph = gplc_graph(mech, q, zeros, zeros, policy=algo.constraints, mu=mu)
-    plan = elimination.analyze(graph, algo.ordering(mech, graph))
+    graph, plan = algorithm_plan(mech, algorithm, mu)
     written = render(to_dot(mechanism_view(mech), "mechanism", rankdir="TB"), out / "mechanism", formats, warn)
     written += render(to_dot(factor_graph_view(graph), "factor_graph", layout="neato", overlap="false"),
                       out / f"factor_graph_{algo.constraints}", formats, None)

@@ -17,7 +17,7 @@ import numpy as np
 import pinocchio as pin
 
 from mechanics.pinocchio_io import allegro_grasp as hands_and_cube  # noqa: F401  (the scene lives in the library)
-from mechanics.pinocchio_io import example_robot_data_dir, load_pinocchio_robot
+from mechanics.pinocchio_io import load_pinocchio_robot
 
 
 def random_state(model, rng: np.random.Generator):

@@ -8,9 +8,7 @@ from mechanics import gplc_graph, models
 
 def _plan(algorithm: str, mech=None):
     mech = mech or models.fig4()
-    algo = mechanics.ALGORITHMS[algorithm]
-    graph = gplc_graph(mech, mech.neutral_configuration(), np.zeros(mech.nv), np.zeros(mech.nv), policy=algo.constraints)
-    return mech, elimination.analyze(graph, algo.ordering(mech, graph))
+    return mech, mechanics.algorithm_plan(mech, algorithm)[1]
 
 
 def _link_steps(plan):

@@ -5,18 +5,15 @@ import networkx as nx
 import numpy as np
 import pytest
 
-import elimination
 from factorgraph import FactorNode
-from mechanics import ALGORITHMS, GROUND, gplc_graph, models
+from mechanics import GROUND, algorithm_plan, gplc_graph, models
 from viz import compare as cmp
 from viz.dot import overview_dot, render, to_dot
 from viz.views import clique_tree_view, elimination_frames, factor_graph_view, link_group, mechanism_view
 
 
 def _graph_and_plan(mech, algorithm):
-    algo = ALGORITHMS[algorithm]
-    graph = gplc_graph(mech, mech.neutral_configuration(), np.zeros(mech.nv), np.zeros(mech.nv), policy=algo.constraints)
-    return graph, elimination.analyze(graph, algo.ordering(mech, graph))
+    return algorithm_plan(mech, algorithm)
 
 
 def _fills(frames):
