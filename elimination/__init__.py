@@ -16,8 +16,9 @@ array([1., 2.])
 from __future__ import annotations
 
 from .errors import OrderingError, SingularProblemError
-from .gaussian import PIVOT_RTOL, GaussianConditional, eliminate_gaussian
-from .numeric import Factorization, factorize
+from .gaussian import CONSISTENCY_RTOL, PIVOT_RTOL, RANK_RTOL, Eliminated, GaussianConditional, eliminate_gaussian
+from .numeric import Factorization, element_graph, factorize
+from .numeric_rank import NumericHardRows
 from .ordering import (
     ORDERINGS,
     EliminationState,
@@ -55,11 +56,15 @@ def solve(graph, ordering="min_fill", refine: int = 1) -> dict:
 
 
 __all__ = [
+    "CONSISTENCY_RTOL",
     "ORDERINGS",
     "PIVOT_RTOL",
+    "RANK_RTOL",
+    "Eliminated",
     "EliminationState",
     "Factorization",
     "GaussianConditional",
+    "NumericHardRows",
     "Ordering",
     "OrderingError",
     "Plan",
@@ -67,6 +72,7 @@ __all__ = [
     "Step",
     "analyze",
     "degree_score",
+    "element_graph",
     "eliminate_gaussian",
     "factorize",
     "fill_score",

@@ -12,17 +12,27 @@ class OrderingError(ValueError):
 
 
 class SingularProblemError(ValueError):
-    """A pivot of the elimination is numerically singular or has the wrong sign.
+    """The problem has no unique solution, or none at all, as far as the numbers tell.
 
     Attributes
     ----------
     step : int
-        Index of the elimination step.
+        Index of the elimination step (-1 when not tied to one).
     keys : tuple
         Frontal variables of that step.
+    kind : str
+        ``"singular"`` (a pivot vanishes: undetermined variables or redundant
+        multipliers), ``"inconsistent"`` (hard equalities contradict each
+        other), ``"undetermined"`` (free directions with no quadratic term),
+        or ``""`` when raised outside the engine.
+    factors : tuple of int
+        Indices of the graph's factors involved (``FactorGraph.add`` order);
+        empty when the cause is a pivot.
     """
 
-    def __init__(self, message: str, step: int, keys: tuple):
+    def __init__(self, message: str, step: int = -1, keys: tuple = (), kind: str = "", factors: tuple = ()):
         super().__init__(message)
         self.step = step
         self.keys = keys
+        self.kind = kind
+        self.factors = factors

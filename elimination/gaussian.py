@@ -4,18 +4,33 @@ For a bucket with front ``F`` and separator ``S`` (local dense blocks in the
 step's layout), the quadratic part ``1/2 x'Hx - g'x`` and the hard rows
 ``A_F x_F + A_S x_S = b``:
 
-1. **Substitution** (``m > 0`` hard rows, ``r = min(m, n_F)`` used):
-   ``x_F = T x_S + W b + N z`` with ``T = -W A_S``.  ``W`` comes from a
-   rank-``r`` complete orthogonal decomposition (SVD) of ``A_F``, ``N`` spans
-   its null space; an identity block ``A_F = +-I`` -- a link acceleration
-   through its own tree joint -- skips the decomposition.  The ``m - r`` rows left over become the hard factor
-   ``E A_S x_S = E b`` on the separator.
+1. **Substitution** (``m > 0`` hard rows, ``r`` of them used, ``r`` the rank
+   the plan assumes): ``x_F = T x_S + W b + N z`` with ``T = -W A_S``.  ``W``
+   comes from a rank-``r`` complete orthogonal decomposition (SVD) of the
+   *equilibrated* block ``Dr A_F Dc``, ``N`` spans its null space; an identity
+   block ``A_F = +-I`` -- a link acceleration through its own tree joint --
+   skips the decomposition.  Of the ``m - r`` combinations ``E`` of rows left
+   over (``E A_F = 0``), the plan passes some on as the hard factor
+   ``E A_S x_S = E b`` on the separator and drops the others after checking
+   that their right-hand side ``E b`` vanishes (consistency).
 2. **Schur complement** on the free part ``z``: with the reduced Hessian
    ``[[H_zz, H_zS], [H_Sz, H_SS]]`` and ``H_zz = L D L'`` (``D = diag(+-1)``;
    Cholesky for definite pivots, block LDL' for quasi-definite ones, an eigen
    decomposition for general indefinite ones), the separator receives
    ``H_SS - Y' D Y`` with ``Y = L^-1 H_zS``, and the conditional is
    ``z = L^-T D (L^-1 g_z - Y x_S)``.
+
+**Magnitudes.**  Cancellation is judged against what a quantity was made of,
+never against the block's own size: every hard row carries ``M >= |A|``, the
+magnitude of its entries before cancellation (``|A|`` for the graph's rows,
+``|E| M_S`` for rows combined by a step), and every diagonal entry of ``H``
+the magnitude ``scale`` of its contributions.  The substitution equilibrates
+``A_F`` by ``M`` (rows, then columns) so that its singular values are
+relative to the original rows: a singular value below :data:`RANK_RTOL` means
+the rows are numerically dependent on the front, the *numerical rank* falls
+short of the plan's structural one, and the batch element is marked
+*deficient* (its values from here on are placeholders; :mod:`elimination.numeric`
+re-plans it with its numerical ranks).
 
 The matrix part is computed once (:func:`eliminate_gaussian`); the linear terms
 (``g``, ``b``) flow through :meth:`GaussianConditional.forward` and the
@@ -29,13 +44,18 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import solve_triangular
 
-from .errors import PROX_HINT, SingularProblemError
+from .errors import SingularProblemError
 
-# A pivot below this fraction of the magnitude of its contributions counts as singular.  Round-off
-# left by an exact cancellation grows with the front and the work done (7e-14 seen on a 12-row
-# singular Delassus matrix), so the tolerance is ~5000 eps.
+# A Schur pivot below this fraction of the magnitude of its contributions counts as singular.
+# Round-off left by an exact cancellation grows with the front and the work done (7e-14 seen on a
+# 12-row singular Delassus matrix), so the tolerance is ~5000 eps.
 PIVOT_RTOL = 1e-12
-CONSISTENCY_RTOL = 1e-8  # dropped hard rows must vanish to this relative tolerance
+# A singular value of an equilibrated hard block (entries' pre-cancellation magnitudes <= 1) below
+# this is zero: the rows are dependent.  Cancelled rows carry ~1e-16..1e-14; a well-posed problem
+# with condition 1e8 keeps its hard blocks far above.
+RANK_RTOL = 1e-10
+# Dropped hard rows must have ``|E b| <= CONSISTENCY_RTOL |E| |b|``, else they contradict each other.
+CONSISTENCY_RTOL = 1e-8
 
 
 def mT(matrix: np.ndarray) -> np.ndarray:
@@ -53,8 +73,9 @@ class GaussianConditional:
     """``x_F`` as an affine function of ``x_S`` (and of the bucket's linear terms).
 
     Shapes (leading batch dimensions omitted): ``W (n_F, m)``, ``T (n_F, n_S)``,
-    ``N (n_F, n_z)``, ``E (m - r, m)``, ``HF (n_F + n_S, n_F)``,
-    ``Linv (n_z, n_z)``, ``D (n_z,)``, ``Y (n_z, n_S)``; ``None`` where absent.
+    ``N (n_F, n_z)``, ``E (p, m)`` (rows passed on), ``E_drop (d, m)`` (rows
+    checked and dropped), ``HF (n_F + n_S, n_F)``, ``Linv (n_z, n_z)``,
+    ``D (n_z,)``, ``Y (n_z, n_S)``; ``None`` where absent.
     """
 
     frontal_dim: int
@@ -62,17 +83,22 @@ class GaussianConditional:
     T: np.ndarray | None
     N: np.ndarray | None
     E: np.ndarray | None
+    E_drop: np.ndarray | None
     HF: np.ndarray | None
     Linv: np.ndarray | None
     D: np.ndarray | None
     Y: np.ndarray | None
     step: object = None
 
-    def forward(self, g: np.ndarray, b: np.ndarray | None):
+    def forward(self, g: np.ndarray, b: np.ndarray | None, b_magnitude: np.ndarray | None):
         """Propagate the bucket's linear terms.
 
-        Returns ``(cache, g_sep, b_sep)``: what :meth:`back` needs, and the
-        linear terms of the new quadratic and hard factors on the separator.
+        ``b_magnitude`` bounds ``|b|`` before cancellation (``|b|`` for the
+        graph's rows).  Returns ``(cache, g_sep, b_sep, b_sep_magnitude,
+        dropped)``: what :meth:`back` needs, the linear terms of the new
+        quadratic and hard factors on the separator, and ``(E_drop b,
+        |E_drop| b_magnitude)`` -- the right-hand sides of the dropped rows,
+        which must vanish -- or ``None``.
         """
         nF = self.frontal_dim
         t = None
@@ -89,13 +115,12 @@ class GaussianConditional:
         if self.Linv is not None:
             y = mv(self.Linv, gz)
             gS = gS - mv(mT(self.Y), self.D * y)
-        b_sep = None
+        b_sep = b_sep_magnitude = dropped = None
         if self.E is not None:
-            b_sep = mv(self.E, b)
-            if self.step is not None and self.step.new_equality is None:
-                self._check_consistent(b_sep, b)
-                b_sep = None
-        return (t, y), gS, b_sep
+            b_sep, b_sep_magnitude = mv(self.E, b), mv(np.abs(self.E), b_magnitude)
+        if self.E_drop is not None:
+            dropped = mv(self.E_drop, b), mv(np.abs(self.E_drop), b_magnitude)
+        return (t, y), gS, b_sep, b_sep_magnitude, dropped
 
     def back(self, cache, x_sep: np.ndarray) -> np.ndarray:
         """Back-substitution: ``x_F`` from the separator's values."""
@@ -108,25 +133,35 @@ class GaussianConditional:
         x = t + mv(self.T, x_sep)
         return x if z is None else x + mv(self.N, z)
 
-    def _check_consistent(self, residual: np.ndarray, b: np.ndarray) -> None:
-        scale = 1.0 + np.max(np.abs(b), initial=0.0)
-        worst = np.max(np.abs(residual), initial=0.0)
-        if worst > CONSISTENCY_RTOL * scale:
-            keys = self.step.frontal if self.step is not None else ()
-            raise SingularProblemError(
-                f"the hard equalities eliminated with {list(keys)} are inconsistent "
-                f"(redundant rows disagree by {worst:.3g}); they have no solution",
-                getattr(self.step, "index", -1), keys,
-            )
+
+@dataclass
+class Eliminated:
+    """What one step hands back to the numeric pass.
+
+    ``A_sep, M_sep`` are the rows passed on (on the plan's equality columns)
+    and their magnitudes; ``deficient`` marks the batch elements whose hard
+    rows fell short of the plan's rank at this step (``None`` if none).
+    """
+
+    conditional: GaussianConditional
+    H_sep: np.ndarray | None
+    scale_sep: np.ndarray | None
+    A_sep: np.ndarray | None
+    M_sep: np.ndarray | None
+    deficient: np.ndarray | None
+
+
+def batch_note(mask: np.ndarray | None) -> str:
+    """' (batch element(s) [...])' for the flagged elements of a batched mask, else ''."""
+    if mask is None or mask.ndim == 0 or mask.size <= 1:
+        return ""
+    idx = [tuple(int(i) for i in ix) for ix in np.argwhere(mask)[:5]]
+    return f" (batch element(s) {idx}{'...' if mask.sum() > 5 else ''})"
 
 
 def _fail(step, kind: str, detail: str, bad: np.ndarray | None = None) -> SingularProblemError:
-    where = ""
-    if bad is not None and bad.ndim > 0 and bad.size > 1:
-        idx = [tuple(int(i) for i in ix) for ix in np.argwhere(bad)[:5]]
-        where = f" (batch element(s) {idx}{'...' if bad.sum() > 5 else ''})"
-    message = f"step {step.index}: eliminating {list(step.frontal)}: {kind}{where}: {detail}. {PROX_HINT}"
-    return SingularProblemError(message, step.index, step.frontal)
+    message = f"step {step.index}: eliminating {list(step.frontal)}: {detail}{batch_note(bad)}"
+    return SingularProblemError(message, step.index, step.frontal, kind=kind)
 
 
 def _identity_sign(AF: np.ndarray) -> float | None:
@@ -141,80 +176,149 @@ def _identity_sign(AF: np.ndarray) -> float | None:
     return None
 
 
-def substitution(step, AF: np.ndarray, pivot_rtol: float):
-    """``W, N, E`` with ``x_F = W (b - A_S x_S) + N z`` and leftover rows ``E``.
+def equilibration(M: np.ndarray):
+    """Row and column scales ``(dr, dc)`` under which every entry's magnitude is at most 1.
 
-    ``AF`` has shape ``(..., m, n_F)`` and structural rank ``r =
-    step.substituted``.  With the SVD ``AF = U S V'`` (a complete orthogonal
-    decomposition), ``W = V_1 S_1^-1 U_1'``, ``N = V_2`` spans the free
-    directions and ``E = U_2'`` maps the rows the front does not use.
+    ``M (..., m, n)`` bounds the entries before cancellation; ``dr = 1 /
+    max_j M_ij`` and ``dc = 1 / max_i dr_i M_ij`` (1 for all-zero rows or
+    columns, which hold exact zeros).  The singular values of ``dr A dc``
+    are then relative to the rows the block was made of.
+    """
+    rho = np.max(M, axis=-1, initial=0.0)
+    rho = np.where(rho > 0, rho, 1.0)
+    kappa = np.max(M / rho[..., None], axis=-2, initial=0.0)
+    kappa = np.where(kappa > 0, kappa, 1.0)
+    return 1.0 / rho, 1.0 / kappa
+
+
+def equilibrated_svd(A: np.ndarray, M: np.ndarray):
+    """``U, s, Vt, dr, dc`` with ``dr A dc = U diag(s) Vt`` (full matrices)."""
+    dr, dc = equilibration(M)
+    U, s, Vt = np.linalg.svd(dr[..., :, None] * A * dc[..., None, :], full_matrices=True)
+    return U, s, Vt, dr, dc
+
+
+def numerical_rank(s: np.ndarray) -> np.ndarray:
+    """Singular values of an equilibrated block above :data:`RANK_RTOL`, per batch element."""
+    return np.sum(s > RANK_RTOL, axis=-1)
+
+
+def substitution(step, AF: np.ndarray, MF: np.ndarray, check_rank: bool = True):
+    """``W, N, E, deficient`` with ``x_F = W (b - A_S x_S) + N z`` and leftover rows ``E``.
+
+    ``AF (..., m, n_F)`` with magnitudes ``MF`` and rank ``r =
+    step.substituted``.  With the equilibrated SVD ``dr AF dc = U S V'``,
+    ``W = dc V_1 S_1^-1 U_1' dr``, ``N = dc V_2`` spans the free directions and
+    ``E = U_2' dr`` maps the rows the front does not use.  ``deficient``
+    (batch shape, or ``None``) marks elements whose ``r``-th singular value
+    is below :data:`RANK_RTOL`; their block is replaced by a full-rank one so
+    that the pass goes on (their values are recomputed by the caller).
     """
     m, nF = AF.shape[-2], AF.shape[-1]
     batch = AF.shape[:-2]
+    r = step.substituted
     sign = _identity_sign(AF)
     if sign is not None:
-        return np.broadcast_to(sign * np.eye(nF), batch + (nF, nF)), np.zeros(batch + (nF, 0)), None
-    r = step.substituted
-    U, s, Vt = np.linalg.svd(AF, full_matrices=True)
-    bad = s[..., r - 1] <= 1e2 * pivot_rtol * s[..., 0]
-    if np.any(bad):
-        raise _fail(
-            step, "the hard equalities are numerically dependent on these variables",
-            f"their coefficient block has structural (generic) rank {r} but its singular values fall to "
-            f"{np.min(s[..., r - 1] / np.maximum(s[..., 0], np.finfo(float).tiny)):.2e} of the largest. "
-            "Either the equalities are redundant, or their coefficients are special (e.g. parallel axes) "
-            "and this order meets an exact cancellation: eliminate these variables together with those "
-            "their equalities determine (one block), or in another order", bad,
-        )
-    W = mT(Vt[..., :r, :]) @ (mT(U[..., :, :r]) / s[..., :r, None])
-    E = mT(U[..., :, r:]) if m > r else None
-    return W, mT(Vt[..., r:, :]), E
+        return np.broadcast_to(sign * np.eye(nF), batch + (nF, nF)), np.zeros(batch + (nF, 0)), None, None
+    if r == 0:
+        return np.zeros(batch + (nF, m)), np.broadcast_to(np.eye(nF), batch + (nF, nF)), np.broadcast_to(np.eye(m), batch + (m, m)), None
+    U, s, Vt, dr, dc = equilibrated_svd(AF, MF)
+    deficient = None
+    if check_rank:
+        deficient = s[..., r - 1] <= RANK_RTOL
+        if np.any(deficient):
+            safe = np.where(deficient[..., None, None], np.eye(m, nF), dr[..., :, None] * AF * dc[..., None, :])
+            U, s, Vt = np.linalg.svd(safe, full_matrices=True)
+        else:
+            deficient = None
+    W = (dc[..., :, None] * mT(Vt[..., :r, :]) / s[..., None, :r]) @ (mT(U[..., :, :r]) * dr[..., None, :])
+    E = mT(U[..., :, r:]) * dr[..., None, :] if m > r else None
+    return W, dc[..., :, None] * mT(Vt[..., r:, :]), E, deficient
 
 
-def _cholesky(step, H: np.ndarray, scale: np.ndarray, kind: str, pivot_rtol: float) -> np.ndarray:
+def split_leftover(step, E: np.ndarray | None, AS: np.ndarray, MS: np.ndarray):
+    """``(E_keep, E_drop)``: the ``step.passed_rows`` combinations of the leftover
+    rows ``E A_S`` the plan passes on, and the ``step.dropped_rows`` others
+    (numerically zero on the separator; their right-hand side is checked)."""
+    if E is None:
+        return None, None
+    passed, dropped = step.passed_rows, step.dropped_rows
+    if dropped == 0:
+        return E, None
+    if passed == 0:
+        return None, E
+    U, _, _, dr, _ = equilibrated_svd(E @ AS, np.abs(E) @ MS)
+    DE = dr[..., :, None] * E
+    return mT(U[..., :, :passed]) @ DE, mT(U[..., :, passed:]) @ DE
+
+
+def _cholesky(step, H: np.ndarray, scale: np.ndarray, kind: str, roles: str, pivot_rtol: float) -> np.ndarray:
     try:
         L = np.linalg.cholesky(H)
     except np.linalg.LinAlgError:
         bad = np.linalg.eigvalsh(H)[..., 0] <= 0 if H.ndim > 2 else None
-        raise _fail(
-            step, f"the pivot is not {kind}",
-            "the problem is not well posed in these variables (not convex, undetermined, or "
-            "constrained by redundant constraints)", bad,
-        ) from None
+        raise _fail(step, "singular", f"the pivot is not {kind}: {_singular_advice(roles)}", bad) from None
     ratio = np.diagonal(L, axis1=-2, axis2=-1) ** 2 / np.maximum(scale, np.finfo(float).tiny)
     bad = np.any(ratio < pivot_rtol, axis=-1)
     if np.any(bad):
+        worst = float(np.min(ratio))
         raise _fail(
-            step, "the pivot is numerically singular",
-            f"a pivot fell to {np.min(ratio):.2e} of the magnitude of its contributions (tolerance "
-            f"{pivot_rtol:g}); the variables are undetermined or their constraints redundant", bad,
+            step, "singular",
+            f"the pivot is numerically singular: it fell to {worst:.1e} of the magnitude of its contributions "
+            f"(tolerance {pivot_rtol:g}; condition ~{1 / max(worst, 1e-300):.0e}): {_singular_advice(roles)}", bad,
         )
     return L
+
+
+def _singular_advice(roles: str) -> str:
+    if roles == "min":
+        return ("these variables are undetermined: no quadratic term fixes some direction of them (a variable "
+                "without prior, a rank-deficient measurement), or the problem is not convex in them")
+    if roles == "max":
+        return ("these multipliers are redundant: their constraints are linearly dependent, so the dual Hessian "
+                "(Delassus matrix) is singular. Regularize them with a proximal prior -1/(2 mu)||lambda - "
+                "lambda_k||^2 (the 'prox' policy), or remove the dependent constraints")
+    return ("the saddle-point block is singular: a variable is undetermined or the multipliers' constraints are "
+            "dependent. Regularized multipliers ('prox' policy, prior -1/(2 mu)||lambda - lambda_k||^2) keep every "
+            "pivot regular; multipliers without prior must be eliminated after the variables they constrain")
 
 
 def _triangular_inverse(L: np.ndarray) -> np.ndarray:
     return solve_triangular(L, np.broadcast_to(np.eye(L.shape[-1]), L.shape), lower=True)
 
 
-def pivot_factor(step, Hzz: np.ndarray, scale: np.ndarray, pivot_rtol: float):
+def _neutral_pivot(step, Hzz: np.ndarray, ignore: np.ndarray | None) -> np.ndarray:
+    """``Hzz`` with the ignored (deficient) batch elements replaced by a regular block of the right signs."""
+    if ignore is None or not np.any(ignore):
+        return Hzz
+    n_min, nz = step.frontal_min_dim, Hzz.shape[-1]
+    signs = np.ones(nz) if step.pivot == "indefinite" else np.where(np.arange(nz) < n_min, 1.0, -1.0)
+    if step.pivot == "negative":
+        signs = -np.ones(nz)
+    return np.where(ignore[..., None, None], np.diag(signs), Hzz)
+
+
+def pivot_factor(step, Hzz: np.ndarray, scale: np.ndarray, pivot_rtol: float, ignore: np.ndarray | None = None):
     """``Linv, D`` with ``Hzz = L D L'``, ``D = diag(+-1)``.
 
     ``scale`` (..., n_z) is the magnitude of the uncancelled contributions to
     each diagonal entry; a pivot below ``pivot_rtol`` times it is singular.
+    Batch elements in ``ignore`` (already deficient) are not judged.
     """
+    Hzz = _neutral_pivot(step, Hzz, ignore)
     nz = Hzz.shape[-1]
     kind, n_min = step.pivot, step.frontal_min_dim
     if kind == "definite":
-        return _triangular_inverse(_cholesky(step, Hzz, scale, "positive definite", pivot_rtol)), np.ones(nz)
+        return _triangular_inverse(_cholesky(step, Hzz, scale, "positive definite", "min", pivot_rtol)), np.ones(nz)
     if kind == "negative":
-        return _triangular_inverse(_cholesky(step, -Hzz, scale, "negative definite", pivot_rtol)), -np.ones(nz)
+        return _triangular_inverse(_cholesky(step, -Hzz, scale, "negative definite", "max", pivot_rtol)), -np.ones(nz)
     if kind == "quasidefinite":
         # [[A, B], [B', C]] = [[L1, 0], [X', L2]] diag(I, -I) [[L1', X], [0, L2']]
         L1 = _cholesky(step, Hzz[..., :n_min, :n_min], scale[..., :n_min],
-                       "positive definite on its min variables", pivot_rtol)
+                       "positive definite on its min variables", "min", pivot_rtol)
         X = solve_triangular(L1, Hzz[..., :n_min, n_min:], lower=True)
         L2 = _cholesky(step, mT(X) @ X - Hzz[..., n_min:, n_min:],
-                       scale[..., n_min:] + np.sum(X**2, axis=-2), "quasi-definite", pivot_rtol)
+                       scale[..., n_min:] + np.sum(X**2, axis=-2), "quasi-definite", "max", pivot_rtol)
         L = np.zeros(Hzz.shape[:-2] + (nz, nz))
         L[..., :n_min, :n_min] = L1
         L[..., n_min:, :n_min] = mT(X)
@@ -225,47 +329,53 @@ def pivot_factor(step, Hzz: np.ndarray, scale: np.ndarray, pivot_rtol: float):
         magnitude = np.abs(w)
         bad = np.min(magnitude, axis=-1) <= pivot_rtol * np.max(scale, axis=-1)
         if np.any(bad):
-            raise _fail(step, "the indefinite pivot is numerically singular", "an eigenvalue vanishes", bad)
+            raise _fail(step, "singular", f"the indefinite pivot is numerically singular: {_singular_advice('mixed')}", bad)
         return mT(V) / np.sqrt(magnitude)[..., :, None], np.sign(w)
     raise ValueError(f"unknown pivot kind {kind!r}")
 
 
-def eliminate_gaussian(step, H: np.ndarray, A: np.ndarray | None, scale: np.ndarray, pivot_rtol: float = PIVOT_RTOL):
+def eliminate_gaussian(
+    step, H: np.ndarray, scale: np.ndarray, A: np.ndarray | None = None, M: np.ndarray | None = None,
+    pivot_rtol: float = PIVOT_RTOL, check_rank: bool = True, ignore: np.ndarray | None = None,
+) -> Eliminated:
     """Eliminate one bucket.
 
     Parameters
     ----------
     step : elimination.symbolic.Step
-        The symbolic step (sizes, pivot kind, names for error messages).
+        The symbolic step (sizes, ranks, pivot kind, names for error messages).
     H : ndarray, shape (..., n, n)
         Sum of the bucket's quadratic factors in the step's layout.
-    A : ndarray, shape (..., m, n), or None
-        The bucket's hard rows in the same layout.
     scale : ndarray, shape (..., n)
         Magnitude of the contributions to each diagonal entry of ``H`` before
         any cancellation (``|diag H_f|`` summed over the graph's factors,
         grown by every Schur update); pivots are judged against it, so a
         cancellation in an earlier step is caught where it bites.
+    A, M : ndarray, shape (..., m, n), or None
+        The bucket's hard rows in the same layout, and the magnitudes of
+        their entries before cancellation (``M >= |A|``).
     pivot_rtol : float
         Relative size below which a pivot counts as singular.
+    check_rank : bool
+        Compare the numerical rank of the front's hard block with the plan's
+        (off for plans whose ranks were read from these numbers).
+    ignore : ndarray of bool (batch shape), optional
+        Elements already found deficient: their pivots are not judged.
 
     Returns
     -------
-    conditional : GaussianConditional
-    H_sep : ndarray (..., n_S, n_S) or None
-        Hessian of the new quadratic factor on the separator.
-    A_sep : ndarray (..., m - r, n_S) or None
-        Coefficients of the new hard factor on the separator.
-    scale_sep : ndarray (..., n_S) or None
-        Diagonal scale of ``H_sep``.
+    Eliminated
     """
     nF = step.frontal_dim
     HFF, HFS, HSS = H[..., :nF, :nF], H[..., :nF, nF:], H[..., nF:, nF:]
     scale_F, scale_S = scale[..., :nF], scale[..., nF:]
-    W = T = N = E = HF = A_sep = None
+    W = T = N = E = E_drop = HF = A_sep = M_sep = deficient = None
     if A is not None:
-        AS = A[..., :, nF:]
-        W, N, E = substitution(step, A[..., :, :nF], pivot_rtol)
+        AS, MS = A[..., :, nF:], M[..., :, nF:]
+        W, N, E, deficient = substitution(step, A[..., :, :nF], M[..., :, :nF], check_rank)
+        if deficient is not None:
+            ignore = deficient if ignore is None else ignore | deficient
+        E, E_drop = split_leftover(step, E, AS, MS)
         T = -(W @ AS)
         HFT = HFF @ T + HFS
         Hzz, HzS = mT(N) @ HFF @ N, mT(N) @ HFT
@@ -273,17 +383,18 @@ def eliminate_gaussian(step, H: np.ndarray, A: np.ndarray | None, scale: np.ndar
         HF = H[..., :, :nF]
         scale_z, scale_S = mv(mT(N**2), scale_F), scale_S + mv(mT(T**2), scale_F)
         if step.new_equality is not None:
-            A_sep = (E @ AS)[..., step.equality_columns]
+            columns = step.equality_columns
+            A_sep, M_sep = (E @ AS)[..., columns], (np.abs(E) @ MS)[..., columns]
     else:
         Hzz, HzS, scale_z = HFF, HFS, scale_F
     Linv = D = Y = None
     if step.pivot_dim:
-        Linv, D = pivot_factor(step, Hzz, scale_z, pivot_rtol)
+        Linv, D = pivot_factor(step, Hzz, scale_z, pivot_rtol, ignore)
         Y = Linv @ HzS
         HSS = HSS - mT(Y) @ (D[..., :, None] * Y)
         scale_S = scale_S + np.sum(Y**2, axis=-2)
     H_sep = scale_sep = None
     if step.separator_dim:
         H_sep, scale_sep = 0.5 * (HSS + mT(HSS)), scale_S
-    conditional = GaussianConditional(nF, W, T, N, E, HF, Linv, D, Y, step)
-    return conditional, H_sep, A_sep, scale_sep
+    conditional = GaussianConditional(nF, W, T, N, E, E_drop, HF, Linv, D, Y, step)
+    return Eliminated(conditional, H_sep, scale_sep, A_sep, M_sep, deficient)

@@ -6,6 +6,18 @@ elimination rule -- :func:`~elimination.gaussian.eliminate_gaussian` unless
 another is passed, as GTSAM's ``eliminateSequential(ordering, function)``.  It
 keeps the conditionals; :meth:`Factorization.solve` then only pushes linear
 terms through them, so a new ``g`` or ``b`` costs matrix-vector products.
+
+**When numbers fall short of the plan.**  The plan's hard-row ranks are
+structural.  Each substitution checks the numerical rank of its block against
+them (relative to the magnitudes of the original rows); a batch element whose
+rank falls short -- redundant rows, rows that are combinations of others,
+exactly cancelling coefficients -- is marked *deficient* and, after the pass,
+re-planned alone with the ranks its numbers have
+(:class:`~elimination.numeric_rank.NumericHardRows`) and factorized again; its
+solutions come from that factorization.  Rows found dependent are dropped
+once their right-hand side is checked at solve time: consistent ones were
+redundant, inconsistent ones raise :class:`SingularProblemError` naming the
+factors.  Nothing is returned that the checks did not pass.
 """
 from __future__ import annotations
 
@@ -16,8 +28,10 @@ import numpy as np
 from factorgraph import FactorGraph, LeastSquares, LinearEquality, Quadratic, Variable
 from factorgraph.factors import as_float_array, concat_last
 
-from .gaussian import eliminate_gaussian, mv
-from .symbolic import Plan
+from .errors import SingularProblemError
+from .gaussian import CONSISTENCY_RTOL, batch_note, eliminate_gaussian, mv
+from .numeric_rank import NumericHardRows
+from .symbolic import Plan, analyze
 
 
 def _gather_hessian(step, hessians: dict, scales: dict, batch: tuple):
@@ -30,16 +44,50 @@ def _gather_hessian(step, hessians: dict, scales: dict, batch: tuple):
     return H, scale
 
 
-def _gather_rows(step, coefficients: dict, rows: dict, batch: tuple) -> np.ndarray | None:
+def _gather_rows(step, coefficients: dict, magnitudes: dict, rows: dict, batch: tuple):
+    """The bucket's hard rows ``A`` and their magnitudes ``M`` in the step's layout (or ``None, None``)."""
     if not step.hard_rows:
-        return None
+        return None, None
     A = np.zeros(batch + (step.hard_rows, step.front_size))
+    M = np.zeros_like(A)
     start = 0
     for i, pos in zip(step.factors, step.positions):
         if i in coefficients:
             A[..., start : start + rows[i], pos] = coefficients[i]
+            M[..., start : start + rows[i], pos] = magnitudes[i]
             start += rows[i]
-    return A
+    return A, M
+
+
+def _element(array: np.ndarray, index: tuple, core_ndim: int, batch: tuple) -> np.ndarray:
+    """Batch element ``index`` of ``batch`` (the trailing batch dimensions) of ``array``;
+    leading dimensions beyond ``batch`` (batched linear terms) are kept."""
+    lead = array.shape[: array.ndim - core_ndim]
+    full = np.broadcast_shapes(lead, batch)
+    array = np.broadcast_to(array, full + array.shape[array.ndim - core_ndim :])
+    return array[(Ellipsis,) + index + (slice(None),) * core_ndim]
+
+
+def element_graph(graph: FactorGraph, index: tuple, batch: tuple) -> FactorGraph:
+    """The graph of one element of the matrices' batch shape ``batch``."""
+    if not index:
+        return graph
+    out = FactorGraph()
+    for var in graph.variables:
+        out.add_variable(var)
+    for f in graph.factors:
+        if isinstance(f, LinearEquality):
+            out.add(LinearEquality(f.keys, [_element(a, index, 2, batch) for a in f.A], _element(f.b, index, 1, batch)))
+        elif isinstance(f, LeastSquares):
+            weight = f.weight if f.weight is None or f.weight.ndim == 0 else _element(f.weight, index, 2, batch)
+            out.add(LeastSquares(f.keys, [_element(a, index, 2, batch) for a in f.A], _element(f.b, index, 1, batch), weight))
+        else:
+            out.add(Quadratic(f.keys, _element(f.H, index, 2, batch), _element(f.g, index, 1, batch)))
+    return out
+
+
+def _describe(graph: FactorGraph, indices) -> str:
+    return ", ".join(f"factor {i} ({type(graph.factors[i]).__name__} on {list(graph.factors[i].keys)})" for i in indices)
 
 
 class Factorization:
@@ -56,17 +104,32 @@ class Factorization:
         Matrices of the working factors left after the last step (none for a
         complete plan), by index: ``H`` of quadratic factors, stacked ``A`` of
         hard ones.
+    batch_shape : tuple
+        Batch shape of the matrices.
+    deficient : ndarray of bool (batch_shape) or None
+        Elements whose hard rows fell short of the plan's ranks.
+    fallbacks : dict
+        Batch index -> the :class:`Factorization` of that element's graph
+        under a plan re-made with its numerical ranks; :meth:`solve` takes
+        those elements' values from it.
     """
 
-    def __init__(self, plan: Plan, graph: FactorGraph, conditionals: list, hessians: dict, coefficients: dict):
+    def __init__(
+        self, plan: Plan, graph: FactorGraph, conditionals: list, hessians: dict, coefficients: dict,
+        batch_shape: tuple = (), deficient: np.ndarray | None = None, fallbacks: dict | None = None,
+    ):
         self.plan = plan
         self.graph = graph
         self.conditionals = conditionals
         self.hessians = hessians
         self.coefficients = coefficients
+        self.batch_shape = batch_shape
+        self.deficient = deficient
+        self.fallbacks = fallbacks or {}
 
     def __repr__(self) -> str:
-        return f"Factorization({len(self.conditionals)} steps, batch={self.graph.batch_shape})"
+        replanned = f", {len(self.fallbacks)} re-planned" if self.fallbacks else ""
+        return f"Factorization({len(self.conditionals)} steps, batch={self.graph.batch_shape}{replanned})"
 
     # -- linear terms -----------------------------------------------------------------
     def _linear_terms(self, g: Mapping | None, b: Mapping | None):
@@ -77,7 +140,7 @@ class Factorization:
         lin_g = {i: f.g for i, f in enumerate(factors) if isinstance(f, Quadratic)}
         lin_b = {i: f.b for i, f in enumerate(factors) if isinstance(f, LinearEquality)}
         measurements = {i: f.b for i, f in enumerate(factors) if isinstance(f, LeastSquares)}
-        for i, value in (b or {}).items():
+        for i, value in _overrides("b", b):
             if i in lin_b:
                 lin_b[i] = _checked_override("b", i, value, lin_b[i])
             elif i in measurements:
@@ -88,7 +151,7 @@ class Factorization:
                     f"solve(b=...): factor {i!r} has no right-hand side b; b overrides apply to LinearEquality "
                     f"and LeastSquares factors (indices returned by FactorGraph.add)"
                 )
-        for i, value in (g or {}).items():
+        for i, value in _overrides("g", g):
             if i not in lin_g:
                 raise KeyError(
                     f"solve(g=...): factor {i!r} is not a Quadratic factor of the graph; g overrides apply to "
@@ -98,10 +161,12 @@ class Factorization:
             measurements.pop(i, None)  # g given directly: no measurement to take residuals against
         return lin_g, lin_b, measurements
 
-    def _forward(self, lin_g: dict, lin_b: dict):
+    def _forward(self, lin_g: dict, lin_b: dict, check: bool = True):
         """Forward sweep of the linear terms; returns the caches and the terms
-        of every working factor (the tables are extended in place)."""
+        of every working factor (the tables are extended in place).  With
+        ``check``, the right-hand sides of dropped hard rows must vanish."""
         caches = []
+        magnitude = {i: np.abs(v) for i, v in lin_b.items()}
         for step, conditional in zip(self.plan.steps, self.conditionals):
             terms = [lin_g[i] for i in step.factors if i in lin_g]
             batch = np.broadcast_shapes(*(t.shape[:-1] for t in terms))
@@ -109,19 +174,38 @@ class Factorization:
             for i, pos in zip(step.factors, step.positions):
                 if i in lin_g:
                     g_local[..., pos] += lin_g[i]
-            rhs = [lin_b[i] for i in step.factors if i in lin_b]
-            b_local = concat_last(rhs, 1) if rhs else None
-            cache, g_sep, b_sep = conditional.forward(g_local, b_local)
+            hard = [i for i in step.factors if i in lin_b]
+            b_local = concat_last([lin_b[i] for i in hard], 1) if hard else None
+            b_magnitude = concat_last([magnitude[i] for i in hard], 1) if hard else None
+            cache, g_sep, b_sep, b_sep_magnitude, dropped = conditional.forward(g_local, b_local, b_magnitude)
             caches.append(cache)
+            if check and dropped is not None:
+                self._check_consistent(step, *dropped)
             if step.new_quadratic is not None:
                 lin_g[step.new_quadratic] = g_sep
             if step.new_equality is not None:
-                lin_b[step.new_equality] = b_sep
+                lin_b[step.new_equality], magnitude[step.new_equality] = b_sep, b_sep_magnitude
         return caches, lin_g, lin_b
 
-    def _sweeps(self, lin_g: dict, lin_b: dict) -> dict:
+    def _check_consistent(self, step, residual: np.ndarray, magnitude: np.ndarray) -> None:
+        """Dropped rows read ``0 = residual``: it must vanish relative to what it was made of."""
+        bad = np.any(np.abs(residual) > CONSISTENCY_RTOL * magnitude, axis=-1)
+        if self.deficient is not None:
+            bad = bad & ~self.deficient  # placeholders: re-planned separately
+        if not np.any(bad):
+            return
+        worst = float(np.max(np.abs(residual)))
+        raise SingularProblemError(
+            f"step {step.index}: eliminating {list(step.frontal)}: the hard equalities "
+            f"{_describe(self.graph, step.hard_factors)} are inconsistent: a combination of their rows reads "
+            f"0 = {worst:.3g}{batch_note(bad)}; they have no common solution. Correct their right-hand sides or "
+            f"remove the ones that contradict the others",
+            step.index, step.frontal, kind="inconsistent", factors=step.hard_factors,
+        )
+
+    def _sweeps(self, lin_g: dict, lin_b: dict, check: bool = True) -> dict:
         """Forward and backward sweeps: the solution for the given linear terms."""
-        caches, _, _ = self._forward(dict(lin_g), dict(lin_b))
+        caches, _, _ = self._forward(dict(lin_g), dict(lin_b), check)
         values: dict = {}
         for step, conditional, cache in zip(reversed(self.plan.steps), reversed(self.conditionals), reversed(caches)):
             sep = [values[k] for k in step.separator]
@@ -182,6 +266,12 @@ class Factorization:
         dict
             Variable key -> value, shape ``batch + (dim,)``, in the graph's key order.
 
+        Raises
+        ------
+        SingularProblemError
+            Hard equalities that the factorization found dependent contradict
+            each other for these right-hand sides (``kind="inconsistent"``).
+
         Examples
         --------
         >>> import numpy as np
@@ -193,6 +283,7 @@ class Factorization:
         >>> fact.solve()["x"], fact.solve(g={i: [6.0]})["x"]
         (array([1.]), array([3.]))
         """
+        refine = check_refine(refine)
         if not self.plan.complete:
             raise ValueError(
                 f"this factorization is partial (variables {list(self.plan.remaining)} are not "
@@ -201,9 +292,25 @@ class Factorization:
         lin_g, lin_b, measurements = self._linear_terms(g, b)
         values = self._sweeps(lin_g, lin_b)
         for _ in range(refine):
-            correction = self._sweeps(*self._residual_terms(values, lin_g, lin_b, measurements))
+            # Residuals of dropped (dependent) rows are round-off: no consistency check here.
+            correction = self._sweeps(*self._residual_terms(values, lin_g, lin_b, measurements), check=False)
             values = {key: values[key] + correction[key] for key in values}
-        return values
+        return self._splice(values, g, b, refine) if self.fallbacks else values
+
+    def _splice(self, values: dict, g: Mapping | None, b: Mapping | None, refine: int) -> dict:
+        """Replace the deficient elements' placeholders by their re-planned solutions."""
+        batch = self.batch_shape
+        out = {key: np.array(v) for key, v in values.items()}
+        for index, fallback in self.fallbacks.items():
+            g_e = {i: _element(np.asarray(v, dtype=float), index, 1, batch) for i, v in _overrides("g", g)}
+            b_e = {i: _element(np.asarray(v, dtype=float), index, 1, batch) for i, v in _overrides("b", b)}
+            try:
+                solution = fallback.solve(g_e, b_e, refine)
+            except SingularProblemError as error:
+                raise _in_element(error, index) from None
+            for key, value in solution.items():
+                out[key][(Ellipsis,) + index + (slice(None),)] = value
+        return out
 
     def remaining(self, g: Mapping | None = None, b: Mapping | None = None) -> FactorGraph:
         """The factor graph left over on the variables a partial plan did not eliminate.
@@ -212,6 +319,14 @@ class Factorization:
         the elimination generated (e.g. the dual Hessian on the multipliers
         after eliminating every primal variable).
         """
+        if self.fallbacks:
+            if not self.batch_shape:
+                return self.fallbacks[()].remaining(g, b)
+            raise ValueError(
+                f"batch elements {sorted(self.fallbacks)} have numerically dependent hard rows, so their graphs "
+                "left over differ in structure from the others'; factorize those elements separately "
+                "(elimination.numeric.element_graph) to get theirs"
+            )
         _, lin_g, lin_b = self._forward(*self._linear_terms(g, b)[:2])
         rest = FactorGraph()
         for key in self.plan.remaining:
@@ -226,6 +341,29 @@ class Factorization:
                 blocks = np.split(self.coefficients[i], np.cumsum(dims)[:-1], axis=-1)
                 rest.add(LinearEquality(scope, blocks, lin_b[i]))
         return rest
+
+
+def _overrides(name: str, table: Mapping | None):
+    if table is None:
+        return []
+    if not isinstance(table, Mapping):
+        raise TypeError(f"solve({name}=...) must be a dict of factor index -> array, got {type(table).__name__}")
+    return table.items()
+
+
+def check_refine(refine) -> int:
+    """``refine`` as a non-negative int, or a clear error."""
+    if isinstance(refine, bool) or not isinstance(refine, (int, np.integer)):
+        raise TypeError(f"refine must be an int >= 0 (steps of iterative refinement), got {refine!r}")
+    if refine < 0:
+        raise ValueError(f"refine must be >= 0 (steps of iterative refinement), got {refine}")
+    return int(refine)
+
+
+def _in_element(error: SingularProblemError, index: tuple) -> SingularProblemError:
+    if not index:
+        return error
+    return SingularProblemError(f"batch element {index}: {error}", error.step, error.keys, error.kind, error.factors)
 
 
 SCALE_FLOOR = 1e-10  # relative to the largest diagonal magnitude of the graph
@@ -247,8 +385,9 @@ def factorize(graph: FactorGraph, plan: Plan, rule: Callable = eliminate_gaussia
         Must have the structure the plan was analysed for.
     plan : Plan
         From :func:`elimination.analyze`.
-    rule : callable ``(step, H, A, scale) -> (conditional, H_sep, A_sep, scale_sep)``
-        The per-step elimination rule; the default is
+    rule : callable
+        The per-step elimination rule ``(step, H, scale, A, M, check_rank=,
+        ignore=) -> Eliminated``; the default is
         :func:`elimination.gaussian.eliminate_gaussian` (use
         ``functools.partial(eliminate_gaussian, pivot_rtol=...)`` to change its
         singularity tolerance).
@@ -256,23 +395,33 @@ def factorize(graph: FactorGraph, plan: Plan, rule: Callable = eliminate_gaussia
     Returns
     -------
     Factorization
+        Batch elements whose hard rows are numerically dependent are
+        re-planned with their numerical ranks (module docstring).
 
     Raises
     ------
+    TypeError
+        ``graph`` or ``plan`` of the wrong type.
     ValueError
         If the graph's structure differs from the plan's.
     elimination.SingularProblemError
-        If a pivot is numerically singular or of the wrong sign.
+        If a pivot is numerically singular or of the wrong sign, or
+        variables are undetermined once dependent hard rows are set aside.
     """
+    if not isinstance(graph, FactorGraph):
+        raise TypeError(f"factorize: graph must be a FactorGraph, got {type(graph).__name__}")
+    if not isinstance(plan, Plan):
+        raise TypeError(f"factorize: plan must be a Plan (from elimination.analyze), got {type(plan).__name__}")
     if graph.structure() != plan.structure:
         raise ValueError(
             "the graph's structure (variables, scopes, hard rows) differs from the one the plan was "
             "analysed for; call analyze(graph, ordering) again"
         )
-    hessians, scales, coefficients, rows = {}, {}, {}, {}
+    hessians, scales, coefficients, magnitudes, rows = {}, {}, {}, {}, {}
     for i, factor in enumerate(graph.factors):
         if isinstance(factor, LinearEquality):
             coefficients[i], rows[i] = concat_last(factor.A, 2), factor.rows
+            magnitudes[i] = np.abs(coefficients[i])
         else:
             hessians[i] = factor.H
             scales[i] = np.abs(np.diagonal(factor.H, axis1=-2, axis2=-1))
@@ -280,18 +429,36 @@ def factorize(graph: FactorGraph, plan: Plan, rule: Callable = eliminate_gaussia
     # A variable with no information at all (a vacuous constraint row) has a zero diagonal built
     # from zero contributions; judging it against the graph's largest magnitude catches it.
     floor = SCALE_FLOOR * max((float(np.max(s, initial=0.0)) for s in scales.values()), default=0.0)
-    conditionals = []
+    conditionals, deficient = [], None
     for step in plan.steps:
         H, scale = _gather_hessian(step, hessians, scales, batch)
         scale = np.maximum(scale, floor)
-        A = _gather_rows(step, coefficients, rows, batch)
+        A, M = _gather_rows(step, coefficients, magnitudes, rows, batch)
         for i in step.factors:  # consumed: free their memory
-            for table in (hessians, scales, coefficients):
+            for table in (hessians, scales, coefficients, magnitudes):
                 table.pop(i, None)
-        conditional, H_sep, A_sep, scale_sep = rule(step, H, A, scale)
-        conditionals.append(conditional)
+        out = rule(step, H, scale, A, M, check_rank=not plan.numeric_ranks, ignore=deficient)
+        conditionals.append(out.conditional)
+        if out.deficient is not None:
+            deficient = out.deficient if deficient is None else deficient | out.deficient
         if step.new_quadratic is not None:
-            hessians[step.new_quadratic], scales[step.new_quadratic] = H_sep, scale_sep
+            hessians[step.new_quadratic], scales[step.new_quadratic] = out.H_sep, out.scale_sep
         if step.new_equality is not None:
-            coefficients[step.new_equality], rows[step.new_equality] = A_sep, step.leftover_rows
-    return Factorization(plan, graph, conditionals, hessians, coefficients)
+            coefficients[step.new_equality], magnitudes[step.new_equality] = out.A_sep, out.M_sep
+            rows[step.new_equality] = step.passed_rows
+    fallbacks = {}
+    if deficient is not None:
+        deficient = np.broadcast_to(deficient, batch)
+        for index in map(tuple, np.argwhere(deficient)):
+            fallbacks[index] = _replanned(graph, plan, index, batch, rule)
+    return Factorization(plan, graph, conditionals, hessians, coefficients, batch, deficient, fallbacks)
+
+
+def _replanned(graph: FactorGraph, plan: Plan, index: tuple, batch: tuple, rule: Callable) -> Factorization:
+    """Factorization of batch element ``index`` under a plan with its numerical hard-row ranks."""
+    element = element_graph(graph, index, batch)
+    try:
+        replan = analyze(element, plan.ordering, complete=plan.complete, hard_rows=NumericHardRows(element))
+        return factorize(element, replan, rule)
+    except SingularProblemError as error:
+        raise _in_element(error, index) from None

@@ -13,8 +13,16 @@ dimensions uses ``r`` of them to substitute the front, where ``r`` is the
 generic rank of the front's hard block, ``min(m, n_F)`` when a single hard
 factor touches the whole front and a maximum matching in general
 (:class:`HardRows`).  The other ``m - r`` rows are passed on as a
-new hard factor, and the ``n_F - r`` dimensions left free are eliminated by a
-Schur complement.
+new hard factor (or, when they involve no separator variable, checked for
+consistency and dropped), and the ``n_F - r`` dimensions left free are
+eliminated by a Schur complement.
+
+The hard-row bookkeeping is pluggable: numbers can make the rank of a block
+smaller than its generic rank (redundant rows, special coefficients), and
+:mod:`elimination.numeric` then re-plans that graph with
+:class:`elimination.numeric_rank.NumericHardRows`, which reads the ranks off
+the graph's numbers.  Fronts, separators and fill do not change -- only the
+hard-row counts of the steps.
 """
 from __future__ import annotations
 
@@ -26,7 +34,7 @@ import numpy as np
 
 from factorgraph import FactorStructure
 
-from .errors import OrderingError
+from .errors import OrderingError, SingularProblemError
 from .ordering import Ordering
 
 PIVOTS = ("none", "definite", "negative", "quasidefinite", "indefinite")
@@ -54,6 +62,13 @@ class Step:
     substituted : int
         Front dimensions fixed by substitution: the structural rank ``r`` of
         the front's hard block.
+    passed_rows, dropped_rows : int
+        Of the ``m - r`` rows left over, those passed on to the separator as
+        the new hard factor, and those that involve no separator variable:
+        their right-hand sides are checked for consistency and dropped.
+    hard_factors : tuple of int
+        The graph's hard factors whose rows the bucket's hard rows combine
+        (to name them when they are inconsistent).
     pivot : str
         Kind of the Schur-complement pivot on the remaining
         ``frontal_dim - substituted`` dimensions: ``"none"``, ``"definite"``
@@ -88,6 +103,9 @@ class Step:
     frontal_min_dim: int
     hard_rows: int
     substituted: int
+    passed_rows: int
+    dropped_rows: int
+    hard_factors: tuple
     pivot: str
     flops: float
     factors: tuple
@@ -101,13 +119,6 @@ class Step:
     def front_size(self) -> int:
         """Scalar size of the dense front, ``frontal_dim + separator_dim``."""
         return self.frontal_dim + self.separator_dim
-
-    @property
-    def leftover_rows(self) -> int:
-        """Hard rows not used by the substitution: passed on to the separator,
-        or -- when they involve no separator variable -- checked for
-        consistency and dropped."""
-        return self.hard_rows - self.substituted
 
     @property
     def pivot_dim(self) -> int:
@@ -146,6 +157,10 @@ class Plan:
         Keys not eliminated (empty for a complete plan).
     remaining_factors : tuple of int
         Working factors still alive after the last step.
+    numeric_ranks : bool
+        The hard-row ranks were read from one graph's numbers
+        (:class:`~elimination.numeric_rank.NumericHardRows`) rather than from
+        its structure: the plan fits that graph only.
     """
 
     structure: object
@@ -154,6 +169,7 @@ class Plan:
     factors: tuple
     remaining: tuple
     remaining_factors: tuple
+    numeric_ranks: bool = False
 
     @property
     def complete(self) -> bool:
@@ -219,6 +235,23 @@ class Plan:
         }
 
 
+@dataclass(frozen=True)
+class HardStep:
+    """What the hard rows of one bucket do (from a hard-row bookkeeping).
+
+    ``substituted`` front dimensions are fixed by substitution; of the rows
+    left over, ``passed`` go on to ``scope`` (separator keys, elimination
+    order) as a new hard factor and ``dropped`` are checked and discarded;
+    ``group`` is the set of the graph's hard factors the rows combine.
+    """
+
+    substituted: int
+    passed: int
+    dropped: int
+    scope: tuple
+    group: frozenset
+
+
 class HardRows:
     """Generic-rank bookkeeping of the hard rows during symbolic elimination.
 
@@ -235,6 +268,9 @@ class HardRows:
       wide, since eliminating a column can cancel a factor out of a row
       combination exactly.
 
+    The interface :meth:`eliminate` / :meth:`record` is what :func:`analyze`
+    asks of any bookkeeping (see :class:`elimination.numeric_rank.NumericHardRows`).
+
     Examples
     --------
     >>> from factorgraph import FactorStructure
@@ -248,6 +284,7 @@ class HardRows:
         self.dims = dims
         self.provenance = {i: (frozenset({i}), frozenset()) for i in originals}
         self._memo: dict = {}
+        self._pending = None
 
     def rank(self, group: frozenset, columns: frozenset) -> int:
         """``rho_G(X)``: generic rank of the columns ``X`` in the rows of group ``G``."""
@@ -271,16 +308,24 @@ class HardRows:
             network.add_edge(("var", k), "sink", capacity=self.dims[k])
         return nx.maximum_flow_value(network, "source", "sink") if touched else 0
 
-    def eliminate(self, hard: list, frontal: tuple, order_position: dict):
-        """Substitution rank of ``frontal`` in the bucket's hard factors, and the
-        group, eliminated columns and support of the leftover rows."""
+    def eliminate(self, hard: list, m: int, frontal: tuple, order_position: dict) -> HardStep:
+        """What the bucket's hard factors ``hard`` (working indices, ``m`` rows in all) do to ``frontal``."""
         group = frozenset().union(*(self.provenance[i][0] for i in hard))
         before = frozenset().union(*(self.provenance[i][1] for i in hard))
         after = before | set(frontal)
         base, rank_after = self.rank(group, before), self.rank(group, after)
         candidates = {k for i in group for k in self.originals[i].keys} - after
-        support = [y for y in candidates if self.rank(group, after | {y}) > rank_after]
-        return rank_after - base, group, after, tuple(sorted(support, key=order_position.get))
+        support = tuple(sorted(
+            (y for y in candidates if self.rank(group, after | {y}) > rank_after), key=order_position.get,
+        ))
+        substituted = rank_after - base
+        passed = m - substituted if support else 0
+        self._pending = (group, after)
+        return HardStep(substituted, passed, m - substituted - passed, support, group)
+
+    def record(self, index: int) -> None:
+        """The rows passed on by the last :meth:`eliminate` become working factor ``index``."""
+        self.provenance[index] = self._pending
 
 
 def _check_ordering(structure, ordering: Ordering, complete: bool) -> None:
@@ -315,7 +360,7 @@ def _pivot_kind(roles: list, nz: int, substituted: int) -> str:
     return "indefinite" if substituted else "quasidefinite"
 
 
-def analyze(graph, ordering: Ordering, complete: bool = True) -> Plan:
+def analyze(graph, ordering: Ordering, complete: bool = True, hard_rows=None) -> Plan:
     """Symbolic elimination of ``graph`` in ``ordering``.
 
     Parameters
@@ -326,6 +371,12 @@ def analyze(graph, ordering: Ordering, complete: bool = True) -> Plan:
     complete : bool
         Require every variable to be eliminated; with ``False`` a prefix
         ordering gives a partial plan (see ``Factorization.remaining``).
+    hard_rows : optional
+        Hard-row bookkeeping with the interface of :class:`HardRows`
+        (``eliminate``, ``record``); the default reads ranks from the
+        structure.  :class:`elimination.numeric_rank.NumericHardRows` reads
+        them from one graph's numbers (the plan is then marked
+        ``numeric_ranks``).
 
     Returns
     -------
@@ -333,11 +384,15 @@ def analyze(graph, ordering: Ordering, complete: bool = True) -> Plan:
 
     Raises
     ------
+    TypeError
+        ``graph`` is not a graph, or ``ordering`` not an :class:`Ordering`.
     OrderingError
         Unknown, repeated or (when ``complete``) missing variables.
     ValueError
-        A variable in no factor, or a front whose bucket has no quadratic term
-        for its free dimensions (structurally singular).
+        A variable in no factor.
+    SingularProblemError
+        A front whose bucket has no quadratic term for its free dimensions
+        (undetermined variables).
 
     Examples
     --------
@@ -347,14 +402,21 @@ def analyze(graph, ordering: Ordering, complete: bool = True) -> Plan:
     >>> plan.fill_edges
     ((1, 3),)
     """
-    structure = graph.structure()
+    if not callable(getattr(graph, "structure", None)):
+        raise TypeError(f"analyze: graph must be a FactorGraph or GraphStructure, got {type(graph).__name__}")
     if not isinstance(ordering, Ordering):
-        raise TypeError(f"analyze expects an Ordering, got {type(ordering).__name__}")
+        raise TypeError(
+            f"analyze: ordering must be an Ordering, got {type(ordering).__name__}; "
+            "use elimination.resolve_ordering(graph, name) for a named heuristic"
+        )
+    structure = graph.structure()
     _check_ordering(structure, ordering, complete)
     dims = {v.key: v.dim for v in structure.variables}
     roles = {v.key: v.role for v in structure.variables}
     factors = list(structure.factors)
-    hard_rows = HardRows({i: f for i, f in enumerate(factors) if f.hard}, dims)
+    numeric = hard_rows is not None
+    if hard_rows is None:
+        hard_rows = HardRows({i: f for i, f in enumerate(factors) if f.hard}, dims)
     factors_of = {key: set() for key in dims}  # GTSAM's VariableIndex
     for i, f in enumerate(factors):
         for key in f.keys:
@@ -384,23 +446,22 @@ def analyze(graph, ordering: Ordering, complete: bool = True) -> Plan:
         nS = sum(dims[k] for k in separator)
         m = sum(factors[i].rows for i in bucket)
         hard = [i for i in bucket if factors[i].hard]
-        substituted, group, eliminated_columns, hard_scope = (
-            hard_rows.eliminate(hard, frontal, order_position) if hard else (0, None, None, ())
-        )
-        nz = nF - substituted
+        rows = hard_rows.eliminate(hard, m, frontal, order_position) if hard else HardStep(0, 0, 0, (), frozenset())
+        nz = nF - rows.substituted
         if nz and not any(not factors[i].hard for i in bucket):
-            raise ValueError(
+            raise SingularProblemError(
                 f"step {index}: variables {list(frontal)} are undetermined: their bucket holds {m} hard "
-                f"row(s) for {nF} dimension(s) and no quadratic term"
+                f"row(s) of rank {rows.substituted} for {nF} dimension(s) and no quadratic term",
+                index, tuple(frontal), kind="undetermined", factors=tuple(sorted(rows.group)),
             )
         new_quadratic = new_equality = None
         if separator:
             new_quadratic = len(factors)
             factors.append(FactorStructure(separator, 0))
-        if hard_scope and m > substituted:
+        if rows.passed:
             new_equality = len(factors)
-            factors.append(FactorStructure(hard_scope, m - substituted))
-            hard_rows.provenance[new_equality] = (group, eliminated_columns)
+            factors.append(FactorStructure(rows.scope, rows.passed))
+            hard_rows.record(new_equality)
         for i in (new_quadratic, new_equality):
             if i is not None:
                 for key in factors[i].keys:
@@ -410,11 +471,13 @@ def analyze(graph, ordering: Ordering, complete: bool = True) -> Plan:
             Step(
                 index=index, frontal=tuple(frontal), separator=separator, fill_edges=fill,
                 frontal_dim=nF, separator_dim=nS,
-                frontal_min_dim=sum(dims[k] for k in frontal if roles[k] == "min"), hard_rows=m, substituted=substituted,
-                pivot=_pivot_kind([roles[k] for k in frontal], nz, substituted),
+                frontal_min_dim=sum(dims[k] for k in frontal if roles[k] == "min"), hard_rows=m,
+                substituted=rows.substituted, passed_rows=rows.passed, dropped_rows=rows.dropped,
+                hard_factors=tuple(sorted(rows.group)),
+                pivot=_pivot_kind([roles[k] for k in frontal], nz, rows.substituted),
                 flops=step_flops(nF, nS, m), factors=tuple(bucket),
                 new_quadratic=new_quadratic, new_equality=new_equality,
-                equality_columns=_positions(separator, dims, hard_scope) if hard_scope else np.zeros(0, int),
+                equality_columns=_positions(separator, dims, rows.scope) if rows.passed else np.zeros(0, int),
                 layout=layout,
                 positions=tuple(_positions(layout, dims, factors[i].keys) for i in bucket),
             )
@@ -422,4 +485,4 @@ def analyze(graph, ordering: Ordering, complete: bool = True) -> Plan:
     done = set(eliminated)
     remaining = tuple(v.key for v in structure.variables if v.key not in done)
     alive = tuple(sorted(set().union(*(factors_of[k] for k in remaining)))) if remaining else ()
-    return Plan(structure, ordering, tuple(steps), tuple(factors), remaining, alive)
+    return Plan(structure, ordering, tuple(steps), tuple(factors), remaining, alive, numeric)
