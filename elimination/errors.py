@@ -24,7 +24,8 @@ class SingularProblemError(ValueError):
         ``"singular"`` (a pivot vanishes: undetermined variables or redundant
         multipliers), ``"inconsistent"`` (hard equalities contradict each
         other), ``"undetermined"`` (free directions with no quadratic term),
-        or ``""`` when raised outside the engine.
+        ``"ill-conditioned"`` (suspect pivots whose solution refinement could
+        not settle), or ``""`` when raised outside the engine.
     factors : tuple of int
         Indices of the graph's factors involved (``FactorGraph.add`` order);
         empty when the cause is a pivot.

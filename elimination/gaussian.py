@@ -46,10 +46,14 @@ from scipy.linalg import solve_triangular
 
 from .errors import SingularProblemError
 
-# A Schur pivot below this fraction of the magnitude of its contributions counts as singular.
-# Round-off left by an exact cancellation grows with the front and the work done (7e-14 seen on a
-# 12-row singular Delassus matrix), so the tolerance is ~5000 eps.
-PIVOT_RTOL = 1e-12
+# A Schur pivot below this fraction of the magnitude of its contributions counts as singular
+# (~45 eps).  Legitimate pivots of penalized long chains fall far lower than the problem's condition
+# suggests, because the magnitude sums every cancelled penalty (8.5e-13 on LCABA's cycle(1000) at
+# mu = 1e6), while an exact cancellation can leave up to ~1e-13 (seen on a 12-row singular
+# Delassus matrix) -- so pivots below PIVOT_SUSPECT_RTOL are *suspect*: the solve verifies them
+# (elimination.numeric).
+PIVOT_RTOL = 1e-14
+PIVOT_SUSPECT_RTOL = 1e-10
 # A singular value of an equilibrated hard block (entries' pre-cancellation magnitudes <= 1) below
 # this is zero: the rows are dependent.  Cancelled rows carry ~1e-16..1e-14; a well-posed problem
 # with condition 1e8 keeps its hard blocks far above.
@@ -140,7 +144,9 @@ class Eliminated:
 
     ``A_sep, M_sep`` are the rows passed on (on the plan's equality columns)
     and their magnitudes; ``deficient`` marks the batch elements whose hard
-    rows fell short of the plan's rank at this step (``None`` if none).
+    rows fell short of the plan's rank at this step (``None`` if none);
+    ``pivot_ratio`` (batch shape, or ``None`` without a Schur pivot) is the
+    smallest pivot relative to the magnitude of its contributions.
     """
 
     conditional: GaussianConditional
@@ -149,6 +155,7 @@ class Eliminated:
     A_sep: np.ndarray | None
     M_sep: np.ndarray | None
     deficient: np.ndarray | None
+    pivot_ratio: np.ndarray | None = None
 
 
 def batch_note(mask: np.ndarray | None) -> str:
@@ -258,8 +265,13 @@ def _cholesky(step, H: np.ndarray, scale: np.ndarray, kind: str, roles: str, piv
     except np.linalg.LinAlgError:
         bad = np.linalg.eigvalsh(H)[..., 0] <= 0 if H.ndim > 2 else None
         raise _fail(step, "singular", f"the pivot is not {kind}: {_singular_advice(roles)}", bad) from None
-    ratio = np.diagonal(L, axis1=-2, axis2=-1) ** 2 / np.maximum(scale, np.finfo(float).tiny)
-    bad = np.any(ratio < pivot_rtol, axis=-1)
+    ratio = np.min(np.diagonal(L, axis1=-2, axis2=-1) ** 2 / np.maximum(scale, np.finfo(float).tiny), axis=-1)
+    _judge(step, ratio, pivot_rtol, roles)
+    return L, ratio
+
+
+def _judge(step, ratio: np.ndarray, pivot_rtol: float, roles: str) -> None:
+    bad = ratio < pivot_rtol
     if np.any(bad):
         worst = float(np.min(ratio))
         raise _fail(
@@ -267,7 +279,6 @@ def _cholesky(step, H: np.ndarray, scale: np.ndarray, kind: str, roles: str, piv
             f"the pivot is numerically singular: it fell to {worst:.1e} of the magnitude of its contributions "
             f"(tolerance {pivot_rtol:g}; condition ~{1 / max(worst, 1e-300):.0e}): {_singular_advice(roles)}", bad,
         )
-    return L
 
 
 def _singular_advice(roles: str) -> str:
@@ -287,50 +298,52 @@ def _triangular_inverse(L: np.ndarray) -> np.ndarray:
     return solve_triangular(L, np.broadcast_to(np.eye(L.shape[-1]), L.shape), lower=True)
 
 
-def _neutral_pivot(step, Hzz: np.ndarray, ignore: np.ndarray | None) -> np.ndarray:
-    """``Hzz`` with the ignored (deficient) batch elements replaced by a regular block of the right signs."""
+def _neutral_pivot(step, Hzz: np.ndarray, scale: np.ndarray, ignore: np.ndarray | None):
+    """``Hzz, scale`` with the ignored (deficient) batch elements replaced by a unit block of the right signs."""
     if ignore is None or not np.any(ignore):
-        return Hzz
+        return Hzz, scale
     n_min, nz = step.frontal_min_dim, Hzz.shape[-1]
     signs = np.ones(nz) if step.pivot == "indefinite" else np.where(np.arange(nz) < n_min, 1.0, -1.0)
     if step.pivot == "negative":
         signs = -np.ones(nz)
-    return np.where(ignore[..., None, None], np.diag(signs), Hzz)
+    return np.where(ignore[..., None, None], np.diag(signs), Hzz), np.where(ignore[..., None], 1.0, scale)
 
 
 def pivot_factor(step, Hzz: np.ndarray, scale: np.ndarray, pivot_rtol: float, ignore: np.ndarray | None = None):
-    """``Linv, D`` with ``Hzz = L D L'``, ``D = diag(+-1)``.
+    """``Linv, D, ratio`` with ``Hzz = L D L'``, ``D = diag(+-1)``.
 
     ``scale`` (..., n_z) is the magnitude of the uncancelled contributions to
     each diagonal entry; a pivot below ``pivot_rtol`` times it is singular.
+    ``ratio`` (batch shape) is the smallest pivot relative to its scale.
     Batch elements in ``ignore`` (already deficient) are not judged.
     """
-    Hzz = _neutral_pivot(step, Hzz, ignore)
+    Hzz, scale = _neutral_pivot(step, Hzz, scale, ignore)
     nz = Hzz.shape[-1]
     kind, n_min = step.pivot, step.frontal_min_dim
     if kind == "definite":
-        return _triangular_inverse(_cholesky(step, Hzz, scale, "positive definite", "min", pivot_rtol)), np.ones(nz)
+        L, ratio = _cholesky(step, Hzz, scale, "positive definite", "min", pivot_rtol)
+        return _triangular_inverse(L), np.ones(nz), ratio
     if kind == "negative":
-        return _triangular_inverse(_cholesky(step, -Hzz, scale, "negative definite", "max", pivot_rtol)), -np.ones(nz)
+        L, ratio = _cholesky(step, -Hzz, scale, "negative definite", "max", pivot_rtol)
+        return _triangular_inverse(L), -np.ones(nz), ratio
     if kind == "quasidefinite":
         # [[A, B], [B', C]] = [[L1, 0], [X', L2]] diag(I, -I) [[L1', X], [0, L2']]
-        L1 = _cholesky(step, Hzz[..., :n_min, :n_min], scale[..., :n_min],
-                       "positive definite on its min variables", "min", pivot_rtol)
+        L1, ratio1 = _cholesky(step, Hzz[..., :n_min, :n_min], scale[..., :n_min],
+                               "positive definite on its min variables", "min", pivot_rtol)
         X = solve_triangular(L1, Hzz[..., :n_min, n_min:], lower=True)
-        L2 = _cholesky(step, mT(X) @ X - Hzz[..., n_min:, n_min:],
-                       scale[..., n_min:] + np.sum(X**2, axis=-2), "quasi-definite", "max", pivot_rtol)
+        L2, ratio2 = _cholesky(step, mT(X) @ X - Hzz[..., n_min:, n_min:],
+                               scale[..., n_min:] + np.sum(X**2, axis=-2), "quasi-definite", "max", pivot_rtol)
         L = np.zeros(Hzz.shape[:-2] + (nz, nz))
         L[..., :n_min, :n_min] = L1
         L[..., n_min:, :n_min] = mT(X)
         L[..., n_min:, n_min:] = L2
-        return _triangular_inverse(L), np.concatenate([np.ones(n_min), -np.ones(nz - n_min)])
+        return _triangular_inverse(L), np.concatenate([np.ones(n_min), -np.ones(nz - n_min)]), np.minimum(ratio1, ratio2)
     if kind == "indefinite":
         w, V = np.linalg.eigh(Hzz)
         magnitude = np.abs(w)
-        bad = np.min(magnitude, axis=-1) <= pivot_rtol * np.max(scale, axis=-1)
-        if np.any(bad):
-            raise _fail(step, "singular", f"the indefinite pivot is numerically singular: {_singular_advice('mixed')}", bad)
-        return mT(V) / np.sqrt(magnitude)[..., :, None], np.sign(w)
+        ratio = np.min(magnitude, axis=-1) / np.maximum(np.max(scale, axis=-1), np.finfo(float).tiny)
+        _judge(step, ratio, pivot_rtol, "mixed")
+        return mT(V) / np.sqrt(magnitude)[..., :, None], np.sign(w), ratio
     raise ValueError(f"unknown pivot kind {kind!r}")
 
 
@@ -387,9 +400,9 @@ def eliminate_gaussian(
             A_sep, M_sep = (E @ AS)[..., columns], (np.abs(E) @ MS)[..., columns]
     else:
         Hzz, HzS, scale_z = HFF, HFS, scale_F
-    Linv = D = Y = None
+    Linv = D = Y = ratio = None
     if step.pivot_dim:
-        Linv, D = pivot_factor(step, Hzz, scale_z, pivot_rtol, ignore)
+        Linv, D, ratio = pivot_factor(step, Hzz, scale_z, pivot_rtol, ignore)
         Y = Linv @ HzS
         HSS = HSS - mT(Y) @ (D[..., :, None] * Y)
         scale_S = scale_S + np.sum(Y**2, axis=-2)
@@ -397,4 +410,4 @@ def eliminate_gaussian(
     if step.separator_dim:
         H_sep, scale_sep = 0.5 * (HSS + mT(HSS)), scale_S
     conditional = GaussianConditional(nF, W, T, N, E, E_drop, HF, Linv, D, Y, step)
-    return Eliminated(conditional, H_sep, scale_sep, A_sep, M_sep, deficient)
+    return Eliminated(conditional, H_sep, scale_sep, A_sep, M_sep, deficient, ratio)

@@ -29,7 +29,7 @@ from factorgraph import FactorGraph, LeastSquares, LinearEquality, Quadratic, Va
 from factorgraph.factors import as_float_array, concat_last
 
 from .errors import SingularProblemError
-from .gaussian import CONSISTENCY_RTOL, batch_note, eliminate_gaussian, mv
+from .gaussian import CONSISTENCY_RTOL, PIVOT_SUSPECT_RTOL, batch_note, eliminate_gaussian, mv
 from .numeric_rank import NumericHardRows
 from .symbolic import Plan, analyze
 
@@ -112,7 +112,16 @@ class Factorization:
         Batch index -> the :class:`Factorization` of that element's graph
         under a plan re-made with its numerical ranks; :meth:`solve` takes
         those elements' values from it.
+    pivot_ratio : ndarray (batch_shape)
+        Smallest Schur pivot relative to the magnitude of its contributions
+        (``inf`` without pivots); below ``PIVOT_SUSPECT_RTOL`` the solution
+        is verified by refinement (:meth:`solve`).
+    weakest_step : Step or None
+        The step with the smallest pivot ratio.
     """
+
+    pivot_ratio: np.ndarray = np.inf
+    weakest_step = None
 
     def __init__(
         self, plan: Plan, graph: FactorGraph, conditionals: list, hessians: dict, coefficients: dict,
@@ -289,13 +298,44 @@ class Factorization:
                 f"this factorization is partial (variables {list(self.plan.remaining)} are not "
                 "eliminated); use remaining() to get the graph left over"
             )
+        suspect = self.pivot_ratio < PIVOT_SUSPECT_RTOL
+        if self.deficient is not None:
+            suspect = suspect & ~self.deficient
+        if np.any(suspect):
+            refine = max(refine, SUSPECT_REFINE)  # the last correction estimates the error: see _verify
         lin_g, lin_b, measurements = self._linear_terms(g, b)
         values = self._sweeps(lin_g, lin_b)
+        correction = None
         for _ in range(refine):
             # Residuals of dropped (dependent) rows are round-off: no consistency check here.
             correction = self._sweeps(*self._residual_terms(values, lin_g, lin_b, measurements), check=False)
             values = {key: values[key] + correction[key] for key in values}
+        if np.any(suspect):
+            self._verify(values, correction, suspect)
         return self._splice(values, g, b, refine) if self.fallbacks else values
+
+    def _verify(self, values: dict, correction: dict, suspect: np.ndarray) -> None:
+        """Refuse a solution whose pivots were suspect and whose last refinement step still moved it.
+
+        A pivot far below the magnitude of its contributions is either the
+        honest end of a long cancellation (a penalized chain: refinement
+        contracts, 1e-5 then 1e-10 on LCABA's cycle(320)) or round-off
+        standing in for zero (a singular problem: every correction is as large
+        as the solution itself).
+        """
+        change = _largest(correction.values()) / np.maximum(_largest(values.values()), np.finfo(float).tiny)
+        bad = suspect & (change > VERIFY_RTOL)
+        if not np.any(bad):
+            return
+        step, worst = self.weakest_step, float(np.min(self.pivot_ratio))
+        raise SingularProblemError(
+            f"step {step.index}: eliminating {list(step.frontal)}: the problem is singular or too ill-conditioned "
+            f"for this order: pivots fell to {worst:.1e} of the magnitude of their contributions (condition "
+            f"~{1 / max(worst, 1e-300):.0e}) and iterative refinement does not settle: its last step changed the solution by "
+            f"{float(np.max(np.where(bad, change, 0))):.1e} of its size{batch_note(bad)}. Check for undetermined "
+            f"variables or dependent constraints; regularize multipliers with a proximal prior ('prox')",
+            step.index, step.frontal, kind="ill-conditioned",
+        )
 
     def _splice(self, values: dict, g: Mapping | None, b: Mapping | None, refine: int) -> dict:
         """Replace the deficient elements' placeholders by their re-planned solutions."""
@@ -343,6 +383,11 @@ class Factorization:
         return rest
 
 
+def _largest(arrays) -> np.ndarray:
+    """Largest magnitude over several ``(..., dim)`` arrays, per batch element."""
+    return np.max(np.stack(np.broadcast_arrays(*(np.max(np.abs(a), axis=-1) for a in arrays))), axis=0)
+
+
 def _overrides(name: str, table: Mapping | None):
     if table is None:
         return []
@@ -367,6 +412,8 @@ def _in_element(error: SingularProblemError, index: tuple) -> SingularProblemErr
 
 
 SCALE_FLOOR = 1e-10  # relative to the largest diagonal magnitude of the graph
+VERIFY_RTOL = 1e-6  # a suspect factorization's last refinement step may move the solution by this much
+SUSPECT_REFINE = 2  # refinement steps at least, for a suspect factorization
 
 
 def _checked_override(name: str, index, value, current: np.ndarray) -> np.ndarray:
@@ -429,7 +476,7 @@ def factorize(graph: FactorGraph, plan: Plan, rule: Callable = eliminate_gaussia
     # A variable with no information at all (a vacuous constraint row) has a zero diagonal built
     # from zero contributions; judging it against the graph's largest magnitude catches it.
     floor = SCALE_FLOOR * max((float(np.max(s, initial=0.0)) for s in scales.values()), default=0.0)
-    conditionals, deficient = [], None
+    conditionals, deficient, ratio, weakest = [], None, np.full(batch, np.inf), None
     for step in plan.steps:
         H, scale = _gather_hessian(step, hessians, scales, batch)
         scale = np.maximum(scale, floor)
@@ -441,6 +488,10 @@ def factorize(graph: FactorGraph, plan: Plan, rule: Callable = eliminate_gaussia
         conditionals.append(out.conditional)
         if out.deficient is not None:
             deficient = out.deficient if deficient is None else deficient | out.deficient
+        if out.pivot_ratio is not None:
+            if np.min(out.pivot_ratio) < np.min(ratio):
+                weakest = step
+            ratio = np.minimum(ratio, out.pivot_ratio)
         if step.new_quadratic is not None:
             hessians[step.new_quadratic], scales[step.new_quadratic] = out.H_sep, out.scale_sep
         if step.new_equality is not None:
@@ -451,7 +502,9 @@ def factorize(graph: FactorGraph, plan: Plan, rule: Callable = eliminate_gaussia
         deficient = np.broadcast_to(deficient, batch)
         for index in map(tuple, np.argwhere(deficient)):
             fallbacks[index] = _replanned(graph, plan, index, batch, rule)
-    return Factorization(plan, graph, conditionals, hessians, coefficients, batch, deficient, fallbacks)
+    fact = Factorization(plan, graph, conditionals, hessians, coefficients, batch, deficient, fallbacks)
+    fact.pivot_ratio, fact.weakest_step = ratio, weakest
+    return fact
 
 
 def _replanned(graph: FactorGraph, plan: Plan, index: tuple, batch: tuple, rule: Callable) -> Factorization:
