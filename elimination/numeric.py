@@ -175,7 +175,7 @@ class Factorization:
         of every working factor (the tables are extended in place).  With
         ``check``, the right-hand sides of dropped hard rows must vanish."""
         caches = []
-        magnitude = {i: np.abs(v) for i, v in lin_b.items()}
+        magnitude: dict = {}  # of generated rows' right-hand sides; |b| for the graph's
         for step, conditional in zip(self.plan.steps, self.conditionals):
             terms = [lin_g[i] for i in step.factors if i in lin_g]
             batch = np.broadcast_shapes(*(t.shape[:-1] for t in terms))
@@ -185,7 +185,9 @@ class Factorization:
                     g_local[..., pos] += lin_g[i]
             hard = [i for i in step.factors if i in lin_b]
             b_local = concat_last([lin_b[i] for i in hard], 1) if hard else None
-            b_magnitude = concat_last([magnitude[i] for i in hard], 1) if hard else None
+            b_magnitude = None
+            if conditional.E is not None or conditional.E_drop is not None:
+                b_magnitude = concat_last([magnitude[i] if i in magnitude else np.abs(lin_b[i]) for i in hard], 1)
             cache, g_sep, b_sep, b_sep_magnitude, dropped = conditional.forward(g_local, b_local, b_magnitude)
             caches.append(cache)
             if check and dropped is not None:
