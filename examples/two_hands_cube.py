@@ -25,7 +25,7 @@ def main(seed: int = 0) -> dict:
     results = {}
     for name in ("proxbbo", "proxltl", "lcaba"):
         results[name] = result = mechanics.forward_dynamics(mech, q, v, tau, algorithm=name, max_iter=200)
-        verb = "stopped at max_iter" if result.iterations == 200 else "converged in"
+        verb = "converged in" if result.converged else "did not converge in"
         print(f"{name:8s} {verb} {result.iterations} iterations, constraint residual {result.residual:.1e}")
     try:
         mechanics.forward_dynamics(mech, q, v, tau, algorithm="pv")

@@ -42,12 +42,41 @@ class FactorStructure:
         return self.rows > 0
 
 
-def as_float_array(value, what: str, min_ndim: int) -> np.ndarray:
-    """Convert ``value`` to a finite float64 array of at least ``min_ndim`` dims."""
+def real_array(value, what: str) -> np.ndarray:
+    """A float64 copy of ``value``; ``TypeError`` naming ``what`` unless it is real and numeric.
+
+    Complex input is refused rather than cast (numpy would drop the imaginary
+    part with a warning), and so are strings.  The copy means later edits of
+    the caller's array do not reach the library.
+
+    Examples
+    --------
+    >>> a = np.ones(2)
+    >>> b = real_array(a, "x")
+    >>> a[0] = 5.0
+    >>> b.tolist()
+    [1.0, 1.0]
+    """
     try:
-        array = np.asarray(value, dtype=float)
+        array = np.asarray(value)
+    except (TypeError, ValueError):  # ragged nesting
+        array = None
+    if value is None or array is None:
+        raise TypeError(f"{what} must be a numeric array, got {type(value).__name__}")
+    if np.iscomplexobj(array):
+        raise TypeError(f"{what} is complex; only real arrays are accepted "
+                        f"(pass its real part, np.real(...), if the imaginary part is meant to be zero)")
+    if array.dtype.kind not in "biufO":
+        raise TypeError(f"{what} must be a numeric array, got dtype {array.dtype} ({type(value).__name__})")
+    try:
+        return array.astype(float, copy=True)
     except (TypeError, ValueError):
-        raise TypeError(f"{what} must be a numeric array, got {type(value).__name__}") from None
+        raise TypeError(f"{what} must be a real numeric array, got {type(value).__name__}") from None
+
+
+def as_float_array(value, what: str, min_ndim: int) -> np.ndarray:
+    """A finite float64 copy of ``value`` with at least ``min_ndim`` dims (see :func:`real_array`)."""
+    array = real_array(value, what)
     if array.ndim < min_ndim:
         raise ValueError(f"{what} must have at least {min_ndim} dimension(s), got shape {array.shape}")
     if not np.all(np.isfinite(array)):

@@ -1,8 +1,11 @@
 """Variables of a Gaussian factor graph."""
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Hashable
+
+import numpy as np
 
 ROLES = ("min", "max")
 
@@ -38,7 +41,12 @@ class Variable:
             hash(self.key)
         except TypeError:
             raise TypeError(f"variable key {self.key!r} is not hashable; use a str, int or tuple") from None
-        if isinstance(self.dim, bool) or not isinstance(self.dim, int) or self.dim < 1:
+        if isinstance(self.dim, (bool, np.bool_)) or not isinstance(self.dim, numbers.Integral):
+            raise TypeError(
+                f"variable {self.key!r}: dim must be a positive int, got {type(self.dim).__name__} {self.dim!r}"
+            )
+        if self.dim < 1:
             raise ValueError(f"variable {self.key!r}: dim must be a positive int, got {self.dim!r}")
+        object.__setattr__(self, "dim", int(self.dim))  # numpy integers accepted, stored as int
         if self.role not in ROLES:
             raise ValueError(f"variable {self.key!r}: role must be 'min' or 'max', got {self.role!r}")

@@ -8,11 +8,12 @@ the papers' algorithms -- each a (constraint policy, ordering policy) pair in
 >>> import numpy as np, mechanics
 >>> mech = mechanics.models.fig4()
 >>> res = mechanics.forward_dynamics(mech, mech.neutral_configuration(), np.zeros(mech.nv), np.zeros(mech.nv))
->>> res.qdd.shape, res.residual < 1e-9
-((11,), True)
+>>> res.qdd.shape, res.converged, res.residual < 1e-9
+((11,), True, True)
 """
 from . import models
 from .algorithms import ALGORITHMS, Algorithm, resolve_algorithm
+from .convergence import ConvergenceWarning, MuConventionWarning
 from .dynamics import DynamicsResult, algorithm_plan, delassus, forward_dynamics
 from .gplc import POLICIES, a_key, gplc_graph, lam_key, qdd_key
 from .joints import Joint
@@ -25,12 +26,14 @@ __all__ = [
     "ALGORITHMS",
     "Algorithm",
     "Connect",
+    "ConvergenceWarning",
     "DynamicsResult",
     "GROUND",
     "General",
     "Joint",
     "Link",
     "Mechanism",
+    "MuConventionWarning",
     "POLICIES",
     "Pose",
     "Weld",

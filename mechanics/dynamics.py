@@ -4,7 +4,10 @@ For ``alm`` and ``prox`` the outer iterations only change linear terms
 (``lambda^k``), so every iteration after the first is a re-solve through
 :meth:`elimination.Factorization.solve` -- the reduced two sweeps of 000
 Algorithms 2 and 5 -- with the termination rule of Algorithms 3 and 6:
-stop when ``min(||qdd^k - qdd^(k-1)||_inf, ||K a - k||_inf) < tol``.
+stop when ``min(||qdd^k - qdd^(k-1)||_inf, ||K a - k||_inf) < tol``.  Each
+batch element stops on its own; whether its answer meets the constraints is
+its ``converged`` flag (:mod:`mechanics.convergence`).  Input is validated by
+:mod:`mechanics.checks`.
 """
 from __future__ import annotations
 
@@ -17,17 +20,18 @@ import elimination
 from elimination import Ordering
 
 from .algorithms import resolve_algorithm, tree_order
-from .gplc import (
-    a_key, build_gplc, check_mu, check_state, lam_key, penalty_target, prior_information, qdd_key,
-    split_multipliers,
+from .checks import check_max_iter, check_mechanism, check_mu, check_multipliers, check_state, check_tol
+from .convergence import (
+    RESIDUAL_RTOL, SOFT_CONTRACTION, element_max, element_norm, residual_tolerance, warn_inverse_mu, warn_not_converged,
 )
+from .gplc import a_key, build_gplc, lam_key, penalty_target, prior_information, qdd_key, split_multipliers
 from .kinematics import kinematics
 from .mechanism import Mechanism
 
 _PLANS: "weakref.WeakKeyDictionary[Mechanism, dict]" = weakref.WeakKeyDictionary()
 
 
-HARD_RESIDUAL_RTOL = 1e-8  # a hard solution must satisfy its constraints; anything else is a singular problem
+HARD_RESIDUAL_RTOL = RESIDUAL_RTOL  # a hard solution must satisfy its constraints; anything else is a singular problem
 _ADVICE = {
     "hard": "The hard policy needs independent constraints: use a prox algorithm (proxbbo, proxpv, proxltl).",
     "alm": "With the alm policy mu K'K enters the link pivots: lower mu, or use a prox algorithm (proxbbo, proxpv).",
@@ -40,30 +44,44 @@ _ADVICE = {
 class DynamicsResult:
     """Result of :func:`forward_dynamics`.
 
+    ``batch`` below is the broadcast of the leading dimensions of ``q``, ``v``,
+    ``tau`` (and ``forces0``); for an unbatched call (``batch == ()``)
+    ``converged``, ``iterations`` and ``residual`` are Python scalars.
+
     Attributes
     ----------
-    qdd : ndarray (..., nv)
+    qdd : ndarray (*batch, nv)
         Joint accelerations, in the mechanism's velocity layout.
-    forces : ndarray (..., m)
+    forces : ndarray (*batch, m)
         Constraint forces stacked in constraint order, with Pinocchio's sign:
         the generalized force they exert is ``+J' forces`` (the papers'
         multipliers are ``-forces``).
-    iterations : int
-        Factorizations plus re-solves performed (1 for ``hard`` and ``soft``).
-    residual : float
-        ``max |K a - k|`` over constraints and batch at the returned solution.
+    iterations : int or ndarray of int (*batch)
+        Factorizations plus re-solves that produced each element's answer (1
+        for ``hard`` and ``soft``).  An element that meets the termination rule
+        stops there: its answer equals the one of an unbatched call.
+    residual : float or ndarray (*batch)
+        ``max |K a - k|`` over the constraints at the returned solution.
+    converged : bool or ndarray of bool (*batch)
+        Whether the returned accelerations satisfy the constraints -- for
+        ``alm`` and ``prox``: the residual is within ``tol`` (or the round-off
+        floor the ``hard`` policy accepts, where ``tol`` is below it); for
+        ``soft``: the soft constraints hold (consistent, and mu large enough).  See
+        :mod:`mechanics.convergence`; a False element also issued a
+        :class:`~mechanics.ConvergenceWarning`.
     link_accelerations : dict
-        Link name -> world-frame spatial acceleration (..., 6), gravity offset
-        included (``a_0 = -a_grav``).
+        Link name -> world-frame spatial acceleration (*batch, 6), gravity
+        offset included (``a_0 = -a_grav``).
     algorithm : str
     """
 
     qdd: np.ndarray
     forces: np.ndarray
-    iterations: int
-    residual: float
+    iterations: int | np.ndarray
+    residual: float | np.ndarray
     link_accelerations: dict
     algorithm: str
+    converged: bool | np.ndarray
 
 
 def _plan(mechanism: Mechanism, algorithm, graph) -> elimination.Plan:
@@ -92,6 +110,7 @@ def algorithm_plan(mechanism: Mechanism, algorithm, mu: float = 1e6):
     >>> plan.steps[0].frontal
     (('a', '6'),)
     """
+    check_mechanism(mechanism)
     _, algo = resolve_algorithm(algorithm)
     zeros = np.zeros(mechanism.nv)
     kin = kinematics(mechanism, mechanism.neutral_configuration(), zeros)
@@ -113,11 +132,94 @@ def _max_abs(arrays) -> float:
     return max((float(np.max(np.abs(a), initial=0.0)) for a in arrays), default=0.0)
 
 
-def _check_iterations(tol, max_iter) -> None:
-    if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol > 0):
-        raise ValueError(f"tol must be a finite number > 0, got {tol!r}")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
-        raise ValueError(f"max_iter must be an int >= 1, got {max_iter!r}")
+def _merge(active: np.ndarray, new, old):
+    """``new`` where ``active`` (shape ``batch``), else ``old``; arrays (*batch, d) or dicts of them."""
+    if active.all():
+        return new
+    if isinstance(new, dict):
+        return {key: _merge(active, new[key], old[key]) for key in new}
+    return np.where(active[..., None], new, old)
+
+
+def _multipliers(policy: str, mu: float, lam: dict, x: dict, residual: dict) -> dict:
+    """lambda after a solve: the ALM update (000 eq. 33), the prox multipliers, or the soft penalty force."""
+    if policy == "alm":
+        return {c: lam[c] + mu * residual[c] for c in lam}
+    if policy in ("prox", "hard"):
+        return {c: x[lam_key(c)] for c in lam}
+    return {c: mu * residual[c] for c in lam}
+
+
+def _resolve(fact, gplc, policy: str, mu: float, lam: dict, refine: int) -> dict:
+    """One outer iteration's re-solve: only ``lambda^k`` moves (the reduced two sweeps)."""
+    if policy in ("alm", "soft"):
+        return fact.solve(b={gplc.moving[c]: penalty_target(gplc.terms[c], mu, lam[c]) for c in lam}, refine=refine)
+    return fact.solve(g={gplc.moving[c]: prior_information(mu, lam[c]) for c in lam}, refine=refine)
+
+
+def _outer_loop(mechanism, gplc, fact, policy: str, mu: float, lam: dict, tol: float, max_iter: int, refine: int, batch):
+    """000 Alg. 3 (``alm``) and Alg. 6 (``prox``), per batch element; one pass for ``hard`` and ``soft``.
+
+    An element that meets ``min(||qdd^k - qdd^(k-1)||_inf, ||K a - k||_inf) < tol``
+    keeps that iterate while the others go on.  Returns ``(x, qdd, lam,
+    residual, iterations)``, ``iterations`` of shape ``batch``.
+    """
+    x = fact.solve(refine=refine)
+    qdd, residual = _qdd(mechanism, x, batch), _residuals(gplc, x)
+    iterations, step = np.ones(batch, dtype=int), np.full(batch, np.inf)
+    active, met = np.ones(batch, dtype=bool), np.zeros(batch, dtype=bool)
+    while True:
+        lam = _merge(active, _multipliers(policy, mu, lam, x, residual), lam)
+        met |= active & (np.minimum(step, element_max(residual.values(), batch)) < tol)
+        active &= ~met
+        if policy not in ("alm", "prox") or not active.any() or np.max(iterations[active]) >= max_iter:
+            return x, qdd, lam, residual, iterations
+        new_x = _resolve(fact, gplc, policy, mu, lam, refine)
+        new_qdd = _qdd(mechanism, new_x, batch)
+        step = np.where(active, element_max([new_qdd - qdd], batch), step)
+        iterations += active
+        x, qdd = _merge(active, new_x, x), _merge(active, new_qdd, qdd)
+        residual = _merge(active, _residuals(gplc, new_x), residual)
+
+
+def _soft_holds(fact, gplc, mu: float, lam: dict, residual: dict, tolerance: np.ndarray, refine: int, batch):
+    """``soft``: the constraints hold where one ALM correction halves the residual (:mod:`~mechanics.convergence`)."""
+    settled = element_max(residual.values(), batch) <= tolerance
+    if settled.all():
+        return settled
+    corrected = element_norm(_residuals(gplc, _resolve(fact, gplc, "soft", mu, lam, refine)).values(), batch)
+    return settled | (corrected <= SOFT_CONTRACTION * element_norm(residual.values(), batch))
+
+
+def _converged(policy, fact, gplc, mu, lam, residual, tol, refine, batch) -> np.ndarray:
+    tolerance = residual_tolerance(tol, gplc.terms, batch)
+    if policy in ("alm", "prox"):
+        return element_max(residual.values(), batch) <= tolerance
+    if policy == "soft":
+        return _soft_holds(fact, gplc, mu, lam, residual, tolerance, refine, batch)
+    return np.ones(batch, dtype=bool)  # hard: the residual guard raised otherwise
+
+
+def _check_hard_residual(name: str, mechanism: Mechanism, gplc, worst: float) -> None:
+    if worst > HARD_RESIDUAL_RTOL * (1.0 + _max_abs(t.k for t in gplc.terms.values())):
+        raise elimination.SingularProblemError(
+            f"{name} (hard policy) on {mechanism.name!r}: the solution leaves a constraint residual of {worst:.2e}: "
+            f"the constraints are dependent (or inconsistent) at this state. {_ADVICE['hard']}", -1, (),
+        )
+
+
+def _factorize(name: str, algo, mechanism: Mechanism, gplc, mu: float):
+    try:
+        return elimination.factorize(gplc.graph, _plan(mechanism, algo, gplc.graph))
+    except elimination.SingularProblemError as error:
+        raise elimination.SingularProblemError(
+            f"{name} ({algo.constraints} policy, mu={mu:g}) on {mechanism.name!r}: {error} {_ADVICE[algo.constraints]}",
+            error.step, error.keys, getattr(error, "kind", ""), getattr(error, "factors", ()),
+        ) from None
+
+
+def _scalar_if_unbatched(value: np.ndarray, batch: tuple, kind):
+    return kind(value) if batch == () else value
 
 
 def forward_dynamics(
@@ -130,15 +232,24 @@ def forward_dynamics(
     ----------
     mechanism : Mechanism
     q : array_like (..., nq)
+        Configuration, Pinocchio's layout.  Quaternions (spherical and free
+        joints) and (cos, sin) pairs must have unit norm: within
+        ``|norm^2 - 1| <= 1e-4`` (Pinocchio's tolerance) they are normalised,
+        beyond it ``q`` is refused (:data:`mechanics.checks.UNIT_NORM_TOL`).
     v, tau : array_like (..., nv)
-        Leading batch dimensions go through one symbolic plan.
+        Leading batch dimensions of ``q``, ``v``, ``tau`` (and ``forces0``)
+        must broadcast against each other; they go through one symbolic plan.
+        Real input only: complex arrays raise ``TypeError``.
     algorithm : str or tuple
         A name in :data:`mechanics.ALGORITHMS` or a ``(constraint policy,
         ordering policy)`` pair.
     mu : float
         Penalty / proximal parameter, larger is stiffer (000 uses 1e5-1e7).
+        It is the inverse of Pinocchio's ``ProximalSettings`` mu: ``mu < 1``
+        under ``prox`` or ``alm`` issues a :class:`~mechanics.MuConventionWarning`.
     tol : float
-        Termination tolerance of the outer loop.
+        Termination tolerance of the outer loop, and the constraint residual
+        a converged result reaches (:mod:`mechanics.convergence`).
     max_iter : int
         Most factorizations plus re-solves.
     forces0 : array_like (..., m), optional
@@ -154,67 +265,70 @@ def forward_dynamics(
     Returns
     -------
     DynamicsResult
+        ``converged``, ``iterations`` and ``residual`` per batch element
+        (scalars for an unbatched call).
+
+    Warns
+    -----
+    ConvergenceWarning
+        Once per call when an element has not converged: ``max_iter`` reached,
+        the residual stays above ``tol`` (inconsistent constraints), or -- for
+        ``soft`` -- the constraints are inconsistent.
+    MuConventionWarning
+        ``mu < 1`` with the ``prox`` or ``alm`` policy.
+
+    Raises
+    ------
+    TypeError
+        An argument of the wrong kind (``mu="big"``, ``algorithm=3``, complex
+        ``q``), named in the message.
+    ValueError
+        Wrong shapes, NaN / inf, ``mu <= 0``, quaternions far from unit norm,
+        batch shapes that do not broadcast.
+    elimination.SingularProblemError
+        A singular problem, e.g. dependent or inconsistent constraints under ``hard``.
 
     Examples
     --------
     >>> import numpy as np, mechanics
     >>> mech = mechanics.models.four_bar()
     >>> res = forward_dynamics(mech, mech.neutral_configuration(), np.zeros(mech.nv), np.zeros(mech.nv))
-    >>> res.residual < 1e-9
-    True
+    >>> res.converged, res.residual < 1e-9
+    (True, True)
     """
     q, v, tau = check_state(mechanism, q, v, tau)
-    mu = check_mu(mu)
-    _check_iterations(tol, max_iter)
+    mu, tol, max_iter = check_mu(mu), check_tol(tol), check_max_iter(max_iter)
     name, algo = resolve_algorithm(algorithm)
     algo.check(mechanism, name)
+    policy = algo.constraints
+    label = f"forward_dynamics: {name} ({policy} policy, mu={mu:g}) on {mechanism.name!r}"
+    warn_inverse_mu(mu, policy, label, stacklevel=2)
     if refine is None:
-        refine = 1 if algo.constraints in ("alm", "soft") else 0
+        refine = 1 if policy in ("alm", "soft") else 0
+    state = {"q": q, "v": v, "tau": tau}
+    if forces0 is not None:
+        forces0 = check_multipliers(mechanism, forces0, "forces0", state)
+        state["forces0"] = forces0
+    batch = tuple(np.broadcast_shapes(*(a.shape[:-1] for a in state.values())))
     kin = kinematics(mechanism, q, v)
-    batch = np.broadcast_shapes(kin.batch_shape, tau.shape[:-1])
-    lam = split_multipliers(mechanism, None if forces0 is None else -np.asarray(forces0, dtype=float), batch)
-    gplc = build_gplc(mechanism, kin, tau, algo.constraints, mu, lam)
-    try:
-        fact = elimination.factorize(gplc.graph, _plan(mechanism, algo, gplc.graph))
-    except elimination.SingularProblemError as error:
-        raise elimination.SingularProblemError(
-            f"{name} ({algo.constraints} policy, mu={mu:g}) on {mechanism.name!r}: {error} {_ADVICE[algo.constraints]}",
-            error.step, error.keys,
-        ) from None
-    x = fact.solve(refine=refine)
-    iterations, qdd = 1, _qdd(mechanism, x, batch)
-    step = np.inf
-    while True:
-        residual = _residuals(gplc, x)
-        if algo.constraints == "alm":
-            lam = {c: lam[c] + mu * residual[c] for c in lam}
-        elif algo.constraints in ("prox", "hard"):
-            lam = {c: x[lam_key(c)] for c in lam}
-        else:  # soft: the penalty force
-            lam = {c: mu * residual[c] for c in lam}
-        if algo.constraints not in ("alm", "prox") or min(step, _max_abs(residual.values())) < tol or iterations >= max_iter:
-            break
-        if algo.constraints == "alm":
-            x = fact.solve(b={gplc.moving[c]: penalty_target(gplc.terms[c], mu, lam[c]) for c in lam}, refine=refine)
-        else:
-            x = fact.solve(g={gplc.moving[c]: prior_information(mu, lam[c]) for c in lam}, refine=refine)
-        iterations += 1
-        new_qdd = _qdd(mechanism, x, batch)
-        step, qdd = float(np.max(np.abs(new_qdd - qdd), initial=0.0)), new_qdd
-    worst = _max_abs(residual.values())
-    if algo.constraints == "hard" and worst > HARD_RESIDUAL_RTOL * (1.0 + _max_abs(t.k for t in gplc.terms.values())):
-        raise elimination.SingularProblemError(
-            f"{name} (hard policy) on {mechanism.name!r}: the solution leaves a constraint residual of {worst:.2e}: "
-            f"the constraints are dependent (or inconsistent) at this state. {_ADVICE['hard']}", -1, (),
-        )
+    lam = split_multipliers(mechanism, None if forces0 is None else -forces0, batch)
+    gplc = build_gplc(mechanism, kin, tau, policy, mu, lam)
+    fact = _factorize(name, algo, mechanism, gplc, mu)
+    x, qdd, lam, residual, iterations = _outer_loop(mechanism, gplc, fact, policy, mu, lam, tol, max_iter, refine, batch)
+    worst = element_max(residual.values(), batch)
+    if policy == "hard":
+        _check_hard_residual(name, mechanism, gplc, float(np.max(worst, initial=0.0)))
+    converged = _converged(policy, fact, gplc, mu, lam, residual, tol, refine, batch)
+    warn_not_converged(label, policy, tol, max_iter, converged, iterations, worst, stacklevel=2)
     forces = [np.broadcast_to(-lam[c.name], batch + (c.dim,)) for c in mechanism.constraints]
     return DynamicsResult(
         qdd=qdd,
         forces=np.concatenate(forces, axis=-1) if forces else np.zeros(batch + (0,)),
-        iterations=iterations,
-        residual=worst,
+        iterations=_scalar_if_unbatched(iterations, batch, int),
+        residual=_scalar_if_unbatched(worst, batch, float),
         link_accelerations={l.name: x[a_key(l.name)] for l in mechanism.links},
         algorithm=name,
+        converged=_scalar_if_unbatched(converged, batch, bool),
     )
 
 

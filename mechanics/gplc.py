@@ -31,6 +31,7 @@ import numpy as np
 
 from factorgraph import FactorGraph, LeastSquares, LinearEquality, Quadratic, Variable
 
+from .checks import check_mu, check_multipliers, check_state
 from .kinematics import ConstraintTerms, Kinematics, constraint_terms, kinematics
 from .mechanism import GROUND, Mechanism
 
@@ -141,13 +142,12 @@ def build_gplc(mechanism: Mechanism, kin: Kinematics, tau: np.ndarray, policy: s
 
 
 def split_multipliers(mechanism: Mechanism, lam, batch: tuple) -> dict:
-    """``(..., m)`` stacked multipliers (constraint order) -> {constraint name: (..., m_j)}; zeros for ``None``."""
-    m = mechanism.constraint_dim
+    """Validated ``(..., m)`` stacked multipliers (constraint order) -> {constraint name: (..., m_j)}.
+
+    ``None`` gives zeros of batch shape ``batch``.
+    """
     if lam is None:
-        lam = np.zeros(batch + (m,))
-    lam = np.asarray(lam, dtype=float)
-    if lam.shape[-1:] != (m,) or not np.all(np.isfinite(lam)):
-        raise ValueError(f"lam must be a finite array of shape (..., {m}) (one entry per constraint row), got {lam.shape}")
+        lam = np.zeros(batch + (mechanism.constraint_dim,))
     out, start = {}, 0
     for c in mechanism.constraints:
         out[c.name] = lam[..., start : start + c.dim]
@@ -156,35 +156,9 @@ def split_multipliers(mechanism: Mechanism, lam, batch: tuple) -> dict:
 
 
 def check_policy(policy: str) -> str:
-    if policy not in POLICIES:
+    if not isinstance(policy, str) or policy not in POLICIES:
         raise ValueError(f"unknown constraint policy {policy!r}; use one of {sorted(POLICIES)}")
     return policy
-
-
-def check_mu(mu) -> float:
-    if isinstance(mu, bool) or not isinstance(mu, (int, float)) or not np.isfinite(mu) or mu <= 0:
-        raise ValueError(f"mu must be a finite number > 0 (larger is stiffer; the papers use 1e5-1e7), got {mu!r}")
-    return float(mu)
-
-
-def check_state(mechanism: Mechanism, q, v, tau):
-    """Validated float arrays ``q (..., nq)``, ``v (..., nv)``, ``tau (..., nv)``."""
-    out = []
-    for name, value, size in (("q", q, mechanism.nq), ("v", v, mechanism.nv), ("tau", tau, mechanism.nv)):
-        try:
-            array = np.asarray(value, dtype=float)
-        except (TypeError, ValueError):
-            raise TypeError(f"{name} must be a numeric array of shape (..., {size})") from None
-        if array.ndim == 0 or array.shape[-1] != size:
-            raise ValueError(
-                f"{name} has shape {array.shape} but mechanism {mechanism.name!r} needs (..., {size}) "
-                f"(nq={mechanism.nq}, nv={mechanism.nv})"
-            )
-        bad = ~np.isfinite(array)
-        if np.any(bad):
-            raise ValueError(f"{name} contains NaN or inf at index {tuple(int(i) for i in np.argwhere(bad)[0])}")
-        out.append(array)
-    return tuple(out)
 
 
 def gplc_graph(mechanism: Mechanism, q, v, tau, policy: str = "prox", mu: float = 1e6, lam=None) -> FactorGraph:
@@ -216,6 +190,9 @@ def gplc_graph(mechanism: Mechanism, q, v, tau, policy: str = "prox", mu: float 
     ['a', 'lam', 'qdd']
     """
     q, v, tau = check_state(mechanism, q, v, tau)
+    policy, mu = check_policy(policy), check_mu(mu)
+    if lam is not None:
+        lam = check_multipliers(mechanism, lam, "lam", {"q": q, "v": v, "tau": tau})
     kin = kinematics(mechanism, q, v)
     lam = split_multipliers(mechanism, lam, kin.batch_shape)
-    return build_gplc(mechanism, kin, tau, check_policy(policy), check_mu(mu), lam).graph
+    return build_gplc(mechanism, kin, tau, policy, mu, lam).graph

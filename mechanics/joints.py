@@ -83,6 +83,23 @@ class Joint:
         return KINDS[self.kind][1]
 
 
+UNIT_NORM_PARTS = {
+    "spherical": ((slice(0, 4), "quaternion (x, y, z, w)"),),
+    "free": ((slice(3, 7), "quaternion (x, y, z, w)"),),
+    "revolute_unbounded": ((slice(0, 2), "(cos, sin) pair"),),
+    "planar": ((slice(2, 4), "(cos, sin) pair"),),
+}
+
+
+def unit_norm_parts(joint: Joint) -> tuple:
+    """``(slice of the joint's q, description)`` for each part of its configuration that must have unit norm.
+
+    >>> unit_norm_parts(Joint("free"))
+    ((slice(3, 7, None), 'quaternion (x, y, z, w)'),)
+    """
+    return UNIT_NORM_PARTS.get(joint.kind, ())
+
+
 def motion_subspace(joint: Joint) -> np.ndarray:
     """``S`` (6, nv) in the child frame, ``[omega; v]`` rows."""
     S = np.zeros((6, joint.nv))

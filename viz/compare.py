@@ -12,13 +12,16 @@ import csv
 import json
 import sys
 import time
+import warnings
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
 import elimination
 import mechanics
-from mechanics import ALGORITHMS, gplc_graph
+from mechanics import ALGORITHMS, ConvergenceWarning, MuConventionWarning, gplc_graph
+from mechanics.checks import check_mu
+from mechanics.convergence import warn_inverse_mu
 
 
 @dataclass
@@ -29,7 +32,10 @@ class Row:
     ``iterations`` and ``residual`` from the solve; ``seconds`` is the median
     time of ``forward_dynamics`` (plan cached, kinematics and graph included);
     ``deviation`` is ``max |qdd - qdd_ref| / max |qdd_ref|`` against the dense
-    KKT solve of the hard problem (``None`` when that is singular).
+    KKT solve of the hard problem (``None`` when that is singular); ``note``
+    says why a row has no numbers, or ``"not converged (residual 3.1e-01)"``
+    when the result's ``converged`` is False (its ConvergenceWarning is
+    folded into the note).
     """
 
     algorithm: str
@@ -80,34 +86,49 @@ def compare(mech, algorithms=None, mu: float = 1e6, tol: float = 1e-10, max_iter
     >>> [r.algorithm for r in rows], all(r.deviation < 1e-8 for r in rows)
     (['proxbbo', 'lcaba'], True)
     """
+    mu = check_mu(mu)
     rng = np.random.default_rng(seed)
     q = mech.random_configuration(rng)
     v, tau = rng.normal(size=mech.nv), rng.normal(size=mech.nv)
     reference = _reference(mech, q, v, tau)
+    names = applicable(mech, algorithms)
+    if any(ALGORITHMS[n].constraints in ("prox", "alm") for n in names):
+        warn_inverse_mu(mu, "prox", "compare", stacklevel=2)  # once, not once per algorithm
     rows = []
-    for name in applicable(mech, algorithms):
-        algo = ALGORITHMS[name]
-        row = Row(name, algo.constraints)
-        problem = _scope_problem(mech, name)
-        if problem:
-            row.note = "does not apply: " + problem.split(";")[0]
-            rows.append(row)
-            continue
-        _, plan = mechanics.algorithm_plan(mech, name, mu)
-        row.flops, row.max_front, row.fill_edges = plan.flops, plan.max_front, len(plan.fill_edges)
-        try:
-            result = mechanics.forward_dynamics(mech, q, v, tau, algorithm=name, mu=mu, tol=tol, max_iter=max_iter)
-        except elimination.SingularProblemError as error:
-            row.note = "singular: " + str(error).split(":")[0]
-            rows.append(row)
-            continue
-        row.iterations, row.residual = result.iterations, result.residual
-        row.seconds = _median_seconds(lambda: mechanics.forward_dynamics(mech, q, v, tau, algorithm=name, mu=mu,
-                                                                          tol=tol, max_iter=max_iter), repeat)
-        if reference is not None:
-            row.deviation = float(np.max(np.abs(result.qdd - reference)) / max(np.max(np.abs(reference)), 1e-300))
-        rows.append(row)
+    for name in names:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # reported in the note
+            warnings.simplefilter("ignore", MuConventionWarning)
+            rows.append(_row(mech, name, q, v, tau, reference, mu, tol, max_iter, repeat))
     return rows
+
+
+def _row(mech, name: str, q, v, tau, reference, mu: float, tol: float, max_iter: int, repeat: int) -> Row:
+    """One algorithm's row: plan cost, one solve, its timing and its deviation from ``reference``."""
+    algo = ALGORITHMS[name]
+    row = Row(name, algo.constraints)
+    problem = _scope_problem(mech, name)
+    if problem:
+        row.note = "does not apply: " + problem.split(";")[0]
+        return row
+    _, plan = mechanics.algorithm_plan(mech, name, mu)
+    row.flops, row.max_front, row.fill_edges = plan.flops, plan.max_front, len(plan.fill_edges)
+
+    def solve():
+        return mechanics.forward_dynamics(mech, q, v, tau, algorithm=name, mu=mu, tol=tol, max_iter=max_iter)
+
+    try:
+        result = solve()
+    except elimination.SingularProblemError as error:
+        row.note = "singular: " + str(error).split(":")[0]
+        return row
+    row.iterations, row.residual = result.iterations, result.residual
+    if not result.converged:
+        row.note = f"not converged (residual {result.residual:.1e})"
+    row.seconds = _median_seconds(solve, repeat)
+    if reference is not None:
+        row.deviation = float(np.max(np.abs(result.qdd - reference)) / max(np.max(np.abs(reference)), 1e-300))
+    return row
 
 
 def _median_seconds(call, repeat: int) -> float:

@@ -83,3 +83,29 @@ def test_help_texts():
     for args in (("--help",), ("compare", "--help"), ("scale", "--help")):
         result = gaussgraph(*args)
         assert result.returncode == 0 and "usage: gaussgraph" in result.stdout
+
+
+BAR_PINNED_AT_ITS_TIP = """<mujoco model="bar"><worldbody>
+  <body name="crank"><joint name="j1" type="hinge" axis="0 0 1"/><geom type="capsule" fromto="0 0 0 1 0 0" size="0.05" mass="1"/>
+    <body name="rod" pos="1 0 0"><joint name="j2" type="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 1 0 0" size="0.05" mass="1"/></body></body>
+</worldbody><equality><connect body1="rod" anchor="1 0 0"/></equality></mujoco>"""
+
+
+def test_compare_notes_runs_that_did_not_converge(tmp_path, capsys):
+    """Two hinges cannot keep the rod's tip still while moving: every iterative and soft row says so.
+
+    Run in-process (``viz.cli.main``) so that it exercises this checkout, not an installed copy.
+    """
+    from viz.cli import main
+
+    path = tmp_path / "bar.xml"
+    path.write_text(BAR_PINNED_AT_ITS_TIP)
+    assert main(["compare", str(path), "--algorithms", "proxbbo,lcaba,pv_soft,pv", "--repeat", "1",
+                 "--json", str(tmp_path / "t.json")]) == 0
+    table = capsys.readouterr().out
+    rows = {r["algorithm"]: r for r in json.loads((tmp_path / "t.json").read_text())["rows"]}
+    for name in ("proxbbo", "lcaba", "pv_soft"):
+        assert rows[name]["note"] == f"not converged (residual {rows[name]['residual']:.1e})", rows[name]
+        assert rows[name]["note"] in table
+    assert rows["pv"]["note"].startswith("singular")

@@ -1,0 +1,148 @@
+"""Validation at the boundary: every public entry point of ``mechanics`` checks its input here.
+
+Bad input raises ``TypeError`` (wrong kind of object: a string for ``mu``,
+complex ``q``) or ``ValueError`` (right kind, wrong value: ``mu <= 0``, NaN in
+``v``, a quaternion of norm 2, batch shapes that do not broadcast), with a
+message that names the argument -- and the link, for a bad quaternion -- and
+says what would fix it.  numpy scalar types (``np.float32(1e6)``,
+``np.int64(50)``) are accepted wherever a Python number is.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from factorgraph.factors import real_array
+
+from .joints import unit_norm_parts
+from .mechanism import Mechanism
+
+UNIT_NORM_TOL = 1e-4
+"""Largest ``| |u|^2 - 1 |`` accepted for a unit quaternion or (cos, sin) pair in ``q``.
+
+It is the tolerance of Pinocchio's joint models (their debug assertion on
+``quat.coeffs().squaredNorm()``).  Within it the part is normalised; beyond it
+``q`` is refused, since a rotation built from a non-unit quaternion is not a
+rotation (a norm of 2 scales the link's inertia by 16, a norm of 0 reads as the
+identity).
+"""
+
+
+def check_mechanism(mechanism) -> Mechanism:
+    if not isinstance(mechanism, Mechanism):
+        raise TypeError(
+            f"mechanism must be a mechanics.Mechanism, got {type(mechanism).__name__}; build one with "
+            f"mechanics.Mechanism(links, constraints) or take a built-in from mechanics.models"
+        )
+    return mechanism
+
+
+def check_real(value, name: str, advice: str, positive: bool = True) -> float:
+    """A finite real number (Python or numpy scalar) as ``float``; ``> 0`` when ``positive``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number ({advice}), got {type(value).__name__} {value!r}")
+    if not np.isfinite(value) or (positive and value <= 0):
+        raise ValueError(f"{name} must be a finite number{' > 0' if positive else ''} ({advice}), got {value!r}")
+    return float(value)
+
+
+def check_mu(mu) -> float:
+    return check_real(mu, "mu", "larger is stiffer; the papers use 1e5-1e7")
+
+
+def check_tol(tol) -> float:
+    return check_real(tol, "tol", "the outer loop's tolerance on the constraint residual, e.g. 1e-10")
+
+
+def check_max_iter(max_iter) -> int:
+    if isinstance(max_iter, (bool, np.bool_)) or not isinstance(max_iter, numbers.Integral):
+        raise TypeError(
+            f"max_iter must be an int (the most factorizations plus re-solves), got {type(max_iter).__name__} {max_iter!r}"
+        )
+    if max_iter < 1:
+        raise ValueError(f"max_iter must be an int >= 1, got {max_iter!r}")
+    return int(max_iter)
+
+
+def state_array(mechanism: Mechanism, value, name: str, size: int) -> np.ndarray:
+    """``value`` as a finite float array of shape ``(..., size)``, refused with a message naming ``name``."""
+    array = real_array(value, name)
+    if array.ndim == 0 or array.shape[-1] != size:
+        raise ValueError(
+            f"{name} has shape {array.shape} but mechanism {mechanism.name!r} needs (..., {size}) "
+            f"(nq={mechanism.nq}, nv={mechanism.nv})"
+        )
+    bad = ~np.isfinite(array)
+    if np.any(bad):
+        raise ValueError(f"{name} contains NaN or inf at index {tuple(int(i) for i in np.argwhere(bad)[0])}")
+    return array
+
+
+def batch_shape(named: dict) -> tuple:
+    """Broadcast of the batch (leading) shapes of ``{name: array (..., n)}``; ``ValueError`` naming the clash."""
+    shapes = {name: array.shape[:-1] for name, array in named.items()}
+    try:
+        return np.broadcast_shapes(*shapes.values())
+    except ValueError:
+        pass
+    names = list(shapes)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            try:
+                np.broadcast_shapes(shapes[a], shapes[b])
+            except ValueError:
+                raise ValueError(
+                    f"{a} has batch shape {shapes[a]} but {b} has {shapes[b]}: the leading (batch) dimensions of "
+                    f"{', '.join(names)} must broadcast against each other (equal, or 1, or missing)"
+                ) from None
+    raise ValueError(f"the batch shapes {shapes} do not broadcast together")  # pairwise fine, jointly not
+
+
+def normalized_configuration(mechanism: Mechanism, q: np.ndarray) -> np.ndarray:
+    """``q`` with its quaternions and (cos, sin) pairs normalised; ``ValueError`` if one is far from unit norm."""
+    for link in mechanism.links:
+        start = mechanism.q_slices[link.name].start
+        for part, what in unit_norm_parts(link.joint):
+            cols = slice(start + part.start, start + part.stop)
+            norm = np.linalg.norm(q[..., cols], axis=-1)
+            bad = np.abs(norm**2 - 1.0) > UNIT_NORM_TOL
+            if np.any(bad):
+                where = tuple(int(i) for i in np.argwhere(bad)[0])
+                at = f" at batch index {where}" if where else ""
+                raise ValueError(
+                    f"q: the {what} of link {link.name!r} ({link.joint.kind} joint, q[..., {cols.start}:{cols.stop}]) "
+                    f"has norm {float(norm[where]):.6g}{at}; it must have unit norm (within |norm^2 - 1| <= "
+                    f"{UNIT_NORM_TOL:g}, then it is normalised) -- divide it by its norm, or start from "
+                    f"mechanism.neutral_configuration()"
+                )
+            q[..., cols] /= norm[..., None]
+    return q
+
+
+def check_state(mechanism: Mechanism, q, v, tau):
+    """Validated float copies ``q (..., nq)`` (unit parts normalised), ``v (..., nv)``, ``tau (..., nv)``.
+
+    Their batch shapes must broadcast against each other.
+    """
+    check_mechanism(mechanism)
+    arrays = {
+        "q": state_array(mechanism, q, "q", mechanism.nq),
+        "v": state_array(mechanism, v, "v", mechanism.nv),
+        "tau": state_array(mechanism, tau, "tau", mechanism.nv),
+    }
+    batch_shape(arrays)
+    return normalized_configuration(mechanism, arrays["q"]), arrays["v"], arrays["tau"]
+
+
+def check_multipliers(mechanism: Mechanism, value, name: str, state: dict) -> np.ndarray:
+    """Stacked constraint forces / multipliers ``(..., m)`` whose batch broadcasts with the state's arrays."""
+    m = mechanism.constraint_dim
+    array = real_array(value, name)
+    if array.ndim == 0 or array.shape[-1] != m or not np.all(np.isfinite(array)):
+        raise ValueError(
+            f"{name} must be a finite array of shape (..., {m}) (one entry per constraint row of "
+            f"{mechanism.name!r}), got shape {array.shape}"
+        )
+    batch_shape({**state, name: array})
+    return array

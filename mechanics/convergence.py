@@ -1,0 +1,126 @@
+"""Convergence status of :func:`mechanics.forward_dynamics`, per batch element, and the warnings that report it.
+
+``converged`` says the returned accelerations satisfy the constraints, by policy:
+
+* ``alm`` / ``prox``: the constraint residual ``max |K a - k|`` is within
+  ``max(tol, RESIDUAL_RTOL (1 + max |k|))`` -- ``tol``, or the threshold the
+  ``hard`` policy accepts a solution with where ``tol`` is below that round-off
+  floor (``tol=1e-12`` on a robot whose residual stalls at 1e-11 has converged
+  as far as floating point allows).  The loop itself stops on 000's rule
+  ``min(||qdd^k - qdd^(k-1)||_inf, ||K a - k||_inf) < tol`` or at ``max_iter``.
+  Not converged: ``max_iter`` reached with the residual above that tolerance
+  (too few iterations, or mu too small), or the accelerations settled while the
+  residual stays (inconsistent constraints: no motion meets them all).
+* ``hard``: one solve; a residual above ``RESIDUAL_RTOL (1 + max |k|)`` raises
+  :class:`elimination.SingularProblemError` (dependent or inconsistent
+  constraints), so a returned result has converged.
+* ``soft``: a penalty with no outer loop, whose residual ``-lambda / mu`` is part
+  of its answer.  ``converged`` says the soft constraints *hold*: one
+  augmented-Lagrangian correction -- the step from the soft answer towards the
+  hard one, re-solved on the same factorization (two sweeps, not counted in
+  ``iterations``) -- removes at least half the residual (2-norm per element,
+  ``SOFT_CONTRACTION``), or the residual is already within the tolerance above.
+  For consistent constraints the correction multiplies the residual by
+  ``(I + mu D)^-1`` (``D`` the Delassus matrix): by 0.03 or less on every
+  built-in mechanism at the default mu=1e6; the part of an inconsistent constraint that no motion can
+  remove does not shrink at all.  So ``converged`` is False where the
+  constraints are inconsistent, and also where mu is too small for them to hold
+  (``mu`` times the smallest eigenvalue of ``D`` below about 1): raise mu, or
+  run ``alm`` / ``prox`` to tell the two apart.  ``tol`` and ``max_iter`` play
+  no other part.
+
+A run with an element that has not converged issues one :class:`ConvergenceWarning`.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+RESIDUAL_RTOL = 1e-8  # round-off floor of a constraint residual, relative to 1 + max |k|
+SOFT_CONTRACTION = 0.5  # soft: the residual ratio after one ALM correction above which the constraints do not hold
+
+
+class ConvergenceWarning(RuntimeWarning):
+    """:func:`mechanics.forward_dynamics` stopped at ``max_iter``, or with the constraint residual above ``tol``.
+
+    The result's ``converged`` field says which batch elements are affected.
+    Turn it into an error with ``warnings.simplefilter("error", mechanics.ConvergenceWarning)``.
+    """
+
+
+class MuConventionWarning(UserWarning):
+    """``mu < 1`` under the ``prox`` or ``alm`` policy: most likely Pinocchio's convention.
+
+    Here ``mu`` is a stiffness (larger is stiffer, 1e5-1e7 in the papers);
+    Pinocchio's ``ProximalSettings`` ``mu`` is a compliance, its inverse:
+    Pinocchio's ``mu=1e-12`` is ``mu=1e12`` here.  A user warning (a parameter
+    that looks like a mistake) rather than a :class:`ConvergenceWarning`, which
+    reports an outcome.
+    """
+
+
+def element_max(arrays, batch: tuple) -> np.ndarray:
+    """``max |a|`` over the last axis of every array, per batch element: shape ``batch``."""
+    out = np.zeros(batch)
+    for a in arrays:
+        out = np.maximum(out, np.max(np.abs(a), axis=-1, initial=0.0))
+    return out
+
+
+def element_norm(arrays, batch: tuple) -> np.ndarray:
+    """2-norm of the stacked last axes of the arrays, per batch element: shape ``batch``."""
+    out = np.zeros(batch)
+    for a in arrays:
+        out = out + np.sum(np.square(a), axis=-1)
+    return np.sqrt(out)
+
+
+def residual_tolerance(tol: float, terms: dict, batch: tuple) -> np.ndarray:
+    """``max(tol, RESIDUAL_RTOL (1 + max |k|))`` per batch element."""
+    return np.maximum(tol, RESIDUAL_RTOL * (1.0 + element_max((t.k for t in terms.values()), batch)))
+
+
+def warn_inverse_mu(mu: float, policy: str, label: str, stacklevel: int) -> None:
+    """Warn (:class:`MuConventionWarning`) when ``mu < 1`` under ``prox`` or ``alm``."""
+    if policy in ("prox", "alm") and mu < 1.0:
+        warnings.warn(
+            f"{label}: mu={mu:g} < 1 -- here mu is a stiffness, larger is stiffer (the papers use 1e5-1e7), "
+            f"the inverse of Pinocchio's ProximalSettings mu: Pinocchio's mu={mu:g} is mu={1.0 / mu:g} here. "
+            f"With mu < 1 the constraints are barely enforced.",
+            MuConventionWarning, stacklevel=stacklevel + 1,
+        )
+
+
+def _advice(policy: str, capped: bool) -> str:
+    inconsistent = ("the constraints are inconsistent at this state -- no motion meets them all (e.g. a link held "
+                    "at two places that cannot both hold at these velocities): check the mechanism's constraints and "
+                    "the state")
+    if policy == "soft":
+        return (f"one augmented-Lagrangian correction does not halve it, as it would for consistent constraints at a "
+                f"large enough mu: either mu is too small for the constraints to hold (raise mu), or {inconsistent}")
+    if capped:
+        return f"raise max_iter, or mu (larger is stiffer: fewer outer iterations); if the residual still stays, {inconsistent}"
+    return f"the accelerations settled but the residual stays: {inconsistent}"
+
+
+def warn_not_converged(label: str, policy: str, tol: float, max_iter: int, converged: np.ndarray,
+                       iterations: np.ndarray, residual: np.ndarray, stacklevel: int) -> None:
+    """One :class:`ConvergenceWarning` for the elements of ``converged`` (shape ``batch``) that are False."""
+    failed = ~converged
+    if not failed.any():
+        return
+    capped = bool(np.any(failed & (iterations >= max_iter))) and policy in ("alm", "prox")
+    where = f" in {int(failed.sum())} of {failed.size} batch elements" if converged.ndim else ""
+    worst = float(np.max(residual[failed]))
+    if policy == "soft":
+        reached = f"constraint residual {worst:.1e} (tol={tol:g} and max_iter={max_iter} do not apply to the soft policy)"
+    elif capped:
+        reached = f"constraint residual {worst:.1e} > tol={tol:g}, stopped at max_iter={max_iter}"
+    else:
+        reached = (f"constraint residual {worst:.1e} > tol={tol:g} after {int(np.max(iterations[failed]))} "
+                   f"iteration(s) (max_iter={max_iter})")
+    warnings.warn(
+        f"{label} did not converge{where}: {reached}; {_advice(policy, capped)}. See result.converged.",
+        ConvergenceWarning, stacklevel=stacklevel + 1,
+    )
