@@ -20,6 +20,9 @@ from mechanics.pinocchio_io import allegro_grasp as hands_and_cube  # noqa: F401
 from mechanics.pinocchio_io import load_pinocchio_robot
 
 
+ALM_MU = 1e4  # ALM folds mu K'K into link pivots: accuracy ~ eps mu / lambda_min(H) (000 Fig. 11)
+
+
 def random_state(model, rng: np.random.Generator):
     """Random (q, v, tau); free-flyer position limits made finite first (else NaN)."""
     model = model.copy()

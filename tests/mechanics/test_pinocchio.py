@@ -6,11 +6,10 @@ import pytest
 import mechanics
 from mechanics.pinocchio_io import ROBOTS, from_pinocchio, load_pinocchio_robot
 from tests.mechanics.pinocchio_oracle import (
-    constraint_dynamics, constraint_jacobian, dense_reference, random_state, scenario, std_vectors,
+    ALM_MU, constraint_dynamics, constraint_jacobian, dense_reference, random_state, scenario, std_vectors,
 )
 
 SCENARIOS = ["ur5_6d", "talos_feet", "solo12_feet", "four_bar"]
-ALM_MU = 1e4  # ALM folds mu K'K into link pivots: accuracy ~ eps mu / lambda_min(H) (000 Fig. 11)
 
 
 def relative(a, b) -> float:
