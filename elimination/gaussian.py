@@ -46,13 +46,15 @@ from scipy.linalg import solve_triangular
 
 from .errors import SingularProblemError
 
-# A Schur pivot below this fraction of the magnitude of its contributions counts as singular
-# (~45 eps).  Legitimate pivots of penalized long chains fall far lower than the problem's condition
-# suggests, because the magnitude sums every cancelled penalty (8.5e-13 on LCABA's cycle(1000) at
-# mu = 1e6), while an exact cancellation can leave up to ~1e-13 (seen on a 12-row singular
-# Delassus matrix) -- so pivots below PIVOT_SUSPECT_RTOL are *suspect*: the solve verifies them
-# (elimination.numeric).
-PIVOT_RTOL = 1e-14
+# A Schur pivot below this fraction of the magnitude of its contributions is round-off standing in
+# for zero (~5 eps): singular.  Legitimate pivots can fall far lower than the problem's condition
+# suggests, because the magnitude sums every cancelled contribution (8.5e-13 on LCABA's cycle(1000)
+# at mu = 1e6; ~7e-15 for prox multipliers of dependent contacts at mu = 1e12, which their 1/mu
+# prior keeps regular), while an exact cancellation can leave up to ~1e-13 (seen on a 12-row
+# singular Delassus matrix).  So pivots below PIVOT_SUSPECT_RTOL are *suspect*: the solve verifies
+# them by iterative refinement, which settles for the former and not for the latter
+# (elimination.numeric.Factorization.solve).
+PIVOT_RTOL = 1e-15
 PIVOT_SUSPECT_RTOL = 1e-10
 # A singular value of an equilibrated hard block (entries' pre-cancellation magnitudes <= 1) below
 # this is zero: the rows are dependent.  Cancelled rows carry ~1e-16..1e-14; a well-posed problem

@@ -35,7 +35,9 @@ HARD_RESIDUAL_RTOL = RESIDUAL_RTOL  # a hard solution must satisfy its constrain
 _ADVICE = {
     "hard": "The hard policy needs independent constraints: use a prox algorithm (proxbbo, proxpv, proxltl).",
     "alm": "With the alm policy mu K'K enters the link pivots: lower mu, or use a prox algorithm (proxbbo, proxpv).",
-    "prox": "Check the mechanism's inertias and joints (a massless link or a dependent joint makes it singular).",
+    "prox": ("With the prox policy 1/mu regularizes the multipliers; where constraints are dependent it must stay "
+             "above round-off: lower mu (1e5-1e10). Otherwise check the mechanism's inertias and joints (a massless "
+             "link or a dependent joint makes it singular)."),
     "soft": "Lower mu, or check the mechanism's inertias.",
 }
 
