@@ -7,7 +7,7 @@ step's layout), the quadratic part ``1/2 x'Hx - g'x`` and the hard rows
 1. **Substitution** (``m > 0`` hard rows, ``r`` of them used, ``r`` the rank
    the plan assumes): ``x_F = T x_S + W b + N z`` with ``T = -W A_S``.  ``W``
    comes from a rank-``r`` complete orthogonal decomposition (SVD) of the
-   *equilibrated* block ``Dr A_F Dc``, ``N`` spans its null space; an identity
+   *equilibrated* block ``Dr A_F``, ``N`` spans its null space; an identity
    block ``A_F = +-I`` -- a link acceleration through its own tree joint --
    skips the decomposition.  Of the ``m - r`` combinations ``E`` of rows left
    over (``E A_F = 0``), the plan passes some on as the hard factor
@@ -23,9 +23,9 @@ step's layout), the quadratic part ``1/2 x'Hx - g'x`` and the hard rows
 **Magnitudes.**  Cancellation is judged against what a quantity was made of,
 never against the block's own size: every hard row carries ``M >= |A|``, the
 magnitude of its entries before cancellation (``|A|`` for the graph's rows,
-``|E| M_S`` for rows combined by a step), and every diagonal entry of ``H``
+``||E_i|| ||M_S,j||`` for rows combined by a step), and every diagonal entry of ``H``
 the magnitude ``scale`` of its contributions.  The substitution equilibrates
-``A_F`` by ``M`` (rows, then columns) so that its singular values are
+the rows of ``A_F`` by ``M`` so that its singular values are
 relative to the original rows: a singular value below :data:`RANK_RTOL` means
 the rows are numerically dependent on the front, the *numerical rank* falls
 short of the plan's structural one, and the batch element is marked
@@ -103,8 +103,8 @@ class GaussianConditional:
         graph's rows).  Returns ``(cache, g_sep, b_sep, b_sep_magnitude,
         dropped)``: what :meth:`back` needs, the linear terms of the new
         quadratic and hard factors on the separator, and ``(E_drop b,
-        |E_drop| b_magnitude)`` -- the right-hand sides of the dropped rows,
-        which must vanish -- or ``None``.
+        ||E_drop,i|| ||b_magnitude||)`` -- the right-hand sides of the dropped
+        rows, which must vanish -- or ``None``.
         """
         nF = self.frontal_dim
         t = None
@@ -123,9 +123,9 @@ class GaussianConditional:
             gS = gS - mv(mT(self.Y), self.D * y)
         b_sep = b_sep_magnitude = dropped = None
         if self.E is not None:
-            b_sep, b_sep_magnitude = mv(self.E, b), mv(np.abs(self.E), b_magnitude)
+            b_sep, b_sep_magnitude = mv(self.E, b), combined_magnitude(self.E, b_magnitude[..., None])[..., 0]
         if self.E_drop is not None:
-            dropped = mv(self.E_drop, b), mv(np.abs(self.E_drop), b_magnitude)
+            dropped = mv(self.E_drop, b), combined_magnitude(self.E_drop, b_magnitude[..., None])[..., 0]
         return (t, y), gS, b_sep, b_sep_magnitude, dropped
 
     def back(self, cache, x_sep: np.ndarray) -> np.ndarray:
@@ -185,26 +185,33 @@ def _identity_sign(AF: np.ndarray) -> float | None:
     return None
 
 
-def equilibration(M: np.ndarray):
-    """Row and column scales ``(dr, dc)`` under which every entry's magnitude is at most 1.
+def combined_magnitude(E: np.ndarray, M: np.ndarray) -> np.ndarray:
+    """Magnitudes of the entries of ``E A`` for rows ``A`` of magnitudes ``M``: ``||E_i|| ||M_:j||``.
 
-    ``M (..., m, n)`` bounds the entries before cancellation; ``dr = 1 /
-    max_j M_ij`` and ``dc = 1 / max_i dr_i M_ij`` (1 for all-zero rows or
-    columns, which hold exact zeros).  The singular values of ``dr A dc``
-    are then relative to the rows the block was made of.
+    The Cauchy-Schwarz bound of ``|sum_k E_ik A_kj|``, and the scale of the
+    round-off an orthogonal ``E`` leaves in it: an entry of ``E`` that is
+    round-off itself (``1e-16``, a row the combination should not touch)
+    still leaves ``1e-16 ||A_:j||`` -- ``|E| M`` would call that significant.
+    """
+    return np.linalg.norm(E, axis=-1)[..., :, None] * np.linalg.norm(M, axis=-2)[..., None, :]
+
+
+def row_scales(M: np.ndarray) -> np.ndarray:
+    """``dr = 1 / max_j M_ij`` (1 for all-zero rows, which hold exact zeros): under ``dr`` every row's
+    largest magnitude is 1, so singular values of ``dr A`` are relative to the rows the block was made of.
+
+    Rows only: scaling columns too would call a legitimately small coefficient (a variable in other
+    units) significant and make the free directions ``N`` as badly scaled as it.
     """
     rho = np.max(M, axis=-1, initial=0.0)
-    rho = np.where(rho > 0, rho, 1.0)
-    kappa = np.max(M / rho[..., None], axis=-2, initial=0.0)
-    kappa = np.where(kappa > 0, kappa, 1.0)
-    return 1.0 / rho, 1.0 / kappa
+    return 1.0 / np.where(rho > 0, rho, 1.0)
 
 
 def equilibrated_svd(A: np.ndarray, M: np.ndarray):
-    """``U, s, Vt, dr, dc`` with ``dr A dc = U diag(s) Vt`` (full matrices)."""
-    dr, dc = equilibration(M)
-    U, s, Vt = np.linalg.svd(dr[..., :, None] * A * dc[..., None, :], full_matrices=True)
-    return U, s, Vt, dr, dc
+    """``U, s, Vt, dr`` with ``dr A = U diag(s) Vt`` (full matrices), ``dr = row_scales(M)``."""
+    dr = row_scales(M)
+    U, s, Vt = np.linalg.svd(dr[..., :, None] * A, full_matrices=True)
+    return U, s, Vt, dr
 
 
 def numerical_rank(s: np.ndarray) -> np.ndarray:
@@ -216,8 +223,8 @@ def substitution(step, AF: np.ndarray, MF: np.ndarray, check_rank: bool = True):
     """``W, N, E, deficient`` with ``x_F = W (b - A_S x_S) + N z`` and leftover rows ``E``.
 
     ``AF (..., m, n_F)`` with magnitudes ``MF`` and rank ``r =
-    step.substituted``.  With the equilibrated SVD ``dr AF dc = U S V'``,
-    ``W = dc V_1 S_1^-1 U_1' dr``, ``N = dc V_2`` spans the free directions and
+    step.substituted``.  With the equilibrated SVD ``dr AF = U S V'``,
+    ``W = V_1 S_1^-1 U_1' dr``, ``N = V_2`` spans the free directions and
     ``E = U_2' dr`` maps the rows the front does not use.  ``deficient``
     (batch shape, or ``None``) marks elements whose ``r``-th singular value
     is below :data:`RANK_RTOL`; their block is replaced by a full-rank one so
@@ -231,18 +238,18 @@ def substitution(step, AF: np.ndarray, MF: np.ndarray, check_rank: bool = True):
         return np.broadcast_to(sign * np.eye(nF), batch + (nF, nF)), np.zeros(batch + (nF, 0)), None, None
     if r == 0:
         return np.zeros(batch + (nF, m)), np.broadcast_to(np.eye(nF), batch + (nF, nF)), np.broadcast_to(np.eye(m), batch + (m, m)), None
-    U, s, Vt, dr, dc = equilibrated_svd(AF, MF)
+    U, s, Vt, dr = equilibrated_svd(AF, MF)
     deficient = None
     if check_rank:
         deficient = s[..., r - 1] <= RANK_RTOL
         if np.any(deficient):
-            safe = np.where(deficient[..., None, None], np.eye(m, nF), dr[..., :, None] * AF * dc[..., None, :])
+            safe = np.where(deficient[..., None, None], np.eye(m, nF), dr[..., :, None] * AF)
             U, s, Vt = np.linalg.svd(safe, full_matrices=True)
         else:
             deficient = None
-    W = (dc[..., :, None] * mT(Vt[..., :r, :]) / s[..., None, :r]) @ (mT(U[..., :, :r]) * dr[..., None, :])
+    W = (mT(Vt[..., :r, :]) / s[..., None, :r]) @ (mT(U[..., :, :r]) * dr[..., None, :])
     E = mT(U[..., :, r:]) * dr[..., None, :] if m > r else None
-    return W, dc[..., :, None] * mT(Vt[..., r:, :]), E, deficient
+    return W, mT(Vt[..., r:, :]), E, deficient
 
 
 def split_leftover(step, E: np.ndarray | None, AS: np.ndarray, MS: np.ndarray):
@@ -256,7 +263,7 @@ def split_leftover(step, E: np.ndarray | None, AS: np.ndarray, MS: np.ndarray):
         return E, None
     if passed == 0:
         return None, E
-    U, _, _, dr, _ = equilibrated_svd(E @ AS, np.abs(E) @ MS)
+    U, _, _, dr = equilibrated_svd(E @ AS, combined_magnitude(E, MS))
     DE = dr[..., :, None] * E
     return mT(U[..., :, :passed]) @ DE, mT(U[..., :, passed:]) @ DE
 
@@ -399,7 +406,7 @@ def eliminate_gaussian(
         scale_z, scale_S = mv(mT(N**2), scale_F), scale_S + mv(mT(T**2), scale_F)
         if step.new_equality is not None:
             columns = step.equality_columns
-            A_sep, M_sep = (E @ AS)[..., columns], (np.abs(E) @ MS)[..., columns]
+            A_sep, M_sep = (E @ AS)[..., columns], combined_magnitude(E, MS[..., columns])
     else:
         Hzz, HzS, scale_z = HFF, HFS, scale_F
     Linv = D = Y = ratio = None

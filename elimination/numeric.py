@@ -199,7 +199,7 @@ class Factorization:
         return caches, lin_g, lin_b
 
     def _check_consistent(self, step, residual: np.ndarray, magnitude: np.ndarray) -> None:
-        """Dropped rows read ``0 = residual``: it must vanish relative to what it was made of."""
+        """Dropped rows read ``0 = residual``: it must vanish relative to the right-hand sides it combines."""
         bad = np.any(np.abs(residual) > CONSISTENCY_RTOL * magnitude, axis=-1)
         if self.deficient is not None:
             bad = bad & ~self.deficient  # placeholders: re-planned separately
@@ -303,39 +303,50 @@ class Factorization:
         suspect = self.pivot_ratio < PIVOT_SUSPECT_RTOL
         if self.deficient is not None:
             suspect = suspect & ~self.deficient
-        if np.any(suspect):
-            refine = max(refine, SUSPECT_REFINE)  # the last correction estimates the error: see _verify
         lin_g, lin_b, measurements = self._linear_terms(g, b)
         values = self._sweeps(lin_g, lin_b)
-        correction = None
         for _ in range(refine):
-            # Residuals of dropped (dependent) rows are round-off: no consistency check here.
-            correction = self._sweeps(*self._residual_terms(values, lin_g, lin_b, measurements), check=False)
-            values = {key: values[key] + correction[key] for key in values}
+            values = self._refined(values, lin_g, lin_b, measurements)[0]
         if np.any(suspect):
-            self._verify(values, correction, suspect)
+            values = self._verified(values, lin_g, lin_b, measurements, suspect)
         return self._splice(values, g, b, refine) if self.fallbacks else values
 
-    def _verify(self, values: dict, correction: dict, suspect: np.ndarray) -> None:
-        """Refuse a solution whose pivots were suspect and whose last refinement step still moved it.
+    def _refined(self, values: dict, lin_g: dict, lin_b: dict, measurements: dict):
+        """One step of iterative refinement: ``(values + correction, correction)``."""
+        # Residuals of dropped (dependent) rows are round-off: no consistency check here.
+        correction = self._sweeps(*self._residual_terms(values, lin_g, lin_b, measurements), check=False)
+        return {key: values[key] + correction[key] for key in values}, correction
+
+    def _verified(self, values: dict, lin_g: dict, lin_b: dict, measurements: dict, suspect: np.ndarray) -> dict:
+        """Refine a solution whose pivots were suspect until refinement settles, or refuse it.
 
         A pivot far below the magnitude of its contributions is either the
-        honest end of a long cancellation (a penalized chain: refinement
-        contracts, 1e-5 then 1e-10 on LCABA's cycle(320)) or round-off
-        standing in for zero (a singular problem: every correction is as large
-        as the solution itself).
+        honest end of a long cancellation or of an ill-conditioned
+        substitution that this order takes (refinement contracts: 1e-5 then
+        1e-10 on LCABA's cycle(320)) or round-off standing in for zero (a
+        singular problem: corrections stay as large as the solution).  Steps
+        go on while the correction exceeds ``VERIFY_RTOL`` of the solution and
+        at least halves each time, at most ``SUSPECT_REFINE`` of them.
         """
-        change = _largest(correction.values()) / np.maximum(_largest(values.values()), np.finfo(float).tiny)
+        previous = np.inf
+        for _ in range(SUSPECT_REFINE):
+            values, correction = self._refined(values, lin_g, lin_b, measurements)
+            change = _largest(correction.values()) / np.maximum(_largest(values.values()), np.finfo(float).tiny)
+            open_ = suspect & (change > VERIFY_RTOL)
+            if not np.any(open_):
+                return values
+            if np.any(open_ & (change > 0.5 * previous)):
+                break
+            previous = change
         bad = suspect & (change > VERIFY_RTOL)
-        if not np.any(bad):
-            return
         step, worst = self.weakest_step, float(np.min(self.pivot_ratio))
         raise SingularProblemError(
             f"step {step.index}: eliminating {list(step.frontal)}: the problem is singular or too ill-conditioned "
             f"for this order: pivots fell to {worst:.1e} of the magnitude of their contributions (condition "
-            f"~{1 / max(worst, 1e-300):.0e}) and iterative refinement does not settle: its last step changed the solution by "
-            f"{float(np.max(np.where(bad, change, 0))):.1e} of its size{batch_note(bad)}. Check for undetermined "
-            f"variables or dependent constraints; regularize multipliers with a proximal prior ('prox')",
+            f"~{1 / max(worst, 1e-300):.0e}) and iterative refinement does not settle: its last step changed the "
+            f"solution by {float(np.max(np.where(bad, change, 0))):.1e} of its size{batch_note(bad)}. Check for "
+            f"undetermined variables or dependent constraints, try another ordering, or regularize multipliers "
+            f"with a proximal prior ('prox')",
             step.index, step.frontal, kind="ill-conditioned",
         )
 
@@ -415,7 +426,7 @@ def _in_element(error: SingularProblemError, index: tuple) -> SingularProblemErr
 
 SCALE_FLOOR = 1e-10  # relative to the largest diagonal magnitude of the graph
 VERIFY_RTOL = 1e-6  # a suspect factorization's last refinement step may move the solution by this much
-SUSPECT_REFINE = 2  # refinement steps at least, for a suspect factorization
+SUSPECT_REFINE = 8  # refinement steps at most to settle a suspect factorization
 
 
 def _checked_override(name: str, index, value, current: np.ndarray) -> np.ndarray:
@@ -502,7 +513,7 @@ def factorize(graph: FactorGraph, plan: Plan, rule: Callable = eliminate_gaussia
     fallbacks = {}
     if deficient is not None:
         deficient = np.broadcast_to(deficient, batch)
-        for index in map(tuple, np.argwhere(deficient)):
+        for index in (tuple(int(i) for i in ix) for ix in np.argwhere(deficient)):
             fallbacks[index] = _replanned(graph, plan, index, batch, rule)
     fact = Factorization(plan, graph, conditionals, hessians, coefficients, batch, deficient, fallbacks)
     fact.pivot_ratio, fact.weakest_step = ratio, weakest

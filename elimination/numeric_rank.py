@@ -10,8 +10,8 @@ batch element), :func:`elimination.numeric.factorize` calls
 which runs the elimination of the *hard rows alone* on the numbers, in the
 same order, and answers each step with
 
-* the numerical rank ``r`` of the front's equilibrated hard block (rows and
-  columns scaled by the magnitudes the entries were made of, so a rank drop
+* the numerical rank ``r`` of the front's equilibrated hard block (rows
+  scaled by the magnitudes the entries were made of, so a rank drop
   is judged against the original rows, never against the block's own size);
 * of the ``m - r`` rows left over, the ``k`` combinations that are
   numerically nonzero on the separator (passed on, on the keys where they are
@@ -28,7 +28,7 @@ import numpy as np
 
 from factorgraph import LinearEquality
 
-from .gaussian import equilibrated_svd, mT, numerical_rank, RANK_RTOL
+from .gaussian import RANK_RTOL, combined_magnitude, equilibrated_svd, mT, numerical_rank
 from .symbolic import HardStep
 
 
@@ -91,15 +91,15 @@ class NumericHardRows:
         group = frozenset().union(*(self.rows[i][3] for i in hard))
         A, M, others, column = self._local(hard, frontal, order_position)
         nF = sum(self.dims[k] for k in frontal)
-        U, s, _, dr, _ = equilibrated_svd(A[:, :nF], M[:, :nF])
+        U, s, _, dr = equilibrated_svd(A[:, :nF], M[:, :nF])
         r = int(numerical_rank(s))
         E = mT(U[:, r:]) * dr[None, :]
-        L, ML = E @ A[:, nF:], np.abs(E) @ M[:, nF:]
+        L, ML = E @ A[:, nF:], combined_magnitude(E, M[:, nF:])
         passed, scope, K, MK = 0, (), None, None
         if len(L) and L.shape[1]:
-            UL, sL, _, drL, _ = equilibrated_svd(L, ML)
+            UL, sL, _, drL = equilibrated_svd(L, ML)
             keep = mT(UL[:, : int(numerical_rank(sL))]) @ (drL[:, None] * E)
-            K, MK = keep @ A[:, nF:], np.abs(keep) @ M[:, nF:]
+            K, MK = keep @ A[:, nF:], combined_magnitude(keep, M[:, nF:])
             nonzero = np.abs(K) > RANK_RTOL * MK
             offset = nF
             scope = tuple(k for k in others if np.any(nonzero[:, column[k] - offset]))
