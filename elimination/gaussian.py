@@ -7,7 +7,7 @@ step's layout), the quadratic part ``1/2 x'Hx - g'x`` and the hard rows
 1. **Substitution** (``m > 0`` hard rows, ``r`` of them used, ``r`` the rank
    the plan assumes): ``x_F = T x_S + W b + N z`` with ``T = -W A_S``.  ``W``
    comes from a rank-``r`` complete orthogonal decomposition (SVD) of the
-   *equilibrated* block ``Dr A_F``, ``N`` spans its null space; an identity
+   block ``diag(1/omega) A_F`` (rows in unit-origin units, below), ``N`` spans its null space; an identity
    block ``A_F = +-I`` -- a link acceleration through its own tree joint --
    skips the decomposition.  Of the ``m - r`` combinations ``E`` of rows left
    over (``E A_F = 0``), the plan passes some on as the hard factor
@@ -20,17 +20,18 @@ step's layout), the quadratic part ``1/2 x'Hx - g'x`` and the hard rows
    ``H_SS - Y' D Y`` with ``Y = L^-1 H_zS``, and the conditional is
    ``z = L^-T D (L^-1 g_z - Y x_S)``.
 
-**Magnitudes.**  Cancellation is judged against what a quantity was made of,
-never against the block's own size: every hard row carries ``M >= |A|``, the
-magnitude of its entries before cancellation (``|A|`` for the graph's rows,
-``||E_i|| ||M_S,j||`` for rows combined by a step), and every diagonal entry of ``H``
-the magnitude ``scale`` of its contributions.  The substitution equilibrates
-the rows of ``A_F`` by ``M`` so that its singular values are
-relative to the original rows: a singular value below :data:`RANK_RTOL` means
-the rows are numerically dependent on the front, the *numerical rank* falls
-short of the plan's structural one, and the batch element is marked
-*deficient* (its values from here on are placeholders; :mod:`elimination.numeric`
-re-plans it with its numerical ranks).
+**Scales.**  Cancellation is judged against what a quantity was made of,
+never against the block's own size.  Hard rows are compared in *unit-origin*
+units: a row of the graph counts with its 2-norm ``omega_i``, and the rows a
+step combines are ``E = U_2' diag(1/omega)`` -- orthonormal combinations of
+unit rows, which keep unit scale (``omega = 1``) and whose round-off does not
+grow from step to step.  A singular value of ``diag(1/omega) A_F`` below
+:data:`RANK_RTOL` means the rows are numerically dependent on the front: the
+*numerical rank* falls short of the plan's structural one, and the batch
+element is marked *deficient* (its values from here on are placeholders;
+:mod:`elimination.numeric` re-plans it with its numerical ranks).  Every
+diagonal entry of ``H`` carries the magnitude ``scale`` of its contributions,
+against which pivots are judged.
 
 The matrix part is computed once (:func:`eliminate_gaussian`); the linear terms
 (``g``, ``b``) flow through :meth:`GaussianConditional.forward` and the
@@ -46,19 +47,24 @@ from scipy.linalg import solve_triangular
 
 from .errors import SingularProblemError
 
-# A Schur pivot below this fraction of the magnitude of its contributions is round-off standing in
-# for zero (~5 eps): singular.  Legitimate pivots can fall far lower than the problem's condition
-# suggests, because the magnitude sums every cancelled contribution (8.5e-13 on LCABA's cycle(1000)
-# at mu = 1e6; ~7e-15 for prox multipliers of dependent contacts at mu = 1e12, which their 1/mu
-# prior keeps regular), while an exact cancellation can leave up to ~1e-13 (seen on a 12-row
-# singular Delassus matrix).  So pivots below PIVOT_SUSPECT_RTOL are *suspect*: the solve verifies
-# them by iterative refinement, which settles for the former and not for the latter
+# Schur pivots are judged relative to the magnitude of their contributions.  A non-positive one (or
+# an exactly vanishing eigenvalue) is refused at once, and so is a pivot of multipliers below
+# round-off (SINGULAR_RTOL: dependent constraints); ``pivot_rtol`` (default PIVOT_RTOL = 0) refuses
+# more.  Otherwise a small ratio alone does not tell a singular problem from a well-posed one: the
+# magnitude sums every cancelled contribution (8.5e-13 on LCABA's cycle(1000) at mu = 1e6; ~7e-15
+# for prox multipliers of dependent contacts at mu = 1e12, which their 1/mu prior keeps regular;
+# 3e-16 for a variable of a random graph of KKT condition 1.4e6 that one refinement step solves
+# to 1e-13), while an exact cancellation can leave up to ~1e-13 (seen on a 12-row singular
+# Delassus matrix).  So pivots below PIVOT_SUSPECT_RTOL are *suspect*: the solve verifies them by
+# iterative refinement, which settles for the former and not for the latter, and reports a
+# failure as singular below SINGULAR_RTOL, as ill-conditioned above it
 # (elimination.numeric.Factorization.solve).
-PIVOT_RTOL = 1e-15
+PIVOT_RTOL = 0.0
+SINGULAR_RTOL = 1e-15
 PIVOT_SUSPECT_RTOL = 1e-10
-# A singular value of an equilibrated hard block (entries' pre-cancellation magnitudes <= 1) below
-# this is zero: the rows are dependent.  Cancelled rows carry ~1e-16..1e-14; a well-posed problem
-# with condition 1e8 keeps its hard blocks far above.
+# A singular value of a hard block in unit-origin units (module docstring) below this is zero: the
+# rows are dependent.  Cancelled rows carry ~1e-16..1e-14; a well-posed problem with condition 1e8
+# keeps its hard blocks far above.
 RANK_RTOL = 1e-10
 # Dropped hard rows must have ``|E b| <= CONSISTENCY_RTOL |E| |b|``, else they contradict each other.
 CONSISTENCY_RTOL = 1e-8
@@ -80,8 +86,9 @@ class GaussianConditional:
 
     Shapes (leading batch dimensions omitted): ``W (n_F, m)``, ``T (n_F, n_S)``,
     ``N (n_F, n_z)``, ``E (p, m)`` (rows passed on), ``E_drop (d, m)`` (rows
-    checked and dropped), ``HF (n_F + n_S, n_F)``, ``Linv (n_z, n_z)``,
-    ``D (n_z,)``, ``Y (n_z, n_S)``; ``None`` where absent.
+    checked and dropped), ``row_scale (m,)`` (``1 / omega``), ``HF (n_F +
+    n_S, n_F)``, ``Linv (n_z, n_z)``, ``D (n_z,)``, ``Y (n_z, n_S)``; ``None``
+    where absent.
     """
 
     frontal_dim: int
@@ -90,6 +97,7 @@ class GaussianConditional:
     N: np.ndarray | None
     E: np.ndarray | None
     E_drop: np.ndarray | None
+    row_scale: np.ndarray | None
     HF: np.ndarray | None
     Linv: np.ndarray | None
     D: np.ndarray | None
@@ -99,12 +107,12 @@ class GaussianConditional:
     def forward(self, g: np.ndarray, b: np.ndarray | None, b_magnitude: np.ndarray | None):
         """Propagate the bucket's linear terms.
 
-        ``b_magnitude`` bounds ``|b|`` before cancellation (``|b|`` for the
-        graph's rows).  Returns ``(cache, g_sep, b_sep, b_sep_magnitude,
-        dropped)``: what :meth:`back` needs, the linear terms of the new
-        quadratic and hard factors on the separator, and ``(E_drop b,
-        ||E_drop,i|| ||b_magnitude||)`` -- the right-hand sides of the dropped
-        rows, which must vanish -- or ``None``.
+        ``b_magnitude`` is, per hard row, the size of the right-hand sides it
+        was made of (``|b|`` for the graph's rows).  Returns ``(cache, g_sep,
+        b_sep, b_sep_magnitude, dropped)``: what :meth:`back` needs, the linear
+        terms of the new quadratic and hard factors on the separator, and
+        ``(E_drop b, size)`` -- the right-hand sides of the dropped rows, which
+        must vanish, and the size of those they combine -- or ``None``.
         """
         nF = self.frontal_dim
         t = None
@@ -122,10 +130,13 @@ class GaussianConditional:
             y = mv(self.Linv, gz)
             gS = gS - mv(mT(self.Y), self.D * y)
         b_sep = b_sep_magnitude = dropped = None
+        if self.E is not None or self.E_drop is not None:
+            unit = self.row_scale * b_magnitude  # in unit-origin units, like E's rows
         if self.E is not None:
-            b_sep, b_sep_magnitude = mv(self.E, b), combined_magnitude(self.E, b_magnitude[..., None])[..., 0]
+            b_sep = mv(self.E, b)
+            b_sep_magnitude = np.broadcast_to(np.max(unit, axis=-1)[..., None], b_sep.shape)
         if self.E_drop is not None:
-            dropped = mv(self.E_drop, b), combined_magnitude(self.E_drop, b_magnitude[..., None])[..., 0]
+            dropped = mv(self.E_drop, b), np.linalg.norm(unit, axis=-1)[..., None]
         return (t, y), gS, b_sep, b_sep_magnitude, dropped
 
     def back(self, cache, x_sep: np.ndarray) -> np.ndarray:
@@ -144,8 +155,8 @@ class GaussianConditional:
 class Eliminated:
     """What one step hands back to the numeric pass.
 
-    ``A_sep, M_sep`` are the rows passed on (on the plan's equality columns)
-    and their magnitudes; ``deficient`` marks the batch elements whose hard
+    ``A_sep`` are the rows passed on (on the plan's equality columns, in
+    unit-origin units); ``deficient`` marks the batch elements whose hard
     rows fell short of the plan's rank at this step (``None`` if none);
     ``pivot_ratio`` (batch shape, or ``None`` without a Schur pivot) is the
     smallest pivot relative to the magnitude of its contributions.
@@ -155,7 +166,6 @@ class Eliminated:
     H_sep: np.ndarray | None
     scale_sep: np.ndarray | None
     A_sep: np.ndarray | None
-    M_sep: np.ndarray | None
     deficient: np.ndarray | None
     pivot_ratio: np.ndarray | None = None
 
@@ -185,50 +195,28 @@ def _identity_sign(AF: np.ndarray) -> float | None:
     return None
 
 
-def combined_magnitude(E: np.ndarray, M: np.ndarray) -> np.ndarray:
-    """Magnitudes of the entries of ``E A`` for rows ``A`` of magnitudes ``M``: ``||E_i|| ||M_:j||``.
-
-    The Cauchy-Schwarz bound of ``|sum_k E_ik A_kj|``, and the scale of the
-    round-off an orthogonal ``E`` leaves in it: an entry of ``E`` that is
-    round-off itself (``1e-16``, a row the combination should not touch)
-    still leaves ``1e-16 ||A_:j||`` -- ``|E| M`` would call that significant.
-    """
-    return np.linalg.norm(E, axis=-1)[..., :, None] * np.linalg.norm(M, axis=-2)[..., None, :]
-
-
-def row_scales(M: np.ndarray) -> np.ndarray:
-    """``dr = 1 / max_j M_ij`` (1 for all-zero rows, which hold exact zeros): under ``dr`` every row's
-    largest magnitude is 1, so singular values of ``dr A`` are relative to the rows the block was made of.
-
-    Rows only: scaling columns too would call a legitimately small coefficient (a variable in other
-    units) significant and make the free directions ``N`` as badly scaled as it.
-    """
-    rho = np.max(M, axis=-1, initial=0.0)
-    return 1.0 / np.where(rho > 0, rho, 1.0)
-
-
-def equilibrated_svd(A: np.ndarray, M: np.ndarray):
-    """``U, s, Vt, dr`` with ``dr A = U diag(s) Vt`` (full matrices), ``dr = row_scales(M)``."""
-    dr = row_scales(M)
-    U, s, Vt = np.linalg.svd(dr[..., :, None] * A, full_matrices=True)
-    return U, s, Vt, dr
+def row_norms(A: np.ndarray) -> np.ndarray:
+    """``omega``: 2-norms of the rows of ``A (..., m, n)``, 1 for all-zero rows (exact zeros)."""
+    omega = np.linalg.norm(A, axis=-1)
+    return np.where(omega > 0, omega, 1.0)
 
 
 def numerical_rank(s: np.ndarray) -> np.ndarray:
-    """Singular values of an equilibrated block above :data:`RANK_RTOL`, per batch element."""
+    """Singular values of a block in unit-origin units above :data:`RANK_RTOL`, per batch element."""
     return np.sum(s > RANK_RTOL, axis=-1)
 
 
-def substitution(step, AF: np.ndarray, MF: np.ndarray, check_rank: bool = True):
+def substitution(step, AF: np.ndarray, row_scale: np.ndarray, check_rank: bool = True):
     """``W, N, E, deficient`` with ``x_F = W (b - A_S x_S) + N z`` and leftover rows ``E``.
 
-    ``AF (..., m, n_F)`` with magnitudes ``MF`` and rank ``r =
-    step.substituted``.  With the equilibrated SVD ``dr AF = U S V'``,
-    ``W = V_1 S_1^-1 U_1' dr``, ``N = V_2`` spans the free directions and
-    ``E = U_2' dr`` maps the rows the front does not use.  ``deficient``
-    (batch shape, or ``None``) marks elements whose ``r``-th singular value
-    is below :data:`RANK_RTOL`; their block is replaced by a full-rank one so
-    that the pass goes on (their values are recomputed by the caller).
+    ``AF (..., m, n_F)`` has rank ``r = step.substituted``; ``row_scale`` is
+    ``1 / omega`` of its rows.  With the SVD ``diag(row_scale) AF = U S V'``,
+    ``W = V_1 S_1^-1 U_1' diag(row_scale)``, ``N = V_2`` spans the free
+    directions and ``E = U_2' diag(row_scale)`` maps the rows the front does not
+    use to unit-origin rows.  ``deficient`` (batch shape, or ``None``) marks
+    elements whose ``r``-th singular value is below :data:`RANK_RTOL`; their
+    block is replaced by a full-rank one so that the pass goes on (their values
+    are recomputed by the caller).
     """
     m, nF = AF.shape[-2], AF.shape[-1]
     batch = AF.shape[:-2]
@@ -236,23 +224,25 @@ def substitution(step, AF: np.ndarray, MF: np.ndarray, check_rank: bool = True):
     sign = _identity_sign(AF)
     if sign is not None:
         return np.broadcast_to(sign * np.eye(nF), batch + (nF, nF)), np.zeros(batch + (nF, 0)), None, None
+    unit = row_scale[..., :, None]
     if r == 0:
-        return np.zeros(batch + (nF, m)), np.broadcast_to(np.eye(nF), batch + (nF, nF)), np.broadcast_to(np.eye(m), batch + (m, m)), None
-    U, s, Vt, dr = equilibrated_svd(AF, MF)
+        E = np.broadcast_to(np.eye(m), batch + (m, m)) * unit
+        return np.zeros(batch + (nF, m)), np.broadcast_to(np.eye(nF), batch + (nF, nF)), E, None
+    U, s, Vt = np.linalg.svd(unit * AF, full_matrices=True)
     deficient = None
     if check_rank:
         deficient = s[..., r - 1] <= RANK_RTOL
         if np.any(deficient):
-            safe = np.where(deficient[..., None, None], np.eye(m, nF), dr[..., :, None] * AF)
-            U, s, Vt = np.linalg.svd(safe, full_matrices=True)
+            U, s, Vt = np.linalg.svd(np.where(deficient[..., None, None], np.eye(m, nF), unit * AF), full_matrices=True)
         else:
             deficient = None
-    W = (mT(Vt[..., :r, :]) / s[..., None, :r]) @ (mT(U[..., :, :r]) * dr[..., None, :])
-    E = mT(U[..., :, r:]) * dr[..., None, :] if m > r else None
+    scaled = mT(unit)
+    W = (mT(Vt[..., :r, :]) / s[..., None, :r]) @ (mT(U[..., :, :r]) * scaled)
+    E = mT(U[..., :, r:]) * scaled if m > r else None
     return W, mT(Vt[..., r:, :]), E, deficient
 
 
-def split_leftover(step, E: np.ndarray | None, AS: np.ndarray, MS: np.ndarray):
+def split_leftover(step, E: np.ndarray | None, AS: np.ndarray):
     """``(E_keep, E_drop)``: the ``step.passed_rows`` combinations of the leftover
     rows ``E A_S`` the plan passes on, and the ``step.dropped_rows`` others
     (numerically zero on the separator; their right-hand side is checked)."""
@@ -263,9 +253,8 @@ def split_leftover(step, E: np.ndarray | None, AS: np.ndarray, MS: np.ndarray):
         return E, None
     if passed == 0:
         return None, E
-    U, _, _, dr = equilibrated_svd(E @ AS, combined_magnitude(E, MS))
-    DE = dr[..., :, None] * E
-    return mT(U[..., :, :passed]) @ DE, mT(U[..., :, passed:]) @ DE
+    U = np.linalg.svd(E @ AS, full_matrices=True)[0]
+    return mT(U[..., :, :passed]) @ E, mT(U[..., :, passed:]) @ E
 
 
 def _cholesky(step, H: np.ndarray, scale: np.ndarray, kind: str, roles: str, pivot_rtol: float) -> np.ndarray:
@@ -273,24 +262,31 @@ def _cholesky(step, H: np.ndarray, scale: np.ndarray, kind: str, roles: str, piv
         L = np.linalg.cholesky(H)
     except np.linalg.LinAlgError:
         bad = np.linalg.eigvalsh(H)[..., 0] <= 0 if H.ndim > 2 else None
-        raise _fail(step, "singular", f"the pivot is not {kind}: {_singular_advice(roles)}", bad) from None
+        raise _fail(step, "singular", f"the pivot is not {kind}: {singular_advice(roles)}", bad) from None
     ratio = np.min(np.diagonal(L, axis1=-2, axis2=-1) ** 2 / np.maximum(scale, np.finfo(float).tiny), axis=-1)
     _judge(step, ratio, pivot_rtol, roles)
     return L, ratio
 
 
 def _judge(step, ratio: np.ndarray, pivot_rtol: float, roles: str) -> None:
-    bad = ratio < pivot_rtol
+    """Refuse pivots at or below ``pivot_rtol`` of their contributions -- for multipliers, below
+    round-off (SINGULAR_RTOL) already: their pivots come from dependent constraints, whose
+    multipliers are not unique even when the right-hand side is consistent, which refinement cannot
+    see.  Small pivots of ``min`` variables are left to the solve's verification."""
+    if roles != "min":
+        pivot_rtol = max(pivot_rtol, SINGULAR_RTOL)
+    bad = ratio <= pivot_rtol
     if np.any(bad):
         worst = float(np.min(ratio))
         raise _fail(
             step, "singular",
             f"the pivot is numerically singular: it fell to {worst:.1e} of the magnitude of its contributions "
-            f"(tolerance {pivot_rtol:g}; condition ~{1 / max(worst, 1e-300):.0e}): {_singular_advice(roles)}", bad,
+            f"(tolerance {pivot_rtol:g}; condition ~{1 / max(worst, 1e-300):.0e}): {singular_advice(roles)}", bad,
         )
 
 
-def _singular_advice(roles: str) -> str:
+def singular_advice(roles: str) -> str:
+    """What a singular pivot means for a front of ``roles`` (``"min"``, ``"max"`` or ``"mixed"``)."""
     if roles == "min":
         return ("these variables are undetermined: no quadratic term fixes some direction of them (a variable "
                 "without prior, a rank-deficient measurement), or the problem is not convex in them")
@@ -322,7 +318,7 @@ def pivot_factor(step, Hzz: np.ndarray, scale: np.ndarray, pivot_rtol: float, ig
     """``Linv, D, ratio`` with ``Hzz = L D L'``, ``D = diag(+-1)``.
 
     ``scale`` (..., n_z) is the magnitude of the uncancelled contributions to
-    each diagonal entry; a pivot below ``pivot_rtol`` times it is singular.
+    each diagonal entry; a pivot at or below ``pivot_rtol`` times it is singular.
     ``ratio`` (batch shape) is the smallest pivot relative to its scale.
     Batch elements in ``ignore`` (already deficient) are not judged.
     """
@@ -357,7 +353,7 @@ def pivot_factor(step, Hzz: np.ndarray, scale: np.ndarray, pivot_rtol: float, ig
 
 
 def eliminate_gaussian(
-    step, H: np.ndarray, scale: np.ndarray, A: np.ndarray | None = None, M: np.ndarray | None = None,
+    step, H: np.ndarray, scale: np.ndarray, A: np.ndarray | None = None, row_scale: np.ndarray | None = None,
     pivot_rtol: float = PIVOT_RTOL, check_rank: bool = True, ignore: np.ndarray | None = None,
 ) -> Eliminated:
     """Eliminate one bucket.
@@ -373,11 +369,14 @@ def eliminate_gaussian(
         any cancellation (``|diag H_f|`` summed over the graph's factors,
         grown by every Schur update); pivots are judged against it, so a
         cancellation in an earlier step is caught where it bites.
-    A, M : ndarray, shape (..., m, n), or None
-        The bucket's hard rows in the same layout, and the magnitudes of
-        their entries before cancellation (``M >= |A|``).
+    A : ndarray, shape (..., m, n), or None
+        The bucket's hard rows in the same layout.
+    row_scale : ndarray, shape (..., m), or None
+        ``1 / omega`` of those rows: the inverse 2-norm of a graph's row, 1
+        for rows a step generated (module docstring).
     pivot_rtol : float
-        Relative size below which a pivot counts as singular.
+        Relative size at or below which a pivot is refused at once (default 0:
+        only non-positive pivots; small ones are verified by the solve).
     check_rank : bool
         Compare the numerical rank of the front's hard block with the plan's
         (off for plans whose ranks were read from these numbers).
@@ -391,13 +390,13 @@ def eliminate_gaussian(
     nF = step.frontal_dim
     HFF, HFS, HSS = H[..., :nF, :nF], H[..., :nF, nF:], H[..., nF:, nF:]
     scale_F, scale_S = scale[..., :nF], scale[..., nF:]
-    W = T = N = E = E_drop = HF = A_sep = M_sep = deficient = None
+    W = T = N = E = E_drop = HF = A_sep = deficient = None
     if A is not None:
-        AS, MS = A[..., :, nF:], M[..., :, nF:]
-        W, N, E, deficient = substitution(step, A[..., :, :nF], M[..., :, :nF], check_rank)
+        AS = A[..., :, nF:]
+        W, N, E, deficient = substitution(step, A[..., :, :nF], row_scale, check_rank)
         if deficient is not None:
             ignore = deficient if ignore is None else ignore | deficient
-        E, E_drop = split_leftover(step, E, AS, MS)
+        E, E_drop = split_leftover(step, E, AS)
         T = -(W @ AS)
         HFT = HFF @ T + HFS
         Hzz, HzS = mT(N) @ HFF @ N, mT(N) @ HFT
@@ -406,7 +405,7 @@ def eliminate_gaussian(
         scale_z, scale_S = mv(mT(N**2), scale_F), scale_S + mv(mT(T**2), scale_F)
         if step.new_equality is not None:
             columns = step.equality_columns
-            A_sep, M_sep = (E @ AS)[..., columns], combined_magnitude(E, MS[..., columns])
+            A_sep = (E @ AS)[..., columns]
     else:
         Hzz, HzS, scale_z = HFF, HFS, scale_F
     Linv = D = Y = ratio = None
@@ -418,5 +417,5 @@ def eliminate_gaussian(
     H_sep = scale_sep = None
     if step.separator_dim:
         H_sep, scale_sep = 0.5 * (HSS + mT(HSS)), scale_S
-    conditional = GaussianConditional(nF, W, T, N, E, E_drop, HF, Linv, D, Y, step)
-    return Eliminated(conditional, H_sep, scale_sep, A_sep, M_sep, deficient, ratio)
+    conditional = GaussianConditional(nF, W, T, N, E, E_drop, row_scale if A is not None else None, HF, Linv, D, Y, step)
+    return Eliminated(conditional, H_sep, scale_sep, A_sep, deficient, ratio)

@@ -9,7 +9,7 @@ terms through them, so a new ``g`` or ``b`` costs matrix-vector products.
 
 **When numbers fall short of the plan.**  The plan's hard-row ranks are
 structural.  Each substitution checks the numerical rank of its block against
-them (relative to the magnitudes of the original rows); a batch element whose
+them (relative to the norms of the original rows); a batch element whose
 rank falls short -- redundant rows, rows that are combinations of others,
 exactly cancelling coefficients -- is marked *deficient* and, after the pass,
 re-planned alone with the ranks its numbers have
@@ -29,7 +29,9 @@ from factorgraph import FactorGraph, LeastSquares, LinearEquality, Quadratic, Va
 from factorgraph.factors import as_float_array, concat_last
 
 from .errors import SingularProblemError
-from .gaussian import CONSISTENCY_RTOL, PIVOT_SUSPECT_RTOL, batch_note, eliminate_gaussian, mv
+from .gaussian import (
+    CONSISTENCY_RTOL, PIVOT_SUSPECT_RTOL, SINGULAR_RTOL, batch_note, eliminate_gaussian, mv, row_norms, singular_advice,
+)
 from .numeric_rank import NumericHardRows
 from .symbolic import Plan, analyze
 
@@ -44,19 +46,20 @@ def _gather_hessian(step, hessians: dict, scales: dict, batch: tuple):
     return H, scale
 
 
-def _gather_rows(step, coefficients: dict, magnitudes: dict, rows: dict, batch: tuple):
-    """The bucket's hard rows ``A`` and their magnitudes ``M`` in the step's layout (or ``None, None``)."""
+def _gather_rows(step, coefficients: dict, row_scales: dict, rows: dict, batch: tuple):
+    """The bucket's hard rows ``A`` in the step's layout and their ``1 / omega`` (or ``None, None``)."""
     if not step.hard_rows:
         return None, None
     A = np.zeros(batch + (step.hard_rows, step.front_size))
-    M = np.zeros_like(A)
+    row_scale = np.ones(batch + (step.hard_rows,))
     start = 0
     for i, pos in zip(step.factors, step.positions):
         if i in coefficients:
             A[..., start : start + rows[i], pos] = coefficients[i]
-            M[..., start : start + rows[i], pos] = magnitudes[i]
+            if i in row_scales:
+                row_scale[..., start : start + rows[i]] = row_scales[i]
             start += rows[i]
-    return A, M
+    return A, row_scale
 
 
 def _element(array: np.ndarray, index: tuple, core_ndim: int, batch: tuple) -> np.ndarray:
@@ -175,7 +178,7 @@ class Factorization:
         of every working factor (the tables are extended in place).  With
         ``check``, the right-hand sides of dropped hard rows must vanish."""
         caches = []
-        magnitude: dict = {}  # of generated rows' right-hand sides; |b| for the graph's
+        magnitude: dict = {}  # of generated rows' right-hand sides; |b| for the graph's (see forward)
         for step, conditional in zip(self.plan.steps, self.conditionals):
             terms = [lin_g[i] for i in step.factors if i in lin_g]
             batch = np.broadcast_shapes(*(t.shape[:-1] for t in terms))
@@ -340,14 +343,17 @@ class Factorization:
             previous = change
         bad = suspect & (change > VERIFY_RTOL)
         step, worst = self.weakest_step, float(np.min(self.pivot_ratio))
+        singular = worst < SINGULAR_RTOL
+        roles = {"definite": "min", "negative": "max"}.get(step.pivot, "mixed")
+        cause = (f"the pivot is numerically singular: {singular_advice(roles)}" if singular else
+                 "the problem is too ill-conditioned for this order: try another ordering, or check for nearly "
+                 "undetermined variables or nearly dependent constraints")
         raise SingularProblemError(
-            f"step {step.index}: eliminating {list(step.frontal)}: the problem is singular or too ill-conditioned "
-            f"for this order: pivots fell to {worst:.1e} of the magnitude of their contributions (condition "
-            f"~{1 / max(worst, 1e-300):.0e}) and iterative refinement does not settle: its last step changed the "
-            f"solution by {float(np.max(np.where(bad, change, 0))):.1e} of its size{batch_note(bad)}. Check for "
-            f"undetermined variables or dependent constraints, try another ordering, or regularize multipliers "
-            f"with a proximal prior ('prox')",
-            step.index, step.frontal, kind="ill-conditioned",
+            f"step {step.index}: eliminating {list(step.frontal)}: pivots fell to {worst:.1e} of the magnitude of "
+            f"their contributions (condition ~{1 / max(worst, 1e-300):.0e}) and iterative refinement does not "
+            f"settle: its last step changed the solution by {float(np.max(np.where(bad, change, 0))):.1e} of its "
+            f"size{batch_note(bad)}; {cause}",
+            step.index, step.frontal, kind="singular" if singular else "ill-conditioned",
         )
 
     def _splice(self, values: dict, g: Mapping | None, b: Mapping | None, refine: int) -> dict:
@@ -446,8 +452,8 @@ def factorize(graph: FactorGraph, plan: Plan, rule: Callable = eliminate_gaussia
     plan : Plan
         From :func:`elimination.analyze`.
     rule : callable
-        The per-step elimination rule ``(step, H, scale, A, M, check_rank=,
-        ignore=) -> Eliminated``; the default is
+        The per-step elimination rule ``(step, H, scale, A, row_scale,
+        check_rank=, ignore=) -> Eliminated``; the default is
         :func:`elimination.gaussian.eliminate_gaussian` (use
         ``functools.partial(eliminate_gaussian, pivot_rtol=...)`` to change its
         singularity tolerance).
@@ -477,11 +483,11 @@ def factorize(graph: FactorGraph, plan: Plan, rule: Callable = eliminate_gaussia
             "the graph's structure (variables, scopes, hard rows) differs from the one the plan was "
             "analysed for; call analyze(graph, ordering) again"
         )
-    hessians, scales, coefficients, magnitudes, rows = {}, {}, {}, {}, {}
+    hessians, scales, coefficients, row_scales, rows = {}, {}, {}, {}, {}
     for i, factor in enumerate(graph.factors):
         if isinstance(factor, LinearEquality):
             coefficients[i], rows[i] = concat_last(factor.A, 2), factor.rows
-            magnitudes[i] = np.abs(coefficients[i])
+            row_scales[i] = 1.0 / row_norms(coefficients[i])  # generated rows are unit already
         else:
             hessians[i] = factor.H
             scales[i] = np.abs(np.diagonal(factor.H, axis1=-2, axis2=-1))
@@ -493,11 +499,11 @@ def factorize(graph: FactorGraph, plan: Plan, rule: Callable = eliminate_gaussia
     for step in plan.steps:
         H, scale = _gather_hessian(step, hessians, scales, batch)
         scale = np.maximum(scale, floor)
-        A, M = _gather_rows(step, coefficients, magnitudes, rows, batch)
+        A, row_scale = _gather_rows(step, coefficients, row_scales, rows, batch)
         for i in step.factors:  # consumed: free their memory
-            for table in (hessians, scales, coefficients, magnitudes):
+            for table in (hessians, scales, coefficients, row_scales):
                 table.pop(i, None)
-        out = rule(step, H, scale, A, M, check_rank=not plan.numeric_ranks, ignore=deficient)
+        out = rule(step, H, scale, A, row_scale, check_rank=not plan.numeric_ranks, ignore=deficient)
         conditionals.append(out.conditional)
         if out.deficient is not None:
             deficient = out.deficient if deficient is None else deficient | out.deficient
@@ -508,8 +514,7 @@ def factorize(graph: FactorGraph, plan: Plan, rule: Callable = eliminate_gaussia
         if step.new_quadratic is not None:
             hessians[step.new_quadratic], scales[step.new_quadratic] = out.H_sep, out.scale_sep
         if step.new_equality is not None:
-            coefficients[step.new_equality], magnitudes[step.new_equality] = out.A_sep, out.M_sep
-            rows[step.new_equality] = step.passed_rows
+            coefficients[step.new_equality], rows[step.new_equality] = out.A_sep, step.passed_rows
     fallbacks = {}
     if deficient is not None:
         deficient = np.broadcast_to(deficient, batch)

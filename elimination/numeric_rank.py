@@ -10,9 +10,9 @@ batch element), :func:`elimination.numeric.factorize` calls
 which runs the elimination of the *hard rows alone* on the numbers, in the
 same order, and answers each step with
 
-* the numerical rank ``r`` of the front's equilibrated hard block (rows
-  scaled by the magnitudes the entries were made of, so a rank drop
-  is judged against the original rows, never against the block's own size);
+* the numerical rank ``r`` of the front's hard block in unit-origin units
+  (:mod:`elimination.gaussian`: a rank drop is judged against the original
+  rows, never against the block's own size);
 * of the ``m - r`` rows left over, the ``k`` combinations that are
   numerically nonzero on the separator (passed on, on the keys where they are
   nonzero), and the others, which are dropped once their right-hand side is
@@ -28,7 +28,7 @@ import numpy as np
 
 from factorgraph import LinearEquality
 
-from .gaussian import RANK_RTOL, combined_magnitude, equilibrated_svd, mT, numerical_rank
+from .gaussian import RANK_RTOL, mT, numerical_rank, row_norms
 from .symbolic import HardStep
 
 
@@ -66,7 +66,7 @@ class NumericHardRows:
                     raise ValueError(
                         f"NumericHardRows reads one numeric instance; factor {i} has batch shape {A.shape[:-2]}"
                     )
-                self.rows[i] = (factor.keys, A, np.abs(A), frozenset({i}))
+                self.rows[i] = (factor.keys, A / row_norms(A)[:, None], frozenset({i}))  # unit-origin rows
         self._pending = None
 
     def _local(self, hard: list, frontal: tuple, order_position: dict):
@@ -76,37 +76,29 @@ class NumericHardRows:
         start = np.cumsum([0] + [self.dims[k] for k in keys])
         column = {k: np.arange(start[j], start[j + 1]) for j, k in enumerate(keys)}
         A = np.zeros((sum(len(self.rows[i][1]) for i in hard), start[-1]))
-        M = np.zeros_like(A)
         top = 0
         for i in hard:
-            scope, Ai, Mi, _ = self.rows[i]
-            columns = np.concatenate([column[k] for k in scope])
-            A[top : top + len(Ai), columns] = Ai
-            M[top : top + len(Ai), columns] = Mi
+            scope, Ai, _ = self.rows[i]
+            A[top : top + len(Ai), np.concatenate([column[k] for k in scope])] = Ai
             top += len(Ai)
-        return A, M, tuple(others), column
+        return A, tuple(others), column
 
     def eliminate(self, hard: list, m: int, frontal: tuple, order_position: dict) -> HardStep:
         """Numerical rank of the front's hard block and what becomes of the rows left over."""
-        group = frozenset().union(*(self.rows[i][3] for i in hard))
-        A, M, others, column = self._local(hard, frontal, order_position)
+        group = frozenset().union(*(self.rows[i][2] for i in hard))
+        A, others, column = self._local(hard, frontal, order_position)
         nF = sum(self.dims[k] for k in frontal)
-        U, s, _, dr = equilibrated_svd(A[:, :nF], M[:, :nF])
+        U, s, _ = np.linalg.svd(A[:, :nF], full_matrices=True)
         r = int(numerical_rank(s))
-        E = mT(U[:, r:]) * dr[None, :]
-        L, ML = E @ A[:, nF:], combined_magnitude(E, M[:, nF:])
-        passed, scope, K, MK = 0, (), None, None
-        if len(L) and L.shape[1]:
-            UL, sL, _, drL = equilibrated_svd(L, ML)
-            keep = mT(UL[:, : int(numerical_rank(sL))]) @ (drL[:, None] * E)
-            K, MK = keep @ A[:, nF:], combined_magnitude(keep, M[:, nF:])
-            nonzero = np.abs(K) > RANK_RTOL * MK
-            offset = nF
-            scope = tuple(k for k in others if np.any(nonzero[:, column[k] - offset]))
-            passed = len(K) if scope else 0
-        if passed:
-            columns = np.concatenate([column[k] - nF for k in scope])
-            self._pending = (scope, K[:, columns], MK[:, columns], group)
+        leftover = mT(U[:, r:]) @ A[:, nF:]  # orthonormal combinations: unit-origin rows
+        passed, scope = 0, ()
+        if len(leftover) and leftover.shape[1]:
+            UL, sL, _ = np.linalg.svd(leftover, full_matrices=True)
+            kept = mT(UL[:, : int(numerical_rank(sL))]) @ leftover
+            scope = tuple(k for k in others if np.max(np.abs(kept[:, column[k] - nF]), initial=0.0) > RANK_RTOL)
+            if scope:
+                passed = len(kept)
+                self._pending = (scope, kept[:, np.concatenate([column[k] - nF for k in scope])], group)
         return HardStep(r, passed, m - r - passed, scope, group)
 
     def record(self, index: int) -> None:
