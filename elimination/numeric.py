@@ -21,6 +21,7 @@ factors.  Nothing is returned that the checks did not pass.
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Callable, Mapping
 
 import numpy as np
@@ -307,11 +308,13 @@ class Factorization:
         if self.deficient is not None:
             suspect = suspect & ~self.deficient
         lin_g, lin_b, measurements = self._linear_terms(g, b)
-        values = self._sweeps(lin_g, lin_b)
-        for _ in range(refine):
-            values = self._refined(values, lin_g, lin_b, measurements)[0]
-        if np.any(suspect):
-            values = self._verified(values, lin_g, lin_b, measurements, suspect)
+        # Deficient elements carry placeholders until _splice: their overflow means nothing.
+        with np.errstate(over="ignore", invalid="ignore") if self.fallbacks else contextlib.nullcontext():
+            values = self._sweeps(lin_g, lin_b)
+            for _ in range(refine):
+                values = self._refined(values, lin_g, lin_b, measurements)[0]
+            if np.any(suspect):
+                values = self._verified(values, lin_g, lin_b, measurements, suspect)
         return self._splice(values, g, b, refine) if self.fallbacks else values
 
     def _refined(self, values: dict, lin_g: dict, lin_b: dict, measurements: dict):

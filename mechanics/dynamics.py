@@ -11,6 +11,7 @@ its ``converged`` flag (:mod:`mechanics.convergence`).  Input is validated by
 """
 from __future__ import annotations
 
+import contextlib
 import weakref
 from dataclasses import dataclass
 
@@ -210,13 +211,16 @@ def _check_hard_residual(name: str, mechanism: Mechanism, gplc, worst: float) ->
         )
 
 
-def _factorize(name: str, algo, mechanism: Mechanism, gplc, mu: float):
+@contextlib.contextmanager
+def _explained(name: str, algo, mechanism: Mechanism, mu: float):
+    """Engine errors (at factorization, or at a solve that cannot be verified) with the algorithm,
+    the mechanism and the policy's advice."""
     try:
-        return elimination.factorize(gplc.graph, _plan(mechanism, algo, gplc.graph))
+        yield
     except elimination.SingularProblemError as error:
         raise elimination.SingularProblemError(
             f"{name} ({algo.constraints} policy, mu={mu:g}) on {mechanism.name!r}: {error} {_ADVICE[algo.constraints]}",
-            error.step, error.keys, getattr(error, "kind", ""), getattr(error, "factors", ()),
+            error.step, error.keys, error.kind, error.factors,
         ) from None
 
 
@@ -315,12 +319,13 @@ def forward_dynamics(
     kin = kinematics(mechanism, q, v)
     lam = split_multipliers(mechanism, None if forces0 is None else -forces0, batch)
     gplc = build_gplc(mechanism, kin, tau, policy, mu, lam)
-    fact = _factorize(name, algo, mechanism, gplc, mu)
-    x, qdd, lam, residual, iterations = _outer_loop(mechanism, gplc, fact, policy, mu, lam, tol, max_iter, refine, batch)
+    with _explained(name, algo, mechanism, mu):
+        fact = elimination.factorize(gplc.graph, _plan(mechanism, algo, gplc.graph))
+        x, qdd, lam, residual, iterations = _outer_loop(mechanism, gplc, fact, policy, mu, lam, tol, max_iter, refine, batch)
+        converged = _converged(policy, fact, gplc, mu, lam, residual, tol, refine, batch)
     worst = element_max(residual.values(), batch)
     if policy == "hard":
         _check_hard_residual(name, mechanism, gplc, float(np.max(worst, initial=0.0)))
-    converged = _converged(policy, fact, gplc, mu, lam, residual, tol, refine, batch)
     warn_not_converged(label, policy, tol, max_iter, converged, iterations, worst, stacklevel=2)
     forces = [np.broadcast_to(-lam[c.name], batch + (c.dim,)) for c in mechanism.constraints]
     return DynamicsResult(
