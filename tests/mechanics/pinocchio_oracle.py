@@ -56,7 +56,8 @@ def constraint_jacobian(model, data, cms, q) -> np.ndarray:
     cdatas = [cm.createData() for cm in cms]
     for cm, cd in zip(cms, cdatas):
         cm.calc(model, data, cd)
-    return pin.getConstraintsJacobian(model, data, cms, cdatas)
+    # eigenpy hands a one-column (or one-row) matrix back as a vector
+    return np.asarray(pin.getConstraintsJacobian(model, data, cms, cdatas)).reshape(-1, model.nv)
 
 
 def dense_reference(model, cms, q, v, tau):

@@ -20,7 +20,7 @@ def _pose(rng) -> Pose:
 
 
 @st.composite
-def mechanisms(draw, max_links: int = 7, max_constraints: int = 3, full_axes: bool = True):
+def mechanisms(draw, max_links: int = 7, max_constraints: int = 3, full_axes: bool = True, min_constraints: int = 0):
     """A random mechanism (numbers from a drawn seed)."""
     n = draw(st.integers(1, max_links))
     rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
@@ -39,7 +39,7 @@ def mechanisms(draw, max_links: int = 7, max_constraints: int = 3, full_axes: bo
     links = _depth_first(links)
     constraints = []
     names = [l.name for l in links]
-    for j in range(draw(st.integers(0, max_constraints))):
+    for j in range(draw(st.integers(min_constraints, max_constraints))):
         a = draw(st.sampled_from(names))
         b = draw(st.sampled_from([GROUND] + [x for x in names if x != a]))
         cls = draw(st.sampled_from([Connect, Weld]))
