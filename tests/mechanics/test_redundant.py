@@ -46,6 +46,19 @@ def test_prox_and_alm_converge_to_the_least_squares_solution(name):
         assert result.residual < 1e-8, algorithm
 
 
+@pytest.mark.parametrize("mu", [1e11, 1e12])
+def test_prox_solves_duplicated_contacts_at_a_pinocchio_users_mu(mu):
+    """Pinocchio's mu=1e-12 is mu=1e12 here: the 1/mu prior keeps the multipliers of dependent
+    contacts regular down to round-off (refused at mu >= 1e11 before)."""
+    model, cms, q = _duplicated("two_hands_cube_double_contacts")
+    _, v, tau = pinocchio_state(model, np.random.default_rng(4))
+    mech = from_pinocchio(model, cms)
+    ddq, _ = dense_reference(model, cms, q, v, tau)
+    for algorithm in ("proxbbo", "proxpv"):
+        result = mechanics.forward_dynamics(mech, q, v, tau, algorithm=algorithm, mu=mu, tol=1e-12, max_iter=50)
+        assert result.converged and relative(result.qdd, ddq) < 1e-8, algorithm
+
+
 @pytest.mark.parametrize("name", ["ur5_double_weld", "two_hands_cube_double_contacts"])
 def test_hard_policy_refuses_redundant_constraints_and_points_to_prox(name):
     model, cms, q = _duplicated(name)
