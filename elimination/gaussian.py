@@ -7,9 +7,9 @@ step's layout), the quadratic part ``1/2 x'Hx - g'x`` and the hard rows
 1. **Substitution** (``m > 0`` hard rows, ``r`` of them used, ``r`` the rank
    the plan assumes): ``x_F = T x_S + W b + N z`` with ``T = -W A_S``.  ``W``
    comes from a rank-``r`` complete orthogonal decomposition (SVD) of the
-   block ``diag(1/omega) A_F`` (rows in unit-origin units, below), ``N`` spans its null space; an identity
-   block ``A_F = +-I`` -- a link acceleration through its own tree joint --
-   skips the decomposition.  Of the ``m - r`` combinations ``E`` of rows left
+   block ``diag(1/omega) A_F`` (rows in unit-origin units, below), ``N``
+   spans its null space; an identity block ``A_F = +-I`` -- a link
+   acceleration through its own tree joint -- skips the decomposition.  Of the ``m - r`` combinations ``E`` of rows left
    over (``E A_F = 0``), the plan passes some on as the hard factor
    ``E A_S x_S = E b`` on the separator and drops the others after checking
    that their right-hand side ``E b`` vanishes (consistency).
@@ -66,7 +66,8 @@ PIVOT_SUSPECT_RTOL = 1e-10
 # rows are dependent.  Cancelled rows carry ~1e-16..1e-14; a well-posed problem with condition 1e8
 # keeps its hard blocks far above.
 RANK_RTOL = 1e-10
-# Dropped hard rows must have ``|E b| <= CONSISTENCY_RTOL |E| |b|``, else they contradict each other.
+# Dropped hard rows must have ``|E b| <= CONSISTENCY_RTOL ||b||`` (both in unit-origin units, ``b``
+# the right-hand sides they combine), else they contradict each other.
 CONSISTENCY_RTOL = 1e-8
 
 
