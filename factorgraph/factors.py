@@ -17,7 +17,7 @@ blocks against them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Hashable, Sequence
 
 import numpy as np
@@ -31,11 +31,14 @@ class FactorStructure:
 
     ``rows`` is the number of hard equality rows (0 for a soft, quadratic
     factor).  No numbers are involved, so a plan built from structures serves
-    every numeric instance of the graph.
+    every numeric instance of the graph.  ``role`` is what the factor stands
+    for in the model that built it (``FactorGraph.add(factor, role=...)``),
+    for pictures and tables; it is not part of the structure (not compared).
     """
 
     keys: tuple
     rows: int = 0
+    role: object = field(default=None, compare=False)
 
     @property
     def hard(self) -> bool:

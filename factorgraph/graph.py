@@ -101,6 +101,7 @@ class FactorGraph:
     def __init__(self):
         self._variables: dict[Hashable, Variable] = {}
         self._factors: list = []
+        self._roles: list = []
         self._batch_shape: tuple = ()
 
     # -- building -------------------------------------------------------------------
@@ -112,11 +113,14 @@ class FactorGraph:
             raise ValueError(f"variable {variable.key!r} is already in the graph")
         self._variables[variable.key] = variable
 
-    def add(self, factor: Quadratic | LinearEquality) -> int:
+    def add(self, factor: Quadratic | LinearEquality, role=None) -> int:
         """Add a factor over variables already in the graph; return its index.
 
         The index identifies the factor later, e.g. to change its linear term
-        in :meth:`elimination.Factorization.solve`.
+        in :meth:`elimination.Factorization.solve`.  ``role`` says what the
+        factor stands for in the model that builds the graph (any value; the
+        mechanics package uses small typed values such as a link's prior);
+        pictures and tables read it back with :meth:`role`.
         """
         if not isinstance(factor, (Quadratic, LinearEquality)):
             raise TypeError(
@@ -137,6 +141,7 @@ class FactorGraph:
                 f"broadcast with the graph's batch shape {self.batch_shape}"
             ) from None
         self._factors.append(factor)
+        self._roles.append(role)
         self._batch_shape = batch
         return len(self._factors) - 1
 
@@ -167,6 +172,11 @@ class FactorGraph:
         except (IndexError, TypeError):
             raise KeyError(f"no factor with index {index!r} (the graph has {len(self._factors)})") from None
 
+    def role(self, index: int):
+        """What factor ``index`` stands for (``None`` unless given to :meth:`add`)."""
+        self.factor(index)
+        return self._roles[index]
+
     def factors_of(self, key: Hashable) -> list[int]:
         """Indices of the factors whose scope contains ``key``."""
         self.variable(key)
@@ -186,7 +196,10 @@ class FactorGraph:
     # -- structure ------------------------------------------------------------------
     def structure(self) -> GraphStructure:
         """The structure-only view used by the symbolic analysis."""
-        return GraphStructure(self.variables, tuple(f.structure() for f in self._factors))
+        return GraphStructure(
+            self.variables,
+            tuple(FactorStructure(f.keys, f.structure().rows, role) for f, role in zip(self._factors, self._roles)),
+        )
 
     def interaction_graph(self) -> nx.Graph:
         """Variable interaction (Markov) graph: an edge per pair sharing a factor.
@@ -198,13 +211,13 @@ class FactorGraph:
     def factor_graph(self) -> nx.Graph:
         """Bipartite factor graph: variable nodes (``bipartite=0``, attributes
         ``dim``, ``role``) and :class:`FactorNode` nodes (``bipartite=1``,
-        attributes ``factor`` -- the object -- and ``kind``: the class name)."""
+        attributes ``factor`` -- the object --, ``kind``: the class name, and ``role``)."""
         graph = nx.Graph()
         for var in self._variables.values():
             graph.add_node(var.key, bipartite=0, dim=var.dim, role=var.role)
         for index, factor in enumerate(self._factors):
             node = FactorNode(index)
-            graph.add_node(node, bipartite=1, factor=factor, kind=type(factor).__name__)
+            graph.add_node(node, bipartite=1, factor=factor, kind=type(factor).__name__, role=self._roles[index])
             graph.add_edges_from((node, key) for key in factor.keys)
         return graph
 

@@ -1,9 +1,14 @@
 """Constrained dynamics of mechanisms as Gaussian factor graphs (GPLC).
 
 The mechanism is a description (:class:`Mechanism`); :func:`gplc_graph` turns a
-state into a factor graph; :func:`forward_dynamics` eliminates it under one of
-the papers' algorithms -- each a (constraint policy, ordering policy) pair in
-:data:`ALGORITHMS`.  Depends on ``factorgraph`` and ``elimination``.
+state into a factor graph whose variables and factors say what they are
+(:mod:`mechanics.keys`); :func:`forward_dynamics` eliminates it under one of
+the papers' algorithms -- each a (constraint policies, ordering policy) pair in
+:data:`ALGORITHMS`, the policies in :mod:`mechanics.policies`, the orderings in
+:mod:`mechanics.algorithms`.  :func:`mechanics.reference_aba.aba` is ABA on one
+page in Featherstone's symbols (documentation and test oracle): the recursion
+that ``ALGORITHMS["aba"]`` performs as an elimination.  Depends on
+``factorgraph`` and ``elimination``.
 
 >>> import numpy as np, mechanics
 >>> mech = mechanics.models.fig4()
@@ -15,7 +20,9 @@ from . import models
 from .algorithms import ALGORITHMS, Algorithm, resolve_algorithm
 from .convergence import ConvergenceWarning, MuConventionWarning
 from .dynamics import DynamicsResult, algorithm_plan, delassus, forward_dynamics
-from .gplc import POLICIES, a_key, gplc_graph, lam_key, qdd_key
+from .gplc import GPLCLayout, gplc_graph
+from .keys import JointAcceleration, LinkAcceleration, LoopTerm, Multiplier, Penalty, Prior, ProximalPrior, Torque, TreeJoint
+from .policies import ALM, POLICIES, ConstraintPolicy, Hard, Prox, Soft, resolve_policies
 from .joints import Joint
 from .kinematics import constraint_terms, kinematics
 from .mechanism import GROUND, Connect, General, Link, Mechanism, Pose, Weld, at
@@ -24,20 +31,34 @@ from .sdf import load_sdf
 
 __all__ = [
     "ALGORITHMS",
+    "ALM",
     "Algorithm",
     "Connect",
+    "ConstraintPolicy",
     "ConvergenceWarning",
     "DynamicsResult",
+    "GPLCLayout",
     "GROUND",
     "General",
+    "Hard",
     "Joint",
+    "JointAcceleration",
     "Link",
+    "LinkAcceleration",
+    "LoopTerm",
     "Mechanism",
     "MuConventionWarning",
+    "Multiplier",
     "POLICIES",
+    "Penalty",
     "Pose",
+    "Prior",
+    "Prox",
+    "ProximalPrior",
+    "Soft",
+    "Torque",
+    "TreeJoint",
     "Weld",
-    "a_key",
     "algorithm_plan",
     "at",
     "constraint_terms",
@@ -49,8 +70,7 @@ __all__ = [
     "load_urdf",
     "gplc_graph",
     "kinematics",
-    "lam_key",
     "models",
-    "qdd_key",
     "resolve_algorithm",
+    "resolve_policies",
 ]

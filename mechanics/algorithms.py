@@ -1,8 +1,8 @@
 """The papers' algorithms as (constraint policy, ordering policy) pairs.
 
 An ordering policy is a small function ``(mechanism, graph) -> Ordering`` over
-the GPLC graph's keys (``("a", link)``, ``("qdd", link)``, ``("lam", c)``); it
-never touches numbers.  Most are the engine's heuristics with a predicate
+the GPLC graph's typed keys (:mod:`mechanics.keys`); ``graph`` is the
+structure of the GPLC layout, so it never touches numbers.  Most are the engine's heuristics with a predicate
 ("leaf links of the spanning tree only", "multipliers last") -- the greedy
 game is written once, in :mod:`elimination.ordering`.
 
@@ -28,17 +28,19 @@ from typing import Callable, NamedTuple
 import elimination
 from elimination import Ordering
 
-from .gplc import a_key, check_policy, qdd_key
+from .gplc import GPLCLayout
+from .keys import JointAcceleration, LinkAcceleration, Multiplier
 from .mechanism import GROUND, Mechanism
+from .policies import ConstraintPolicy, policy, policy_label, resolve_policies
 
 
 def _link_keys(link) -> tuple:
-    keys = (a_key(link.name),)
-    return keys + ((qdd_key(link.name),) if link.joint.nv else ())
+    keys = (LinkAcceleration(link.name),)
+    return keys + ((JointAcceleration(link.name),) if link.joint.nv else ())
 
 
 def _multipliers(graph) -> tuple:
-    return tuple(v.key for v in graph.variables if v.role == "max")
+    return tuple(v.key for v in graph.variables if isinstance(v.key, Multiplier))
 
 
 def tree_order(mechanism: Mechanism, graph) -> Ordering:
@@ -52,10 +54,9 @@ def _leaf_links_first(mechanism: Mechanism):
     """Eligibility: a link's variables once all its children are eliminated; multipliers after every link."""
 
     def eligible(key, state):
-        kind, name = key
-        if kind == "lam":
-            return not any(k[0] != "lam" for k in state.remaining)
-        return all(a_key(child) not in state.remaining for child in mechanism.children(name))
+        if isinstance(key, Multiplier):
+            return all(isinstance(k, Multiplier) for k in state.remaining)
+        return all(LinkAcceleration(child) not in state.remaining for child in mechanism.children(key.name))
 
     return eligible
 
@@ -73,8 +74,8 @@ def early_multipliers(mechanism: Mechanism, graph) -> Ordering:
     present = set(_multipliers(graph))
     rooted = {}
     for c in mechanism.constraints:
-        if ("lam", c.name) in present:
-            rooted.setdefault(mechanism.loop_root(c.name), []).append(("lam", c.name))
+        if Multiplier(c.name) in present:
+            rooted.setdefault(mechanism.loop_root(c.name), []).append(Multiplier(c.name))
     blocks = []
     for link in reversed(mechanism.links):
         if link.name in rooted:
@@ -89,8 +90,8 @@ def joint_space(mechanism: Mechanism, graph) -> Ordering:
     """proxLTL (002): every ``a_i`` root to leaves (substitution assembles the
     branch-sparse joint-space inertia), then ``qdd`` leaves to root (the UDU'
     order), multipliers last."""
-    blocks = [(a_key(link.name),) for link in mechanism.links]
-    blocks += [(qdd_key(link.name),) for link in reversed(mechanism.links) if link.joint.nv]
+    blocks = [(LinkAcceleration(link.name),) for link in mechanism.links]
+    blocks += [(JointAcceleration(link.name),) for link in reversed(mechanism.links) if link.joint.nv]
     multipliers = _multipliers(graph)
     return Ordering(blocks + ([multipliers] if multipliers else []))
 
@@ -110,11 +111,10 @@ def _accelerations_root_first(mechanism: Mechanism):
     """
 
     def eligible(key, state):
-        kind, name = key
-        if kind == "a":
-            parent = mechanism.parent(name)
-            return parent == GROUND or a_key(parent) not in state.remaining
-        return not any(k[0] == "a" for k in state.remaining)
+        if isinstance(key, LinkAcceleration):
+            parent = mechanism.parent(key.name)
+            return parent == GROUND or LinkAcceleration(parent) not in state.remaining
+        return not any(isinstance(k, LinkAcceleration) for k in state.remaining)
 
     return eligible
 
@@ -138,12 +138,23 @@ SCOPES = {
 
 
 class Algorithm(NamedTuple):
-    """A named algorithm: a constraint policy and an ordering policy (plus what it applies to)."""
+    """A named algorithm: constraint policies and an ordering policy (plus what it applies to).
 
-    constraints: str
+    ``policies`` is one policy for every constraint (a name in
+    :data:`mechanics.POLICIES` or a :class:`~mechanics.policies.ConstraintPolicy`)
+    or a mapping per constraint (:func:`~mechanics.policies.resolve_policies`);
+    ``ordering`` a function ``(mechanism, graph structure) -> Ordering``.
+    """
+
+    policies: object
     ordering: Callable
     description: str = ""
     scope: str = "any"
+
+    @property
+    def policy_label(self) -> str:
+        """``"prox"``, ``"alm"``, ... or ``"alm+prox"`` for a per-constraint mixture."""
+        return policy_label(self.policies)
 
     def check(self, mechanism: Mechanism, name: str) -> None:
         """Raise ``ValueError`` if the algorithm does not apply to ``mechanism``."""
@@ -175,16 +186,77 @@ ALGORITHMS = {
 }
 
 
+ORDERING_POLICIES = {
+    "tree": tree_order,
+    "early_multipliers": early_multipliers,
+    "tree_min_degree": tree_min_degree,
+    "joint_space": joint_space,
+    "min_degree": any_min_degree,
+    "min_fill": any_min_fill,
+}
+"""The ordering policies by name, for pairs written as text: ``"prox/tree_min_degree"``."""
+
+
+def _check_policies(spec) -> None:
+    if isinstance(spec, dict):
+        for value in spec.values():
+            policy(value)
+    else:
+        policy(spec)
+
+
+def _text_pair(text: str) -> tuple:
+    """``"POLICY/ORDERING"`` -> ``(name, Algorithm)``."""
+    policy_name, _, ordering_name = text.partition("/")
+    if ordering_name not in ORDERING_POLICIES:
+        raise ValueError(f"unknown ordering policy {ordering_name!r} in {text!r}; use one of {sorted(ORDERING_POLICIES)}")
+    algo = Algorithm(policy_name, ORDERING_POLICIES[ordering_name], f"{policy_name} policy, {ordering_name} ordering")
+    _check_policies(algo.policies)
+    return text, algo
+
+
 def resolve_algorithm(algorithm) -> tuple:
-    """``(name, Algorithm)`` from a name in :data:`ALGORITHMS` or a ``(policy, ordering)`` pair."""
+    """``(name, Algorithm)`` from a name in :data:`ALGORITHMS`, a ``"POLICY/ORDERING"`` text
+    (:data:`ORDERING_POLICIES`), an :class:`Algorithm`, or a ``(policies, ordering)`` pair
+    (optionally with description and scope).
+
+    Examples
+    --------
+    >>> resolve_algorithm("LCABA")[0], resolve_algorithm("prox/tree_min_degree")[1].policy_label
+    ('lcaba', 'prox')
+    """
     if isinstance(algorithm, str):
-        if algorithm not in ALGORITHMS:
-            raise ValueError(f"unknown algorithm {algorithm!r}; use one of {sorted(ALGORITHMS)} or a (policy, ordering) pair")
-        return algorithm, ALGORITHMS[algorithm]
-    if isinstance(algorithm, tuple) and len(algorithm) in (2, 4):
+        if "/" in algorithm:
+            return _text_pair(algorithm.lower())
+        if algorithm.lower() not in ALGORITHMS:
+            raise ValueError(
+                f"unknown algorithm {algorithm!r}; use one of {sorted(ALGORITHMS)}, POLICY/ORDERING text "
+                f"(orderings {sorted(ORDERING_POLICIES)}) or a (policy, ordering) pair"
+            )
+        return algorithm.lower(), ALGORITHMS[algorithm.lower()]
+    if isinstance(algorithm, tuple) and len(algorithm) in (2, 3, 4):
         algo = Algorithm(*algorithm)
-        check_policy(algo.constraints)
+        _check_policies(algo.policies)
         if not callable(algo.ordering):
             raise TypeError("the ordering policy of an algorithm pair must be callable (mechanism, graph) -> Ordering")
-        return f"({algo.constraints}, {getattr(algo.ordering, '__name__', 'ordering')})", algo
+        return f"({algo.policy_label}, {getattr(algo.ordering, '__name__', 'ordering')})", algo
     raise TypeError(f"algorithm must be a name in {sorted(ALGORITHMS)} or a (policy, ordering) pair, got {algorithm!r}")
+
+
+def layout_of(mechanism: Mechanism, algorithm: Algorithm) -> GPLCLayout:
+    """The GPLC layout (structure, no numbers) of ``mechanism`` under ``algorithm``'s policies."""
+    return GPLCLayout(mechanism, resolve_policies(algorithm.policies, mechanism))
+
+
+def plan_key(layout: GPLCLayout, algorithm: Algorithm) -> tuple:
+    """What a plan depends on: each constraint's policy and the ordering policy (by identity)."""
+    return tuple((c, p.name) for c, p in layout.policies.items()), algorithm.ordering
+
+
+def plan_of(mechanism: Mechanism, algorithm: Algorithm, layout: GPLCLayout | None = None) -> elimination.Plan:
+    """The symbolic plan of ``algorithm`` on ``mechanism``, from structure alone, kept in ``mechanism.plans``."""
+    layout = layout if layout is not None else layout_of(mechanism, algorithm)
+    structure = layout.structure()
+    return mechanism.plans.get(
+        plan_key(layout, algorithm), lambda: elimination.analyze(structure, algorithm.ordering(mechanism, structure))
+    )

@@ -81,9 +81,9 @@ def residual_tolerance(tol: float, terms: dict, batch: tuple) -> np.ndarray:
     return np.maximum(tol, RESIDUAL_RTOL * (1.0 + element_max((t.k for t in terms.values()), batch)))
 
 
-def warn_inverse_mu(mu: float, policy: str, label: str, stacklevel: int) -> None:
-    """Warn (:class:`MuConventionWarning`) when ``mu < 1`` under ``prox`` or ``alm``."""
-    if policy in ("prox", "alm") and mu < 1.0:
+def warn_inverse_mu(mu: float, policies: set, label: str, stacklevel: int) -> None:
+    """Warn (:class:`MuConventionWarning`) when ``mu < 1`` and some constraint is under ``prox`` or ``alm``."""
+    if policies & {"prox", "alm"} and mu < 1.0:
         warnings.warn(
             f"{label}: mu={mu:g} < 1 -- here mu is a stiffness, larger is stiffer (the papers use 1e5-1e7), "
             f"the inverse of Pinocchio's ProximalSettings mu: Pinocchio's mu={mu:g} is mu={1.0 / mu:g} here. "
@@ -92,11 +92,11 @@ def warn_inverse_mu(mu: float, policy: str, label: str, stacklevel: int) -> None
         )
 
 
-def _advice(policy: str, capped: bool) -> str:
+def _advice(policies: set, capped: bool) -> str:
     inconsistent = ("the constraints are inconsistent at this state -- no motion meets them all (e.g. a link held "
                     "at two places that cannot both hold at these velocities): check the mechanism's constraints and "
                     "the state")
-    if policy == "soft":
+    if policies == {"soft"}:
         return (f"one augmented-Lagrangian correction does not halve it, as it would for consistent constraints at a "
                 f"large enough mu: either mu is too small for the constraints to hold (raise mu), or {inconsistent}")
     if capped:
@@ -104,16 +104,17 @@ def _advice(policy: str, capped: bool) -> str:
     return f"the accelerations settled but the residual stays: {inconsistent}"
 
 
-def warn_not_converged(label: str, policy: str, tol: float, max_iter: int, converged: np.ndarray,
+def warn_not_converged(label: str, policies: set, tol: float, max_iter: int, converged: np.ndarray,
                        iterations: np.ndarray, residual: np.ndarray, stacklevel: int) -> None:
-    """One :class:`ConvergenceWarning` for the elements of ``converged`` (shape ``batch``) that are False."""
+    """One :class:`ConvergenceWarning` for the elements of ``converged`` (shape ``batch``) that are False;
+    ``policies`` are the names of the constraint policies in use."""
     failed = ~converged
     if not failed.any():
         return
-    capped = bool(np.any(failed & (iterations >= max_iter))) and policy in ("alm", "prox")
+    capped = bool(np.any(failed & (iterations >= max_iter))) and bool(policies & {"alm", "prox"})
     where = f" in {int(failed.sum())} of {failed.size} batch elements" if converged.ndim else ""
     worst = float(np.max(residual[failed]))
-    if policy == "soft":
+    if policies == {"soft"}:
         reached = f"constraint residual {worst:.1e} (tol={tol:g} and max_iter={max_iter} do not apply to the soft policy)"
     elif capped:
         reached = f"constraint residual {worst:.1e} > tol={tol:g}, stopped at max_iter={max_iter}"
@@ -121,6 +122,6 @@ def warn_not_converged(label: str, policy: str, tol: float, max_iter: int, conve
         reached = (f"constraint residual {worst:.1e} > tol={tol:g} after {int(np.max(iterations[failed]))} "
                    f"iteration(s) (max_iter={max_iter})")
     warnings.warn(
-        f"{label} did not converge{where}: {reached}; {_advice(policy, capped)}. See result.converged.",
+        f"{label} did not converge{where}: {reached}; {_advice(policies, capped)}. See result.converged.",
         ConvergenceWarning, stacklevel=stacklevel + 1,
     )

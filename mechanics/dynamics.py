@@ -1,18 +1,20 @@
 """Constrained forward dynamics: the GPLC graph, one factorization, the outer loop.
 
-For ``alm`` and ``prox`` the outer iterations only change linear terms
-(``lambda^k``), so every iteration after the first is a re-solve through
-:meth:`elimination.Factorization.solve` -- the reduced two sweeps of 000
-Algorithms 2 and 5 -- with the termination rule of Algorithms 3 and 6:
-stop when ``min(||qdd^k - qdd^(k-1)||_inf, ||K a - k||_inf) < tol``.  Each
-batch element stops on its own; whether its answer meets the constraints is
-its ``converged`` flag (:mod:`mechanics.convergence`).  Input is validated by
-:mod:`mechanics.checks`.
+The pieces, each in one place: the constraint policies (what a constraint adds
+to the graph, what moves, how lambda is updated) in :mod:`mechanics.policies`;
+the ordering policies and the plans in :mod:`mechanics.algorithms`; the outer
+loop here (:func:`outer_iterations`).  Under ``alm`` and ``prox`` the outer
+iterations only change linear terms (``lambda^k``), so every iteration after
+the first is a re-solve through :meth:`elimination.Factorization.solve` -- the
+reduced two sweeps of 000 Algorithms 2 and 5 -- with the termination rule of
+Algorithms 3 and 6: stop when ``min(||qdd^k - qdd^(k-1)||_inf, ||K a - k||_inf)
+< tol``.  Each batch element stops on its own; whether its answer meets the
+constraints is its ``converged`` flag (:mod:`mechanics.convergence`).  Input is
+validated by :mod:`mechanics.checks`.
 """
 from __future__ import annotations
 
 import contextlib
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,27 +22,18 @@ import numpy as np
 import elimination
 from elimination import Ordering
 
-from .algorithms import resolve_algorithm, tree_order
+from .algorithms import layout_of, plan_of, resolve_algorithm, tree_order
 from .checks import check_max_iter, check_mechanism, check_mu, check_multipliers, check_state, check_tol
 from .convergence import (
     RESIDUAL_RTOL, SOFT_CONTRACTION, element_max, element_norm, residual_tolerance, warn_inverse_mu, warn_not_converged,
 )
-from .gplc import a_key, build_gplc, lam_key, penalty_target, prior_information, qdd_key, split_multipliers
+from .gplc import GPLCLayout, split_multipliers
+from .keys import JointAcceleration, LinkAcceleration, Multiplier
 from .kinematics import kinematics
 from .mechanism import Mechanism
-
-_PLANS: "weakref.WeakKeyDictionary[Mechanism, dict]" = weakref.WeakKeyDictionary()
-
+from .policies import POLICIES, resolve_policies
 
 HARD_RESIDUAL_RTOL = RESIDUAL_RTOL  # a hard solution must satisfy its constraints; anything else is a singular problem
-_ADVICE = {
-    "hard": "The hard policy needs independent constraints: use a prox algorithm (proxbbo, proxpv, proxltl).",
-    "alm": "With the alm policy mu K'K enters the link pivots: lower mu, or use a prox algorithm (proxbbo, proxpv).",
-    "prox": ("With the prox policy 1/mu regularizes the multipliers; where constraints are dependent it must stay "
-             "above round-off: lower mu (1e5-1e10). Otherwise check the mechanism's inertias and joints (a massless "
-             "link or a dependent joint makes it singular)."),
-    "soft": "Lower mu, or check the mechanism's inertias.",
-}
 
 
 @dataclass
@@ -87,48 +80,39 @@ class DynamicsResult:
     converged: bool | np.ndarray
 
 
-def _plan(mechanism: Mechanism, algorithm, graph) -> elimination.Plan:
-    """Symbolic plan, cached per mechanism and algorithm (structure never depends on the state)."""
-    cache = _PLANS.setdefault(mechanism, {})
-    key = (algorithm.constraints, algorithm.ordering)
-    if key not in cache:
-        cache[key] = elimination.analyze(graph, algorithm.ordering(mechanism, graph))
-    return cache[key]
+def algorithm_plan(mechanism: Mechanism, algorithm):
+    """The GPLC structure of ``mechanism`` under ``algorithm`` and the plan that eliminates it.
 
-
-def algorithm_plan(mechanism: Mechanism, algorithm, mu: float = 1e6):
-    """The GPLC graph of ``mechanism`` (at its neutral state) and the plan ``algorithm`` eliminates it with.
-
-    The plan is the one :func:`forward_dynamics` uses (cached per mechanism and
-    algorithm): its fill, fronts and flops hold for every state.
+    No numbers are involved: the structure is the layout's (variables with
+    typed keys, factors with their roles), and the plan -- the one
+    :func:`forward_dynamics` uses, kept in ``mechanism.plans`` -- holds for
+    every state.
 
     Returns
     -------
-    (factorgraph.FactorGraph, elimination.Plan)
+    (factorgraph.GraphStructure, elimination.Plan)
 
     Examples
     --------
     >>> import mechanics
-    >>> graph, plan = algorithm_plan(mechanics.models.fig4(), "lcaba")
+    >>> structure, plan = algorithm_plan(mechanics.models.fig4(), "lcaba")
     >>> plan.steps[0].frontal
-    (('a', '6'),)
+    (LinkAcceleration('6'),)
     """
     check_mechanism(mechanism)
     _, algo = resolve_algorithm(algorithm)
-    zeros = np.zeros(mechanism.nv)
-    kin = kinematics(mechanism, mechanism.neutral_configuration(), zeros)
-    lam = split_multipliers(mechanism, None, kin.batch_shape)
-    graph = build_gplc(mechanism, kin, zeros, algo.constraints, check_mu(mu), lam).graph
-    return graph, _plan(mechanism, algo, graph)
+    layout = layout_of(mechanism, algo)
+    return layout.structure(), plan_of(mechanism, algo, layout)
 
 
 def _qdd(mechanism: Mechanism, x: dict, batch: tuple) -> np.ndarray:
-    parts = [x[qdd_key(l.name)] for l in mechanism.links if l.joint.nv]
+    parts = [x[JointAcceleration(l.name)] for l in mechanism.links if l.joint.nv]
     return np.concatenate([np.broadcast_to(p, batch + p.shape[-1:]) for p in parts], axis=-1)
 
 
 def _residuals(gplc, x: dict) -> dict:
-    return {name: terms.residual({link: x[a_key(link)] for link in terms.links}) for name, terms in gplc.terms.items()}
+    """``K a - k`` per constraint."""
+    return {name: terms.residual({link: x[LinkAcceleration(link)] for link in terms.links}) for name, terms in gplc.terms.items()}
 
 
 def _max_abs(arrays) -> float:
@@ -144,40 +128,41 @@ def _merge(active: np.ndarray, new, old):
     return np.where(active[..., None], new, old)
 
 
-def _multipliers(policy: str, mu: float, lam: dict, x: dict, residual: dict) -> dict:
-    """lambda after a solve: the ALM update (000 eq. 33), the prox multipliers, or the soft penalty force."""
-    if policy == "alm":
-        return {c: lam[c] + mu * residual[c] for c in lam}
-    if policy in ("prox", "hard"):
-        return {c: x[lam_key(c)] for c in lam}
-    return {c: mu * residual[c] for c in lam}
+def _resolve(fact, gplc, policies: dict, mu: float, lam: dict, refine: int, moving) -> dict:
+    """A re-solve in which only the moving terms of the constraints ``moving`` selects change (the reduced two sweeps)."""
+    overrides = {"g": {}, "b": {}}
+    for c, policy in policies.items():
+        if moving(policy) and c in gplc.moving:
+            which, value = policy.moving_term(gplc.terms[c], mu, lam[c])
+            overrides[which][gplc.moving[c]] = value
+    return fact.solve(g=overrides["g"], b=overrides["b"], refine=refine)
 
 
-def _resolve(fact, gplc, policy: str, mu: float, lam: dict, refine: int) -> dict:
-    """One outer iteration's re-solve: only ``lambda^k`` moves (the reduced two sweeps)."""
-    if policy in ("alm", "soft"):
-        return fact.solve(b={gplc.moving[c]: penalty_target(gplc.terms[c], mu, lam[c]) for c in lam}, refine=refine)
-    return fact.solve(g={gplc.moving[c]: prior_information(mu, lam[c]) for c in lam}, refine=refine)
+def outer_iterations(mechanism, gplc, fact, policies: dict, mu: float, lam: dict, tol: float, max_iter: int,
+                     refine: int, batch: tuple):
+    """000 Algorithm 3 (ALM) and Algorithm 6 (proximal point), per batch element.
 
-
-def _outer_loop(mechanism, gplc, fact, policy: str, mu: float, lam: dict, tol: float, max_iter: int, refine: int, batch):
-    """000 Alg. 3 (``alm``) and Alg. 6 (``prox``), per batch element; one pass for ``hard`` and ``soft``.
-
-    An element that meets ``min(||qdd^k - qdd^(k-1)||_inf, ||K a - k||_inf) < tol``
-    keeps that iterate while the others go on.  Returns ``(x, qdd, lam,
+    Solve; update every constraint's ``lambda`` by its policy (eq. 33 for
+    ``alm``, eq. 42 for ``prox``, the solution's multiplier for ``hard``, the
+    penalty force for ``soft``); stop where ``min(||qdd^k - qdd^(k-1)||_inf,
+    ||K a - k||_inf) < tol``, else re-solve with the iterating policies' moved
+    terms.  An element that stops keeps that iterate while the others go on;
+    without an iterating policy there is one solve.  Returns ``(x, qdd, lam,
     residual, iterations)``, ``iterations`` of shape ``batch``.
     """
     x = fact.solve(refine=refine)
     qdd, residual = _qdd(mechanism, x, batch), _residuals(gplc, x)
     iterations, step = np.ones(batch, dtype=int), np.full(batch, np.inf)
     active, met = np.ones(batch, dtype=bool), np.zeros(batch, dtype=bool)
+    iterating = any(p.iterates for p in policies.values())
     while True:
-        lam = _merge(active, _multipliers(policy, mu, lam, x, residual), lam)
+        updated = {c: p.update(lam[c], x, residual[c], mu, c) for c, p in policies.items()}
+        lam = _merge(active, updated, lam)
         met |= active & (np.minimum(step, element_max(residual.values(), batch)) < tol)
         active &= ~met
-        if policy not in ("alm", "prox") or not active.any() or np.max(iterations[active]) >= max_iter:
+        if not iterating or not active.any() or np.max(iterations[active]) >= max_iter:
             return x, qdd, lam, residual, iterations
-        new_x = _resolve(fact, gplc, policy, mu, lam, refine)
+        new_x = _resolve(fact, gplc, policies, mu, lam, refine, moving=lambda p: p.iterates)
         new_qdd = _qdd(mechanism, new_x, batch)
         step = np.where(active, element_max([new_qdd - qdd], batch), step)
         iterations += active
@@ -185,41 +170,48 @@ def _outer_loop(mechanism, gplc, fact, policy: str, mu: float, lam: dict, tol: f
         residual = _merge(active, _residuals(gplc, new_x), residual)
 
 
-def _soft_holds(fact, gplc, mu: float, lam: dict, residual: dict, tolerance: np.ndarray, refine: int, batch):
-    """``soft``: the constraints hold where one ALM correction halves the residual (:mod:`~mechanics.convergence`)."""
-    settled = element_max(residual.values(), batch) <= tolerance
+def _soft_holds(fact, gplc, policies: dict, mu: float, lam: dict, residual: dict, tolerance: np.ndarray, refine: int,
+                batch) -> np.ndarray:
+    """``soft`` constraints hold where one ALM correction halves their residual (:mod:`~mechanics.convergence`)."""
+    soft = [c for c, p in policies.items() if p.name == "soft"]
+    settled = element_max((residual[c] for c in soft), batch) <= tolerance
     if settled.all():
         return settled
-    corrected = element_norm(_residuals(gplc, _resolve(fact, gplc, "soft", mu, lam, refine)).values(), batch)
-    return settled | (corrected <= SOFT_CONTRACTION * element_norm(residual.values(), batch))
+    corrected = _residuals(gplc, _resolve(fact, gplc, policies, mu, lam, refine, moving=lambda p: p.name == "soft"))
+    before, after = element_norm((residual[c] for c in soft), batch), element_norm((corrected[c] for c in soft), batch)
+    return settled | (after <= SOFT_CONTRACTION * before)
 
 
-def _converged(policy, fact, gplc, mu, lam, residual, tol, refine, batch) -> np.ndarray:
+def _converged(fact, gplc, policies: dict, mu, lam, residual, tol, refine, batch) -> np.ndarray:
+    """Per element: the iterating constraints within tolerance, the soft ones holding (hard ones are guarded)."""
     tolerance = residual_tolerance(tol, gplc.terms, batch)
-    if policy in ("alm", "prox"):
-        return element_max(residual.values(), batch) <= tolerance
-    if policy == "soft":
-        return _soft_holds(fact, gplc, mu, lam, residual, tolerance, refine, batch)
-    return np.ones(batch, dtype=bool)  # hard: the residual guard raised otherwise
+    iterating = [c for c, p in policies.items() if p.iterates]
+    converged = element_max((residual[c] for c in iterating), batch) <= tolerance
+    if any(p.name == "soft" for p in policies.values()):
+        converged &= _soft_holds(fact, gplc, policies, mu, lam, residual, tolerance, refine, batch)
+    return converged
 
 
-def _check_hard_residual(name: str, mechanism: Mechanism, gplc, worst: float) -> None:
-    if worst > HARD_RESIDUAL_RTOL * (1.0 + _max_abs(t.k for t in gplc.terms.values())):
+def _check_hard_residual(name: str, mechanism: Mechanism, gplc, policies: dict, residual: dict) -> None:
+    hard = [c for c, p in policies.items() if p.name == "hard"]
+    worst = _max_abs(residual[c] for c in hard)
+    if hard and worst > HARD_RESIDUAL_RTOL * (1.0 + _max_abs(gplc.terms[c].k for c in hard)):
         raise elimination.SingularProblemError(
             f"{name} (hard policy) on {mechanism.name!r}: the solution leaves a constraint residual of {worst:.2e}: "
-            f"the constraints are dependent (or inconsistent) at this state. {_ADVICE['hard']}", -1, (),
+            f"the constraints are dependent (or inconsistent) at this state. {POLICIES['hard'].advice}", -1, (),
         )
 
 
 @contextlib.contextmanager
-def _explained(name: str, algo, mechanism: Mechanism, mu: float):
+def _explained(name: str, label: str, policies: dict, mechanism: Mechanism, mu: float):
     """Engine errors (at factorization, or at a solve that cannot be verified) with the algorithm,
-    the mechanism and the policy's advice."""
+    the mechanism and the policies' advice."""
     try:
         yield
     except elimination.SingularProblemError as error:
+        advice = " ".join(dict.fromkeys(p.advice for p in policies.values()))
         raise elimination.SingularProblemError(
-            f"{name} ({algo.constraints} policy, mu={mu:g}) on {mechanism.name!r}: {error} {_ADVICE[algo.constraints]}",
+            f"{name} ({label} policy, mu={mu:g}) on {mechanism.name!r}: {error} {advice}",
             error.step, error.keys, error.kind, error.factors,
         ) from None
 
@@ -247,8 +239,10 @@ def forward_dynamics(
         must broadcast against each other; they go through one symbolic plan.
         Real input only: complex arrays raise ``TypeError``.
     algorithm : str or tuple
-        A name in :data:`mechanics.ALGORITHMS` or a ``(constraint policy,
-        ordering policy)`` pair.
+        A name in :data:`mechanics.ALGORITHMS` or a ``(policies, ordering
+        policy)`` pair; ``policies`` is one constraint policy for all (a name in
+        :data:`mechanics.POLICIES` or a :class:`~mechanics.policies.ConstraintPolicy`)
+        or a mapping per constraint, e.g. ``{"knee": "alm", "default": "prox"}``.
     mu : float
         Penalty / proximal parameter, larger is stiffer (000 uses 1e5-1e7).
         It is the inverse of Pinocchio's ``ProximalSettings`` mu: ``mu < 1``
@@ -265,8 +259,9 @@ def forward_dynamics(
         The penalty policies (``alm``, ``soft``) put ``mu K'K`` in the link
         pivots; one refinement step against the penalty's Jacobian-form
         residual restores the accuracy the paper's LCABA loses at large mu
-        (see ``benchmarks/mu_sweep.py``).  Default: 1 for ``alm`` and
-        ``soft``, 0 for ``prox`` and ``hard`` (their orders are stable).
+        (see ``benchmarks/mu_sweep.py``).  Default: the largest of the
+        policies' own (1 for ``alm`` and ``soft``, 0 for ``prox`` and ``hard``,
+        whose orders are stable).
 
     Returns
     -------
@@ -306,34 +301,35 @@ def forward_dynamics(
     mu, tol, max_iter = check_mu(mu), check_tol(tol), check_max_iter(max_iter)
     name, algo = resolve_algorithm(algorithm)
     algo.check(mechanism, name)
-    policy = algo.constraints
-    label = f"forward_dynamics: {name} ({policy} policy, mu={mu:g}) on {mechanism.name!r}"
-    warn_inverse_mu(mu, policy, label, stacklevel=2)
+    layout = layout_of(mechanism, algo)
+    policies, label = layout.policies, algo.policy_label
+    names = {p.name for p in policies.values()}
+    context = f"forward_dynamics: {name} ({label} policy, mu={mu:g}) on {mechanism.name!r}"
+    warn_inverse_mu(mu, names, context, stacklevel=2)
     if refine is None:
-        refine = 1 if policy in ("alm", "soft") else 0
+        refine = max((p.refine for p in policies.values()), default=0)
     state = {"q": q, "v": v, "tau": tau}
     if forces0 is not None:
         forces0 = check_multipliers(mechanism, forces0, "forces0", state)
         state["forces0"] = forces0
     batch = tuple(np.broadcast_shapes(*(a.shape[:-1] for a in state.values())))
-    kin = kinematics(mechanism, q, v)
     lam = split_multipliers(mechanism, None if forces0 is None else -forces0, batch)
-    gplc = build_gplc(mechanism, kin, tau, policy, mu, lam)
-    with _explained(name, algo, mechanism, mu):
-        fact = elimination.factorize(gplc.graph, _plan(mechanism, algo, gplc.graph))
-        x, qdd, lam, residual, iterations = _outer_loop(mechanism, gplc, fact, policy, mu, lam, tol, max_iter, refine, batch)
-        converged = _converged(policy, fact, gplc, mu, lam, residual, tol, refine, batch)
+    gplc = layout.fill(kinematics(mechanism, q, v), tau, mu, lam)
+    with _explained(name, label, policies, mechanism, mu):
+        fact = elimination.factorize(gplc.graph, plan_of(mechanism, algo, layout))
+        x, qdd, lam, residual, iterations = outer_iterations(mechanism, gplc, fact, policies, mu, lam, tol, max_iter,
+                                                             refine, batch)
+        converged = _converged(fact, gplc, policies, mu, lam, residual, tol, refine, batch)
+    _check_hard_residual(name, mechanism, gplc, policies, residual)
     worst = element_max(residual.values(), batch)
-    if policy == "hard":
-        _check_hard_residual(name, mechanism, gplc, float(np.max(worst, initial=0.0)))
-    warn_not_converged(label, policy, tol, max_iter, converged, iterations, worst, stacklevel=2)
+    warn_not_converged(context, names, tol, max_iter, converged, iterations, worst, stacklevel=2)
     forces = [np.broadcast_to(-lam[c.name], batch + (c.dim,)) for c in mechanism.constraints]
     return DynamicsResult(
         qdd=qdd,
         forces=np.concatenate(forces, axis=-1) if forces else np.zeros(batch + (0,)),
         iterations=_scalar_if_unbatched(iterations, batch, int),
         residual=_scalar_if_unbatched(worst, batch, float),
-        link_accelerations={l.name: x[a_key(l.name)] for l in mechanism.links},
+        link_accelerations={l.name: x[LinkAcceleration(l.name)] for l in mechanism.links},
         algorithm=name,
         converged=_scalar_if_unbatched(converged, batch, bool),
     )
@@ -360,10 +356,12 @@ def delassus(mechanism: Mechanism, q) -> np.ndarray:
     if not mechanism.constraints:
         return np.zeros(q.shape[:-1] + (0, 0))
     kin = kinematics(mechanism, q, zeros)
-    lam = split_multipliers(mechanism, None, kin.batch_shape)
-    gplc = build_gplc(mechanism, kin, zeros, "hard", 1.0, lam)
-    primal = Ordering([b for b in tree_order(mechanism, gplc.graph).blocks if b[0][0] != "lam"])
-    plan = elimination.analyze(gplc.graph, primal, complete=False)
+    layout = GPLCLayout(mechanism, resolve_policies("hard", mechanism))
+    gplc = layout.fill(kin, zeros, 1.0, split_multipliers(mechanism, None, kin.batch_shape))
+    structure = layout.structure()
+    primal = Ordering([b for b in tree_order(mechanism, structure).blocks if not isinstance(b[0], Multiplier)])
+    plan = elimination.analyze(structure, primal, complete=False)
     dual = elimination.factorize(gplc.graph, plan).remaining().to_dense()
-    order = np.concatenate([np.arange(dual.index[lam_key(c.name)].start, dual.index[lam_key(c.name)].stop) for c in mechanism.constraints])
+    order = np.concatenate([np.arange(dual.index[Multiplier(c.name)].start, dual.index[Multiplier(c.name)].stop)
+                            for c in mechanism.constraints])
     return -dual.K[..., order[:, None], order[None, :]]

@@ -5,14 +5,16 @@ links, each attached to its parent link (or the ground) by a tree joint, and
 the constraints that close loops -- :class:`Weld` (6-D), :class:`Connect`
 (3-D point), :class:`General` (``sum_l K_l a_l = k`` on any number of links).
 A constraint with ``"ground"`` as a link is a contact.  Graphs are built from
-a mechanism by free functions (``gplc_graph``), never stored in it.
+a mechanism by free functions (``gplc_graph``), never stored in it; only the
+symbolic plans computed for it are kept (``Mechanism.plans``).
 
 Links are numbered in topological order, ``1..n_b`` (``0`` is the ground), so
 ``parent < child`` as in 000 Sec. III-B.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import numpy as np
@@ -174,6 +176,35 @@ class General:
         return self.k.shape[0]
 
 
+class PlanCache:
+    """Symbolic plans of one mechanism (:func:`mechanics.algorithms.plan_of`), most recent first.
+
+    Keys are what a plan depends on: each constraint's policy name and the
+    ordering policy (the function itself, so an ordering written inline is a
+    new key each time -- hence the bound of ``size`` plans).
+    """
+
+    def __init__(self, size: int = 32):
+        self.size = size
+        self._plans: OrderedDict = OrderedDict()
+
+    def get(self, key, make):
+        """The plan under ``key``, made by ``make()`` the first time."""
+        if key in self._plans:
+            self._plans.move_to_end(key)
+        else:
+            self._plans[key] = make()
+            if len(self._plans) > self.size:
+                self._plans.popitem(last=False)
+        return self._plans[key]
+
+    def __len__(self) -> int:
+        return len(self._plans)
+
+    def __repr__(self) -> str:
+        return f"PlanCache({len(self._plans)} of {self.size} plans)"
+
+
 class Mechanism:
     """Links on a spanning tree plus loop-closing constraints.
 
@@ -184,6 +215,11 @@ class Mechanism:
     constraints : sequence of Weld, Connect or General
     gravity : (3,) gravitational acceleration in the world frame
     name : str
+
+    Attributes
+    ----------
+    plans : PlanCache
+        The symbolic plans computed for this mechanism so far.
 
     Examples
     --------
@@ -206,6 +242,7 @@ class Mechanism:
         if len(set(names)) != len(names):
             raise ValueError(f"constraint names must be unique, got {names}")
         self._children = {link.name: tuple(l.name for l in self.links if l.parent == link.name) for link in self.links}
+        self.plans = PlanCache()
         offsets_q = np.cumsum([0] + [link.joint.nq for link in self.links])
         offsets_v = np.cumsum([0] + [link.joint.nv for link in self.links])
         self.q_slices = {l.name: slice(int(a), int(b)) for l, a, b in zip(self.links, offsets_q, offsets_q[1:])}
@@ -226,9 +263,8 @@ class Mechanism:
             raise ValueError(f"constraint {label!r} involves only the ground")
         if len(set(c.links)) != len(c.links):
             raise ValueError(f"constraint {label!r} joins link {c.links[0]!r} to itself; a cut joint needs two different links")
-        if c.name is None:
-            object.__setattr__(c, "name", label)
-        return c
+        # a named copy: the caller's (frozen) constraint object is never changed
+        return c if c.name is not None else replace(c, name=label)
 
     # -- tree topology ---------------------------------------------------------------
     @property

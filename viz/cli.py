@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 import mechanics
-from mechanics import ALGORITHMS
+from mechanics import ALGORITHMS, POLICIES
+from mechanics.algorithms import ORDERING_POLICIES
 from mechanics.models import MODELS
 
 from . import compare as cmp
@@ -73,9 +74,16 @@ def _algorithms(text: str | None):
     if text is None:
         return None
     names = [a.strip() for a in text.split(",") if a.strip()]
-    unknown = [a for a in names if a not in ALGORITHMS]
-    if unknown:
-        raise UsageError(f"unknown algorithm {unknown[0]!r}; choose from {', '.join(ALGORITHMS)}")
+    for name in names:
+        if "/" not in name and name.lower() not in ALGORITHMS:
+            raise UsageError(
+                f"unknown algorithm {name!r}; choose from {', '.join(ALGORITHMS)}, or write POLICY/ORDERING "
+                f"with a policy of {'/'.join(POLICIES)} and an ordering of {', '.join(ORDERING_POLICIES)}"
+            )
+        try:
+            mechanics.resolve_algorithm(name)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
     return names
 
 
@@ -116,7 +124,9 @@ def run_list(args) -> int:
         print(f"  {name:<16} {doc}" + (f"  [{params}]" if params else ""))
     print("algorithms (constraint policy, ordering policy):")
     for name, algo in ALGORITHMS.items():
-        print(f"  {name:<16} {algo.constraints:<5} {algo.description}")
+        print(f"  {name:<16} {algo.policy_label:<5} {algo.description}")
+    print("an algorithm of your own: POLICY/ORDERING, a policy of", "/".join(POLICIES),
+          "and an ordering of", "/".join(ORDERING_POLICIES))
     return 0
 
 
@@ -166,7 +176,7 @@ def parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("compare", help="table of every algorithm on a mechanism (the main job)")
     c.add_argument("mechanism", nargs="?", default=DEFAULT_MECHANISM, help=mech_help + f" (default {DEFAULT_MECHANISM})")
-    c.add_argument("--algorithms", help="comma-separated names (default: all that apply)")
+    c.add_argument("--algorithms", help="comma-separated names or POLICY/ORDERING pairs, e.g. lcaba,prox/tree_min_degree (default: all that apply)")
     c.add_argument("--mu", type=float, default=1e6, help="penalty / proximal parameter, larger is stiffer (default 1e6)")
     c.add_argument("--tol", type=float, default=1e-10, help="outer-loop tolerance (default 1e-10)")
     c.add_argument("--repeat", type=int, default=5, help="timed solves per algorithm (default 5)")
@@ -192,7 +202,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("mechanism", help="a built-in mechanism name")
     s.add_argument("--sizes", required=True, help="comma-separated sizes, e.g. 2,4,8,16")
     s.add_argument("--param", help="which size parameter to sweep (default: the first one)")
-    s.add_argument("--algorithms", help="comma-separated names (default: all that apply)")
+    s.add_argument("--algorithms", help="comma-separated names or POLICY/ORDERING pairs, e.g. lcaba,prox/tree_min_degree (default: all that apply)")
     s.add_argument("--mu", type=float, default=1e6)
     s.add_argument("--repeat", type=int, default=3)
     s.add_argument("--plot", metavar="FILE", help="log-log plot (needs matplotlib: the `plot` extra)")

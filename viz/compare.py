@@ -19,7 +19,7 @@ import numpy as np
 
 import elimination
 import mechanics
-from mechanics import ALGORITHMS, ConvergenceWarning, MuConventionWarning, gplc_graph
+from mechanics import ALGORITHMS, ConvergenceWarning, JointAcceleration, MuConventionWarning, gplc_graph, resolve_algorithm
 from mechanics.checks import check_mu
 from mechanics.convergence import warn_inverse_mu
 
@@ -50,19 +50,17 @@ class Row:
     note: str = ""
 
 
-def applicable(mech, names=None) -> list:
-    """Algorithm names to compare: the given ones, or every algorithm that applies to ``mech``."""
-    if names is None:
-        names = [n for n, a in ALGORITHMS.items() if _scope_problem(mech, n) is None]
-    unknown = [n for n in names if n not in ALGORITHMS]
-    if unknown:
-        raise ValueError(f"unknown algorithm(s) {unknown}; choose from {sorted(ALGORITHMS)}")
-    return list(names)
+def applicable(mech, algorithms=None) -> list:
+    """``(name, Algorithm)`` to compare: the given ones (names, ``"POLICY/ORDERING"`` texts, or
+    ``(policies, ordering)`` pairs), or every named algorithm that applies to ``mech``."""
+    if algorithms is None:
+        return [(n, a) for n, a in ALGORITHMS.items() if _scope_problem(mech, n, a) is None]
+    return [resolve_algorithm(a) for a in algorithms]
 
 
-def _scope_problem(mech, name: str) -> str | None:
+def _scope_problem(mech, name: str, algo) -> str | None:
     try:
-        ALGORITHMS[name].check(mech, name)
+        algo.check(mech, name)
     except ValueError as error:
         return str(error)
     return None
@@ -73,7 +71,7 @@ def _reference(mech, q, v, tau):
         x = gplc_graph(mech, q, v, tau, policy="hard").dense_solve()
     except ValueError:
         return None
-    return np.concatenate([x[("qdd", l.name)] for l in mech.links if l.joint.nv])
+    return np.concatenate([x[JointAcceleration(l.name)] for l in mech.links if l.joint.nv])
 
 
 def compare(mech, algorithms=None, mu: float = 1e6, tol: float = 1e-10, max_iter: int = 50, repeat: int = 5,
@@ -91,31 +89,30 @@ def compare(mech, algorithms=None, mu: float = 1e6, tol: float = 1e-10, max_iter
     q = mech.random_configuration(rng)
     v, tau = rng.normal(size=mech.nv), rng.normal(size=mech.nv)
     reference = _reference(mech, q, v, tau)
-    names = applicable(mech, algorithms)
-    if any(ALGORITHMS[n].constraints in ("prox", "alm") for n in names):
-        warn_inverse_mu(mu, "prox", "compare", stacklevel=2)  # once, not once per algorithm
+    chosen = applicable(mech, algorithms)
+    policies = {p for _, a in chosen for p in a.policy_label.split("+")}
+    warn_inverse_mu(mu, policies, "compare", stacklevel=2)  # once, not once per algorithm
     rows = []
-    for name in names:
+    for name, algo in chosen:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)  # reported in the note
             warnings.simplefilter("ignore", MuConventionWarning)
-            rows.append(_row(mech, name, q, v, tau, reference, mu, tol, max_iter, repeat))
+            rows.append(_row(mech, name, algo, q, v, tau, reference, mu, tol, max_iter, repeat))
     return rows
 
 
-def _row(mech, name: str, q, v, tau, reference, mu: float, tol: float, max_iter: int, repeat: int) -> Row:
+def _row(mech, name: str, algo, q, v, tau, reference, mu: float, tol: float, max_iter: int, repeat: int) -> Row:
     """One algorithm's row: plan cost, one solve, its timing and its deviation from ``reference``."""
-    algo = ALGORITHMS[name]
-    row = Row(name, algo.constraints)
-    problem = _scope_problem(mech, name)
+    row = Row(name, algo.policy_label)
+    problem = _scope_problem(mech, name, algo)
     if problem:
         row.note = "does not apply: " + problem.split(";")[0]
         return row
-    _, plan = mechanics.algorithm_plan(mech, name, mu)
+    _, plan = mechanics.algorithm_plan(mech, algo)
     row.flops, row.max_front, row.fill_edges = plan.flops, plan.max_front, len(plan.fill_edges)
 
     def solve():
-        return mechanics.forward_dynamics(mech, q, v, tau, algorithm=name, mu=mu, tol=tol, max_iter=max_iter)
+        return mechanics.forward_dynamics(mech, q, v, tau, algorithm=algo, mu=mu, tol=tol, max_iter=max_iter)
 
     try:
         result = solve()

@@ -14,10 +14,10 @@ def render_gallery(mech, algorithm: str, out_dir, formats=("svg",), mu: float = 
     multiplier block, plus an overview sheet) and the clique tree; return the paths written."""
     out = Path(out_dir)
     algo = ALGORITHMS[algorithm]
-    graph, plan = algorithm_plan(mech, algorithm, mu)
+    graph, plan = algorithm_plan(mech, algorithm)
     written = render(to_dot(mechanism_view(mech), "mechanism", rankdir="TB"), out / "mechanism", formats, warn)
     written += render(to_dot(factor_graph_view(graph), "factor_graph", layout="neato", overlap="false"),
-                      out / f"factor_graph_{algo.constraints}", formats, None)
+                      out / f"factor_graph_{algo.policy_label}", formats, None)
     frames = elimination_frames(graph, plan, group=link_group)
     for k, frame in enumerate(frames):
         written += render(to_dot(frame.graph, f"frame_{k}", label=frame.title, layout="circo"),

@@ -17,8 +17,8 @@ from typing import Callable, Hashable
 
 import networkx as nx
 
-from factorgraph import FactorGraph, FactorNode, LeastSquares, LinearEquality
-from mechanics import GROUND, Mechanism
+from factorgraph import FactorNode
+from mechanics import GROUND, JointAcceleration, LinkAcceleration, Mechanism
 
 
 @dataclass(frozen=True)
@@ -43,42 +43,36 @@ PALETTE = Palette()
 
 
 def _label(key: Hashable) -> str:
-    if isinstance(key, tuple) and len(key) == 2 and key[0] in ("a", "qdd", "lam"):
-        return {"a": "a", "qdd": "qdd", "lam": "λ"}[key[0]] + f" {key[1]}"
-    return str(key)
+    """A typed key's own label (``a 3``, ``λ c1``), else the key as text."""
+    return getattr(key, "label", str(key))
 
 
 def variable_kind(key: Hashable, role: str) -> str:
-    """``link``, ``joint``, ``multiplier`` for GPLC keys; the role otherwise."""
-    if isinstance(key, tuple) and len(key) == 2:
-        return {"a": "link", "qdd": "joint", "lam": "multiplier"}.get(key[0], role)
-    return role
+    """``link``, ``joint``, ``multiplier`` for typed GPLC keys (:mod:`mechanics.keys`); the role otherwise."""
+    return getattr(key, "kind", role)
 
 
 def factor_kind(factor) -> str:
-    """What a factor stands for: prior, torque, tree joint, loop/contact, penalty, ... ."""
-    kinds = {variable_kind(k, "min") for k in factor.keys}
-    if isinstance(factor, LinearEquality):
-        return "tree joint" if "link" in kinds else "hard"
-    if isinstance(factor, LeastSquares) and kinds == {"link"}:
-        return "penalty"
-    if "multiplier" in kinds:
-        return "multiplier prior" if kinds == {"multiplier"} else "loop/contact"
-    if kinds == {"link"} and len(factor.keys) == 1:
-        return "prior"
-    if kinds == {"joint"}:
-        return "torque"
-    return "quadratic"
+    """What a factor stands for: its role's ``kind`` (prior, torque, tree joint, loop/contact, penalty,
+    multiplier prior) when the graph's builder gave one, else ``hard`` or ``quadratic``.
+
+    ``factor`` is a :class:`factorgraph.FactorStructure` (``graph.structure().factors``).
+    """
+    kind = getattr(factor.role, "kind", None)
+    if kind is not None:
+        return kind
+    return "hard" if factor.rows else "quadratic"
 
 
-def factor_graph_view(graph: FactorGraph, palette: Palette = PALETTE) -> nx.Graph:
-    """Bipartite factor graph: variables drawn by kind, factors (small boxes) by type."""
+def factor_graph_view(graph, palette: Palette = PALETTE) -> nx.Graph:
+    """Bipartite factor graph (of a FactorGraph or GraphStructure): variables by kind, factors (small boxes) by role."""
+    structure = graph.structure()
     view = nx.Graph()
-    for var in graph.variables:
+    for var in structure.variables:
         kind = variable_kind(var.key, var.role)
         shape, color = palette.variable[kind]
         view.add_node(var.key, label=_label(var.key), kind=kind, shape=shape, style="filled", fillcolor=color)
-    for index, factor in enumerate(graph.factors):
+    for index, factor in enumerate(structure.factors):
         kind = factor_kind(factor)
         node = FactorNode(index)
         view.add_node(node, label="", kind=kind, shape="box", style="filled", fillcolor=palette.factor[kind],
@@ -135,8 +129,8 @@ def elimination_frames(graph, plan, group: Callable | None = None, palette: Pale
     graph : FactorGraph or GraphStructure
     plan : elimination.Plan
     group : callable ``key -> display node``, optional
-        Draw several variables as one node -- e.g. a link for ``("a", i)`` and
-        ``("qdd", i)``, as the papers' figures do (:func:`link_group`); steps
+        Draw several variables as one node -- e.g. a link for ``a_i`` and
+        ``qdd_i``, as the papers' figures do (:func:`link_group`); steps
         eliminating one group make one frame.
 
     Returns
@@ -176,9 +170,9 @@ def elimination_frames(graph, plan, group: Callable | None = None, palette: Pale
 
 
 def link_group(key: Hashable):
-    """Display group of a GPLC key: the link of ``("a", i)`` and ``("qdd", i)``; the multiplier itself."""
-    if isinstance(key, tuple) and len(key) == 2 and key[0] in ("a", "qdd"):
-        return key[1]
+    """Display group of a GPLC key: the link of ``a_i`` and ``qdd_i``; the multiplier itself."""
+    if isinstance(key, (LinkAcceleration, JointAcceleration)):
+        return key.name
     return key
 
 

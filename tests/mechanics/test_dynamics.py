@@ -73,7 +73,7 @@ def test_one_outer_iteration_is_the_exact_regularized_solve(model):
     mech = models.MODELS[model]()
     q, v, tau = random_state(mech, np.random.default_rng(4))
     for name in CONSTRAINED:
-        policy = mechanics.ALGORITHMS[name].constraints
+        policy = mechanics.ALGORITHMS[name].policies
         result = reporting(mech, q, v, tau, algorithm=name, mu=1e3, max_iter=1)
         assert relative(result.qdd, regularized_qdd(mech, q, v, tau, policy, 1e3)) < 1e-9, name
         if policy in ("alm", "prox"):  # one step at mu = 1e3 leaves a residual ~ force / mu
@@ -92,7 +92,7 @@ def test_random_mechanisms_one_iteration_equals_the_regularized_dense_solve(mech
     q, v, tau = random_state(mech, np.random.default_rng(seed))
     hard_ok = well_posed_hard(mech, q)
     for name in CONSTRAINED:
-        policy = mechanics.ALGORITHMS[name].constraints
+        policy = mechanics.ALGORITHMS[name].policies
         if policy == "hard" and not hard_ok:  # ill-conditioned or singular: solved to the constraint, or refused
             try:
                 assert mechanics.forward_dynamics(mech, q, v, tau, algorithm=name).residual < 1e-6, name

@@ -53,7 +53,7 @@ def test_constrained_algorithms_equal_the_pinocchio_reference(name, algorithm):
         with pytest.raises(ValueError, match="lcaba"):
             mechanics.forward_dynamics(mech, q, v, tau, algorithm=algorithm)
         return
-    mu = ALM_MU if mechanics.ALGORITHMS[algorithm].constraints == "alm" else 1e6
+    mu = ALM_MU if mechanics.ALGORITHMS[algorithm].policies == "alm" else 1e6
     result = mechanics.forward_dynamics(mech, q, v, tau, algorithm=algorithm, mu=mu, tol=1e-12)
     ddq, forces = dense_reference(model, cms, q, v, tau)
     assert relative(result.qdd, ddq) < 1e-8
