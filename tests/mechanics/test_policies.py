@@ -1,0 +1,156 @@
+"""Constraint policies as objects, typed keys and roles, plans from structure alone."""
+import warnings
+
+import numpy as np
+import pytest
+
+import elimination
+import mechanics
+from mechanics import GROUND, Connect, JointAcceleration, LinkAcceleration, Mechanism, Multiplier, Prox, models
+from mechanics.algorithms import early_multipliers, tree_min_degree
+from mechanics.gplc import GPLCLayout
+from mechanics.policies import POLICIES, resolve_policies
+from tests.mechanics.pinocchio_oracle import dense_reference, pinocchio_model_of
+from tests.mechanics.random_mechanisms import random_state
+
+
+def relative(a, b) -> float:
+    return float(np.max(np.abs(a - b)) / max(1.0, np.max(np.abs(b))))
+
+
+def _fig4_state(seed=0):
+    mech = models.fig4()
+    return mech, random_state(mech, np.random.default_rng(seed))
+
+
+def test_two_constraints_under_two_policies_equal_the_dense_solve():
+    """prox on one cut joint, alm on the other (000 Fig. 4), against Pinocchio's dense KKT."""
+    mech, (q, v, tau) = _fig4_state()
+    model, cms = pinocchio_model_of(mech)
+    ddq, forces = dense_reference(model, cms, q, v, tau)
+    mixed = {"12": "prox", "13": "alm"}
+    for ordering in (early_multipliers, tree_min_degree):
+        result = mechanics.forward_dynamics(mech, q, v, tau, algorithm=(mixed, ordering), mu=1e4, tol=1e-12, max_iter=200)
+        assert result.converged and result.algorithm.startswith("(alm+prox")
+        assert relative(result.qdd, ddq) < 1e-9 and relative(result.forces, forces) < 1e-7
+    graph = mechanics.gplc_graph(mech, q, v, tau, policy=mixed)
+    assert [k.name for k in graph.keys if isinstance(k, Multiplier)] == ["12"]  # alm keeps no multiplier
+
+
+class StiffProx(Prox):
+    """A policy written outside the package: prox with its own stiffness ``scale * mu``.
+
+    Everything a policy is -- what it adds, what moves, how lambda is updated --
+    is these few lines; nothing else changes to use it.
+    """
+
+    name = "stiff_prox"
+
+    def __init__(self, scale: float):
+        self.scale = scale
+
+    def slots(self, constraint, links):
+        slots = super().slots(constraint, links)
+        fill = slots[-1].fill  # the proximal prior, filled at scale * mu
+        slots[-1] = type(slots[-1])(slots[-1].role, slots[-1].keys, 0, lambda s: fill(_stiffer(s, self.scale)), True)
+        return slots
+
+    def moving_term(self, terms, mu, lam):
+        return super().moving_term(terms, self.scale * mu, lam)
+
+
+def _stiffer(state, scale):
+    return type(state)(state.kin, state.tau, state.terms, scale * state.mu, state.lam)
+
+
+def test_a_policy_written_in_a_test_is_accepted_per_constraint():
+    mech, (q, v, tau) = _fig4_state(1)
+    model, cms = pinocchio_model_of(mech)
+    ddq, _ = dense_reference(model, cms, q, v, tau)
+    policies = {"12": StiffProx(100.0), "default": "prox"}
+    result = mechanics.forward_dynamics(mech, q, v, tau, algorithm=(policies, early_multipliers), tol=1e-12, max_iter=100)
+    assert result.converged and relative(result.qdd, ddq) < 1e-9
+    graph = mechanics.gplc_graph(mech, q, v, tau, policy=policies, mu=1e4)
+    priors = {graph.role(i).constraint: graph.factor(i).H for i in range(len(graph)) if graph.role(i).kind == "multiplier prior"}
+    assert np.allclose(priors["12"], -np.eye(3) / 1e6) and np.allclose(priors["13"], -np.eye(3) / 1e4)
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+@pytest.mark.parametrize("model", ["fig4", "four_bar", "digit_leg", "chain_of_loops"])
+def test_the_layout_is_the_structure_of_every_filled_graph(model, policy):
+    mech = mechanics.models.MODELS[model]()
+    q, v, tau = random_state(mech, np.random.default_rng(2))
+    layout = GPLCLayout(mech, resolve_policies(policy, mech))
+    graph = mechanics.gplc_graph(mech, q, v, tau, policy=policy)
+    assert graph.structure() == layout.structure()  # same variables, scopes and rows, in the same order
+    assert [f.role for f in graph.structure().factors] == [f.role for f in layout.structure().factors]
+    for var in graph.variables:  # every key says what it is
+        assert isinstance(var.key, (LinkAcceleration, JointAcceleration, Multiplier))
+        assert (var.role == "max") == isinstance(var.key, Multiplier)
+    kinds = {graph.role(i).kind for i in range(len(graph))}
+    assert {"prior", "tree joint"} <= kinds and None not in kinds
+
+
+def test_keys_are_the_tuples_they_replace_and_survive_a_round_trip():
+    import pickle
+
+    key = JointAcceleration("7")
+    assert key == ("qdd", "7") and hash(key) == hash(("qdd", "7")) and key != LinkAcceleration("7")
+    assert pickle.loads(pickle.dumps(key)) == key and type(pickle.loads(pickle.dumps(key))) is JointAcceleration
+    assert repr(Multiplier("c")) == "Multiplier('c')" and Multiplier("c").label == "λ c"
+
+
+def test_plans_come_from_structure_alone_and_live_with_the_mechanism(monkeypatch):
+    mech = models.fig4()
+
+    def no_kinematics(*args, **kwargs):
+        raise AssertionError("planning must not compute kinematics")
+
+    monkeypatch.setattr(mechanics.dynamics, "kinematics", no_kinematics)
+    monkeypatch.setattr(mechanics.gplc, "kinematics", no_kinematics)
+    structure, plan = mechanics.algorithm_plan(mech, "lcaba")
+    assert mechanics.algorithm_plan(mech, "lcaba")[1] is plan  # cached, on this mechanism
+    assert len(mech.plans) == 1 and len(models.fig4().plans) == 0
+    for k in range(40):  # an ordering written inline is a new key each time: the cache stays bounded
+        mechanics.algorithm_plan(mech, ("prox", lambda m, g: early_multipliers(m, g)))
+    assert len(mech.plans) == mech.plans.size
+    assert [f.role.kind for f in structure.factors][:3] == ["prior", "torque", "tree joint"]
+
+
+def test_user_constraint_objects_are_not_changed():
+    mech = models.four_bar()
+    loop = Connect(mech.links[-1].name, GROUND)
+    built = Mechanism(mech.links, [loop])
+    assert loop.name is None and built.constraints[0].name == "c0" and built.constraints[0] is not loop
+
+
+def test_per_constraint_policies_name_what_is_missing_or_unknown():
+    mech = models.fig4()
+    with pytest.raises(ValueError, match=r"no policy for constraint\(s\) \['13'\]"):
+        resolve_policies({"12": "prox"}, mech)
+    with pytest.raises(ValueError, match=r"\['99'\]"):
+        resolve_policies({"99": "prox", "default": "alm"}, mech)
+    with pytest.raises(ValueError, match="unknown constraint policy 'stiff'"):
+        resolve_policies({"12": "stiff", "default": "alm"}, mech)
+
+
+def test_compare_takes_a_users_pair_and_a_policy_ordering_text():
+    from viz.compare import compare
+
+    mech = models.four_bar()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rows = compare(mech, ["prox/tree_min_degree", (Prox(), early_multipliers), "proxbbo"], repeat=1)
+    assert [r.policy for r in rows] == ["prox", "prox", "prox"]
+    assert all(r.deviation < 1e-8 for r in rows)
+    assert rows[1].flops == rows[2].flops  # the pair is proxBBO: the same plan
+    with pytest.raises(ValueError, match="unknown ordering policy 'nope'"):
+        mechanics.resolve_algorithm("prox/nope")
+
+
+def test_engine_errors_carry_the_policies_advice():
+    mech, (q, v, tau) = _fig4_state()
+    twice = Mechanism(mech.links, list(mech.constraints) + [Connect("6", "8", mech.constraints[0].placement1,
+                                                                    mech.constraints[0].placement2, name="12b")])
+    with pytest.raises(elimination.SingularProblemError, match="hard policy needs independent constraints"):
+        mechanics.forward_dynamics(twice, q, v, tau, algorithm="pv")
