@@ -8,7 +8,7 @@ step's layout), the quadratic part ``1/2 x'Hx - g'x`` and the hard rows
    the plan assumes): ``x_F = T x_S + W b + N z`` with ``T = -W A_S``.  ``W``
    comes from a rank-``r`` complete orthogonal decomposition (SVD) of the
    block ``diag(1/omega) A_F`` (rows in unit-origin units, below), ``N``
-   spans its null space; an identity block ``A_F = +-I`` -- a link
+   spans its null space; a block declared ``+-I`` in the structure -- a link
    acceleration through its own tree joint -- skips the decomposition.  Of the ``m - r`` combinations ``E`` of rows left
    over (``E A_F = 0``), the plan passes some on as the hard factor
    ``E A_S x_S = E b`` on the separator and drops the others after checking
@@ -184,18 +184,6 @@ def _fail(step, kind: str, detail: str, bad: np.ndarray | None = None) -> Singul
     return SingularProblemError(message, step.index, step.frontal, kind=kind)
 
 
-def _identity_sign(AF: np.ndarray) -> float | None:
-    """+1 or -1 when the square block is exactly +-I for every batch element."""
-    if AF.shape[-1] != AF.shape[-2]:
-        return None
-    eye = np.eye(AF.shape[-1])
-    if np.array_equal(AF, np.broadcast_to(eye, AF.shape)):
-        return 1.0
-    if np.array_equal(AF, np.broadcast_to(-eye, AF.shape)):
-        return -1.0
-    return None
-
-
 def row_norms(A: np.ndarray) -> np.ndarray:
     """``omega``: 2-norms of the rows of ``A (..., m, n)``, 1 for all-zero rows (exact zeros)."""
     omega = np.linalg.norm(A, axis=-1)
@@ -222,9 +210,8 @@ def substitution(step, AF: np.ndarray, row_scale: np.ndarray, check_rank: bool =
     m, nF = AF.shape[-2], AF.shape[-1]
     batch = AF.shape[:-2]
     r = step.substituted
-    sign = _identity_sign(AF)
-    if sign is not None:
-        return np.broadcast_to(sign * np.eye(nF), batch + (nF, nF)), np.zeros(batch + (nF, 0)), None, None
+    if step.identity:  # declared +-I (structure): W = +-I, nothing free, nothing left over
+        return np.broadcast_to(step.identity * np.eye(nF), batch + (nF, nF)), np.zeros(batch + (nF, 0)), None, None
     unit = row_scale[..., :, None]
     if r == 0:
         E = np.broadcast_to(np.eye(m), batch + (m, m)) * unit

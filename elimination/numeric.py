@@ -79,14 +79,16 @@ def element_graph(graph: FactorGraph, index: tuple, batch: tuple) -> FactorGraph
     out = FactorGraph()
     for var in graph.variables:
         out.add_variable(var)
-    for f in graph.factors:
+    for i, f in enumerate(graph.factors):
         if isinstance(f, LinearEquality):
-            out.add(LinearEquality(f.keys, [_element(a, index, 2, batch) for a in f.A], _element(f.b, index, 1, batch)))
+            out.add(LinearEquality(f.keys, [_element(a, index, 2, batch) for a in f.A], _element(f.b, index, 1, batch),
+                                   f.units or None), role=graph.role(i))
         elif isinstance(f, LeastSquares):
             weight = f.weight if f.weight is None or f.weight.ndim == 0 else _element(f.weight, index, 2, batch)
-            out.add(LeastSquares(f.keys, [_element(a, index, 2, batch) for a in f.A], _element(f.b, index, 1, batch), weight))
+            out.add(LeastSquares(f.keys, [_element(a, index, 2, batch) for a in f.A], _element(f.b, index, 1, batch), weight),
+                    role=graph.role(i))
         else:
-            out.add(Quadratic(f.keys, _element(f.H, index, 2, batch), _element(f.g, index, 1, batch)))
+            out.add(Quadratic(f.keys, _element(f.H, index, 2, batch), _element(f.g, index, 1, batch)), role=graph.role(i))
     return out
 
 

@@ -92,6 +92,10 @@ class Step:
         ``min`` keys first, then the separator.
     positions : tuple of ndarray
         For each factor of ``factors``, the local scalar positions of its scope.
+    identity : int
+        ``1`` / ``-1`` when the substitution is through one graph factor whose
+        block on the (single) front is declared ``+I`` / ``-I``
+        (``FactorStructure.units``): no decomposition; ``0`` otherwise.
     """
 
     index: int
@@ -114,6 +118,7 @@ class Step:
     equality_columns: np.ndarray
     layout: tuple
     positions: tuple
+    identity: int = 0
 
     @property
     def front_size(self) -> int:
@@ -350,6 +355,14 @@ def _positions(layout: tuple, dims: dict, keys: tuple) -> np.ndarray:
     return np.concatenate([np.arange(start[k], start[k] + dims[k]) for k in keys])
 
 
+def _identity(factors: list, hard: list, frontal: tuple, m: int, nF: int) -> int:
+    """The declared sign of a ``+-I`` substitution block (:attr:`Step.identity`), or 0."""
+    if len(hard) != 1 or len(frontal) != 1 or m != nF or not factors[hard[0]].units:
+        return 0
+    f = factors[hard[0]]
+    return f.units[f.keys.index(frontal[0])]
+
+
 def _pivot_kind(roles: list, nz: int, substituted: int) -> str:
     if nz == 0:
         return "none"
@@ -480,6 +493,7 @@ def analyze(graph, ordering: Ordering, complete: bool = True, hard_rows=None) ->
                 equality_columns=_positions(separator, dims, rows.scope) if rows.passed else np.zeros(0, int),
                 layout=layout,
                 positions=tuple(_positions(layout, dims, factors[i].keys) for i in bucket),
+                identity=_identity(factors, hard, frontal, m, nF),
             )
         )
     done = set(eliminated)

@@ -39,6 +39,7 @@ class FactorStructure:
     keys: tuple
     rows: int = 0
     role: object = field(default=None, compare=False)
+    units: tuple = ()
 
     @property
     def hard(self) -> bool:
@@ -114,6 +115,17 @@ def concat_last(arrays: Sequence[np.ndarray], core_ndim: int) -> np.ndarray:
         return np.concatenate(arrays, axis=-1)
     batch = np.broadcast_shapes(*batches)
     return np.concatenate([np.broadcast_to(a, batch + a.shape[a.ndim - core_ndim :]) for a in arrays], axis=-1)
+
+
+def _unit(block: np.ndarray) -> int:
+    """``1`` / ``-1`` when the square block is exactly ``+I`` / ``-I`` (every batch element), else ``0``."""
+    if block.shape[-1] != block.shape[-2]:
+        return 0
+    eye = np.eye(block.shape[-1])
+    for sign in (1, -1):
+        if np.array_equal(block, np.broadcast_to(sign * eye, block.shape)):
+            return sign
+    return 0
 
 
 def check_block_columns(factor, blocks, dims) -> None:
@@ -204,16 +216,21 @@ class LinearEquality:
         Coefficient blocks.
     b : array_like, shape (..., m)
         Right-hand side.
+    units : sequence of {1, -1, 0}, optional
+        Declares, per key, a block that is exactly ``+I`` (``1``) or ``-I``
+        (``-1``) for every value the graph will take -- part of the structure,
+        so a plan substitutes such a variable without a decomposition (a link
+        acceleration through its own tree joint).  Checked against ``A``.
 
     Examples
     --------
     >>> import numpy as np
-    >>> c = LinearEquality(["x", "y"], [np.eye(2), -np.eye(2)], np.zeros(2))  # x = y
-    >>> c.rows
-    2
+    >>> c = LinearEquality(["x", "y"], [np.eye(2), -np.eye(2)], np.zeros(2), units=(1, -1))  # x = y
+    >>> c.rows, c.structure().units
+    (2, (1, -1))
     """
 
-    def __init__(self, keys: Sequence[Hashable], A: Sequence, b):
+    def __init__(self, keys: Sequence[Hashable], A: Sequence, b, units: Sequence[int] | None = None):
         self.keys = _check_keys(keys, "LinearEquality")
         if isinstance(A, np.ndarray) or not isinstance(A, Sequence):
             raise TypeError(
@@ -237,6 +254,21 @@ class LinearEquality:
                     f"but b has {m}"
                 )
         self.batch_shape = _batch_shape(*((a, 2) for a in self.A), (self.b, 1))
+        self.units = self._checked_units(units)
+
+    def _checked_units(self, units) -> tuple:
+        if units is None:
+            return ()
+        units = tuple(units)
+        if len(units) != len(self.keys) or any(u not in (-1, 0, 1) for u in units):
+            raise ValueError(f"LinearEquality on {self.keys}: units must give 1, -1 or 0 per key, got {units!r}")
+        for key, block, unit in zip(self.keys, self.A, units):
+            if unit and _unit(block) != unit:
+                raise ValueError(
+                    f"LinearEquality on {self.keys}: units declare the block of {key!r} {'+' if unit > 0 else '-'}I, "
+                    f"but it is not exactly that (shape {block.shape})"
+                )
+        return units
 
     @property
     def rows(self) -> int:
@@ -248,7 +280,7 @@ class LinearEquality:
         check_block_columns(self, self.A, dims)
 
     def structure(self) -> FactorStructure:
-        return FactorStructure(self.keys, self.rows)
+        return FactorStructure(self.keys, self.rows, units=self.units)
 
     def __repr__(self) -> str:
         return f"LinearEquality(keys={list(self.keys)!r}, rows={self.rows}, batch={self.batch_shape})"

@@ -12,7 +12,7 @@ whose stationarity (KKT) conditions are the linear system of
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Hashable, Iterable
 
@@ -198,7 +198,7 @@ class FactorGraph:
         """The structure-only view used by the symbolic analysis."""
         return GraphStructure(
             self.variables,
-            tuple(FactorStructure(f.keys, f.structure().rows, role) for f, role in zip(self._factors, self._roles)),
+            tuple(replace(f.structure(), role=role) for f, role in zip(self._factors, self._roles)),
         )
 
     def interaction_graph(self) -> nx.Graph:

@@ -77,6 +77,7 @@ def _link_slots(mechanism: Mechanism, link) -> list:
         torque = mechanism.v_slices[name]
         slots.append(Slot(Torque(name), (qdd,), 0, lambda s: Quadratic([qdd], np.zeros((nv, nv)), s.tau[..., torque])))
     keys = (a,) + ((LinkAcceleration(parent),) if parent != GROUND else ()) + ((qdd,) if nv else ())
+    units = (1,) + ((-1,) if parent != GROUND else ()) + ((0,) if nv else ())
 
     def tree_joint(s: State):
         blocks, rhs = [np.eye(6)], s.kin.bias_acceleration[name]
@@ -86,9 +87,9 @@ def _link_slots(mechanism: Mechanism, link) -> list:
             blocks.append(-np.eye(6))
         if nv:
             blocks.append(-s.kin.S[name])
-        return LinearEquality(keys, blocks, rhs)
+        return LinearEquality(keys, blocks, rhs, units=units)
 
-    return slots + [Slot(TreeJoint(name), keys, 6, tree_joint)]
+    return slots + [Slot(TreeJoint(name), keys, 6, tree_joint, units=units)]
 
 
 class GPLCLayout:
@@ -138,7 +139,7 @@ class GPLCLayout:
 
     def structure(self) -> GraphStructure:
         """The structure-only graph (roles attached) that plans are analysed from."""
-        return GraphStructure(self.variables, tuple(FactorStructure(s.keys, s.rows, s.role) for s in self.slots))
+        return GraphStructure(self.variables, tuple(FactorStructure(s.keys, s.rows, s.role, s.units) for s in self.slots))
 
     def fill(self, kin: Kinematics, tau: np.ndarray, mu: float, lam: dict) -> GPLC:
         """The numeric graph at a kinematic state; ``lam`` maps constraint name -> ``lambda^k``."""

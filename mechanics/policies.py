@@ -38,7 +38,8 @@ class Slot:
 
     ``fill(state)`` builds the factor from a :class:`~mechanics.gplc.State`
     (kinematics, constraint terms, ``mu``, ``lambda^k``); ``moving`` marks the
-    factor whose linear term the outer iterations change.
+    factor whose linear term the outer iterations change; ``units`` declares
+    the hard blocks that are exactly ``+-I`` (:class:`factorgraph.FactorStructure`).
     """
 
     role: object
@@ -46,6 +47,7 @@ class Slot:
     rows: int
     fill: Callable
     moving: bool = False
+    units: tuple = ()
 
 
 def alm_update(lam: np.ndarray, residual: np.ndarray, mu: float) -> np.ndarray:

@@ -140,7 +140,7 @@ def take(graph: FactorGraph, index) -> FactorGraph:
         out.add_variable(var)
     for f in graph.factors:
         if isinstance(f, LinearEquality):
-            out.add(LinearEquality(f.keys, [pick(a, 2) for a in f.A], pick(f.b, 1)))
+            out.add(LinearEquality(f.keys, [pick(a, 2) for a in f.A], pick(f.b, 1), f.units or None))
         else:
             out.add(Quadratic(f.keys, pick(f.H, 2), pick(f.g, 1)))
     return out
@@ -153,7 +153,7 @@ def with_linear_terms(graph: FactorGraph, g: dict, b: dict) -> FactorGraph:
         out.add_variable(var)
     for i, f in enumerate(graph.factors):
         if isinstance(f, LinearEquality):
-            out.add(LinearEquality(f.keys, list(f.A), b.get(i, f.b)))
+            out.add(LinearEquality(f.keys, list(f.A), b.get(i, f.b), f.units or None))
         else:
             out.add(Quadratic(f.keys, f.H, g.get(i, f.g)))
     return out

@@ -91,7 +91,7 @@ def test_partial_elimination_leaves_the_dense_schur_complement(spec):
 
 
 def test_identity_blocks_take_the_fast_path_and_agree_with_the_dense_solve():
-    """x_{k+1} = x_k + u_k: eliminating x_{k+1} uses its identity block."""
+    """x_{k+1} = x_k + u_k: eliminating x_{k+1} uses its identity block, declared in the structure."""
     rng = np.random.default_rng(1)
     g = FactorGraph()
     for k in range(4):
@@ -100,10 +100,15 @@ def test_identity_blocks_take_the_fast_path_and_agree_with_the_dense_solve():
         g.add(Quadratic([("u", k)], np.eye(2), rng.normal(size=2)))
     g.add(Quadratic([("x", 0)], 3 * np.eye(2), rng.normal(size=2)))
     for k in range(3):
-        g.add(LinearEquality([("x", k + 1), ("x", k), ("u", k)], [np.eye(2), -np.eye(2), -np.eye(2)], rng.normal(size=2)))
+        g.add(LinearEquality([("x", k + 1), ("x", k), ("u", k)], [np.eye(2), -np.eye(2), -np.eye(2)], rng.normal(size=2),
+                             units=(1, -1, -1)))
     ordering = Ordering.from_keys([("x", 3), ("u", 3), ("u", 2), ("x", 2), ("u", 1), ("x", 1), ("u", 0), ("x", 0)])
-    fact = factorize(g, analyze(g, ordering))
-    assert np.array_equal(fact.conditionals[0].W, np.eye(2))  # no decomposition for x_3
+    plan = analyze(g, ordering)
+    assert plan.steps[0].identity == 1 and plan.steps[1].identity == 0  # decided from structure, not numbers
+    fact = factorize(g, plan)
+    assert fact.conditionals[0].W is not None and np.array_equal(fact.conditionals[0].W, np.eye(2))  # no decomposition
+    with pytest.raises(ValueError, match=r"declare the block of \('x', 1\) \+I"):
+        LinearEquality([("x", 1), ("x", 0)], [2 * np.eye(2), -np.eye(2)], np.zeros(2), units=(1, -1))
     assert max_relative_error(fact.solve(), g.dense_solve()) < RTOL
 
 
