@@ -33,6 +33,7 @@ from .errors import SingularProblemError
 from .gaussian import (
     CONSISTENCY_RTOL, PIVOT_SUSPECT_RTOL, SINGULAR_RTOL, batch_note, eliminate_gaussian, mv, row_norms, singular_advice,
 )
+from .compiled import factor_workspace, run_factorize, run_solve
 from .numeric_rank import NumericHardRows
 from .symbolic import Plan, analyze
 
@@ -435,6 +436,51 @@ def _in_element(error: SingularProblemError, index: tuple) -> SingularProblemErr
     return SingularProblemError(f"batch element {index}: {error}", error.step, error.keys, error.kind, error.factors)
 
 
+class CompiledFactorization(Factorization):
+    """A :class:`Factorization` whose sweeps run in compiled code (:mod:`elimination.compiled`).
+
+    The conditionals live in the flat array ``C`` laid out by ``program``
+    (:func:`elimination.program.lower`); overrides, refinement, verification of
+    suspect pivots and error messages are the numpy path's.
+    """
+
+    def __init__(self, plan: Plan, graph: FactorGraph, program, C: np.ndarray, batch_shape: tuple,
+                 pivot_ratio: np.ndarray, weakest_step):
+        super().__init__(plan, graph, [], {}, {}, batch_shape)
+        self.program, self.C = program, C
+        self.pivot_ratio, self.weakest_step = pivot_ratio, weakest_step
+
+    def __repr__(self) -> str:
+        return f"CompiledFactorization({len(self.plan.steps)} steps, batch={self.graph.batch_shape})"
+
+    def _sweeps(self, lin_g: dict, lin_b: dict, check: bool = True) -> dict:
+        program, graph = self.program, self.graph
+        n_graph = len(graph.factors)
+        given = [(lin_g, program.g_offset), (lin_b, program.b_offset)]
+        arrays = [table[i] for table, offsets in given for i in offsets if i < n_graph]
+        full = np.broadcast_shapes(self.batch_shape, *(a.shape[:-1] for a in arrays))
+        B = int(np.prod(full))
+        Lin = np.zeros((B, program.linear_size))
+        for table, offsets in given:
+            for i, off in offsets.items():
+                if i < n_graph:
+                    value = table[i]
+                    Lin[:, off : off + value.shape[-1]] = np.broadcast_to(value, full + value.shape[-1:]).reshape(B, -1)
+        X = run_solve(program, _aligned(self.C, self.batch_shape, full), Lin)
+        return {key: X[:, off : off + graph.variable(key).dim].reshape(full + (graph.variable(key).dim,))
+                for key, off in program.value_offset.items()}
+
+    def remaining(self, g: Mapping | None = None, b: Mapping | None = None) -> FactorGraph:
+        raise ValueError("a compiled factorization is of a complete plan; use backend='numpy' for partial plans")
+
+
+def _aligned(C: np.ndarray, batch: tuple, full: tuple) -> np.ndarray:
+    """``C`` (prod(batch), n), indexable by ``b % len(C)`` for the elements ``b`` of ``full``."""
+    if not batch or tuple(full[len(full) - len(batch):]) == tuple(batch):
+        return C
+    return np.broadcast_to(C.reshape(batch + C.shape[-1:]), full + C.shape[-1:]).reshape(-1, C.shape[-1]).copy()
+
+
 SCALE_FLOOR = 1e-10  # relative to the largest diagonal magnitude of the graph
 VERIFY_RTOL = 1e-6  # a suspect factorization's last refinement step may move the solution by this much
 SUSPECT_REFINE = 8  # refinement steps at most to settle a suspect factorization
@@ -447,7 +493,10 @@ def _checked_override(name: str, index, value, current: np.ndarray) -> np.ndarra
     return value
 
 
-def factorize(graph: FactorGraph, plan: Plan, rule: Callable = eliminate_gaussian) -> Factorization:
+BACKENDS = ("numpy", "numba", "auto")
+
+
+def factorize(graph: FactorGraph, plan: Plan, rule: Callable = eliminate_gaussian, backend: str = "numpy") -> Factorization:
     """Numeric elimination of ``graph`` along ``plan``.
 
     Parameters
@@ -462,6 +511,11 @@ def factorize(graph: FactorGraph, plan: Plan, rule: Callable = eliminate_gaussia
         :func:`elimination.gaussian.eliminate_gaussian` (use
         ``functools.partial(eliminate_gaussian, pivot_rtol=...)`` to change its
         singularity tolerance).
+    backend : {"numpy", "numba", "auto"}
+        ``"numpy"`` runs the rule step by step; ``"numba"`` runs the plan's
+        lowered program (:func:`elimination.program.lower`) in compiled code
+        and refuses plans its instruction set does not cover yet; ``"auto"``
+        takes numba where it can.  Both give the same numbers to round-off.
 
     Returns
     -------
@@ -488,6 +542,12 @@ def factorize(graph: FactorGraph, plan: Plan, rule: Callable = eliminate_gaussia
             "the graph's structure (variables, scopes, hard rows) differs from the one the plan was "
             "analysed for; call analyze(graph, ordering) again"
         )
+    if backend not in BACKENDS:
+        raise ValueError(f"factorize: backend must be one of {BACKENDS}, got {backend!r}")
+    if backend != "numpy":
+        compiled = _compiled(graph, plan, rule, backend)
+        if compiled is not None:
+            return compiled
     hessians, scales, coefficients, row_scales, rows = {}, {}, {}, {}, {}
     for i, factor in enumerate(graph.factors):
         if isinstance(factor, LinearEquality):
@@ -528,6 +588,31 @@ def factorize(graph: FactorGraph, plan: Plan, rule: Callable = eliminate_gaussia
     fact = Factorization(plan, graph, conditionals, hessians, coefficients, batch, deficient, fallbacks)
     fact.pivot_ratio, fact.weakest_step = ratio, weakest
     return fact
+
+
+def _graph_floor(graph: FactorGraph) -> float:
+    """SCALE_FLOOR times the largest diagonal magnitude of the graph's quadratic factors."""
+    largest = max((float(np.max(np.abs(np.diagonal(f.H, axis1=-2, axis2=-1)), initial=0.0))
+                   for f in graph.factors if isinstance(f, Quadratic)), default=0.0)
+    return SCALE_FLOOR * largest
+
+
+def _compiled(graph: FactorGraph, plan: Plan, rule: Callable, backend: str):
+    """The compiled factorization, or ``None`` for the numpy path (``"auto"`` on a plan the program does
+    not cover, or a pivot that fails: the numpy path then names the variables)."""
+    program = plan.lowered()
+    if program.unsupported or rule is not eliminate_gaussian:
+        if backend == "numba":
+            why = program.unsupported or "a custom elimination rule runs on numpy only"
+            raise ValueError(f"factorize(backend='numba'): {why}; use backend='numpy' or 'auto'")
+        return None
+    Fw, batch = factor_workspace(graph, program)
+    C, ratio, weak, failed = run_factorize(program, Fw, _graph_floor(graph))
+    if np.any(failed >= 0):
+        return None
+    worst = int(np.argmin(ratio)) if ratio.size else 0
+    weakest = plan.steps[weak[worst]] if ratio.size and weak[worst] >= 0 else None
+    return CompiledFactorization(plan, graph, program, C, batch, ratio.reshape(batch), weakest)
 
 
 def _replanned(graph: FactorGraph, plan: Plan, index: tuple, batch: tuple, rule: Callable) -> Factorization:

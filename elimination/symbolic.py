@@ -26,7 +26,7 @@ hard-row counts of the steps.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import combinations
 
 import networkx as nx
@@ -175,6 +175,15 @@ class Plan:
     remaining: tuple
     remaining_factors: tuple
     numeric_ranks: bool = False
+    programs: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def lowered(self):
+        """This plan's :class:`~elimination.program.Program` (lowered once, then kept here)."""
+        if "program" not in self.programs:
+            from .program import lower
+
+            self.programs["program"] = lower(self)
+        return self.programs["program"]
 
     @property
     def complete(self) -> bool:

@@ -222,7 +222,7 @@ def _scalar_if_unbatched(value: np.ndarray, batch: tuple, kind):
 
 def forward_dynamics(
     mechanism: Mechanism, q, v, tau, algorithm="lcaba", mu: float = 1e6, tol: float = 1e-10,
-    max_iter: int = 50, forces0=None, refine: int | None = None,
+    max_iter: int = 50, forces0=None, refine: int | None = None, backend: str = "numpy",
 ) -> DynamicsResult:
     """Constrained forward dynamics by bucket elimination of the GPLC graph.
 
@@ -262,6 +262,10 @@ def forward_dynamics(
         (see ``benchmarks/mu_sweep.py``).  Default: the largest of the
         policies' own (1 for ``alm`` and ``soft``, 0 for ``prox`` and ``hard``,
         whose orders are stable).
+    backend : {"numpy", "numba", "auto"}
+        Executor of the elimination (:func:`elimination.factorize`): the
+        compiled one covers the tree-ordered algorithms (ABA, PV, proxPV,
+        proxBBO, LCABA, PV-soft) today; ``"auto"`` uses it where it can.
 
     Returns
     -------
@@ -316,7 +320,7 @@ def forward_dynamics(
     lam = split_multipliers(mechanism, None if forces0 is None else -forces0, batch)
     gplc = layout.fill(kinematics(mechanism, q, v), tau, mu, lam)
     with _explained(name, label, policies, mechanism, mu):
-        fact = elimination.factorize(gplc.graph, plan_of(mechanism, algo, layout))
+        fact = elimination.factorize(gplc.graph, plan_of(mechanism, algo, layout), backend=backend)
         x, qdd, lam, residual, iterations = outer_iterations(mechanism, gplc, fact, policies, mu, lam, tol, max_iter,
                                                              refine, batch)
         converged = _converged(fact, gplc, policies, mu, lam, residual, tol, refine, batch)
