@@ -6,14 +6,17 @@ Both interpret the program's integer step table over flat per-state
 workspaces, so nothing is compiled per plan: the kernels are compiled once,
 announced on stderr the first time, and cached on disk (``@njit(cache=True)``).
 
-The arithmetic is the numpy rule's (:mod:`elimination.gaussian`) for the
-fronts a program supports: a declared ``+-I`` substitution gives ``T = -+A_S``
-and ``H_SS + T'(H_FF T + H_FS) + H_FS' T``; a pivot block is factorized
-``L D L'`` (Cholesky, of ``-H`` for multipliers, block LDL' for quasi-definite
-fronts) with ``Y = L^-1 H_zS`` and ``H_SS - Y' D Y``.  Each element reports
-its smallest pivot relative to the magnitude of its contributions, and a
-non-positive pivot stops it with the failing step (the caller then takes the
-numpy path, which names the variables).
+The arithmetic is the numpy rule's (:mod:`elimination.gaussian`): a declared
+``+-I`` substitution gives ``T = -+A_S``, a general one the rank-revealing
+SVD of the unit-origin rows with the rows left over passed on or dropped; the
+pivot block is factorized ``L D L'`` (Cholesky, of ``-H`` for multipliers,
+block LDL' for quasi-definite fronts, an eigendecomposition for indefinite
+ones) with ``Y = L^-1 H_zS`` and ``H_SS - Y' D Y``.  Each element reports its
+smallest pivot relative to the magnitude of its contributions; a pivot the
+numpy rule refuses, or a substitution whose numerical rank falls short of the
+plan's, stops it (the caller then takes the numpy path, which names the
+variables or re-plans the element).  The solve reports the dropped rows'
+right-hand sides, which the caller checks for consistency.
 
 :class:`CompiledFactorization` is a :class:`~elimination.numeric.Factorization`
 whose sweeps run here; overrides, refinement, verification of suspect pivots
@@ -27,14 +30,17 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
+from .gaussian import RANK_RTOL, SINGULAR_RTOL  # numba freezes module globals: the numpy rule's tolerances
 from .program import F
 
 _ANNOUNCED = [False]
 
-NF, NS, IDENTITY, PIVOT, NMIN, M = (F[k] for k in ("nF", "nS", "identity", "pivot", "n_min", "m"))
-H0, H1, S0, S1, A0, A1 = (F[k] for k in ("h0", "h1", "s0", "s1", "a0", "a1"))
-OUT_H, OUT_S, T_, HF_, LINV, Y_ = (F[k] for k in ("out_H", "out_s", "T", "HF", "Linv", "Y"))
-G0, G1, B0, B1, OUT_G, TC, YC = (F[k] for k in ("g0", "g1", "b0", "b1", "out_g", "t", "y"))
+NF, NS, IDENTITY, PIVOT, NMIN, M, R, P, D_, NZ = (F[k] for k in ("nF", "nS", "identity", "pivot", "n_min", "m", "r", "p", "d", "nz"))
+H0, H1, S0, S1, A0, A1, W0, W1 = (F[k] for k in ("h0", "h1", "s0", "s1", "a0", "a1", "w0", "w1"))
+OUT_H, OUT_S, OUT_A, E0, E1 = (F[k] for k in ("out_H", "out_s", "out_A", "e0", "e1"))
+T_, HF_, LINV, Y_, DS, WW, NN, EE, ED, RS = (F[k] for k in ("T", "HF", "Linv", "Y", "D", "W", "N", "E", "Ed", "RS"))
+G0, G1, B0, B1, OUT_G, OUT_B = (F[k] for k in ("g0", "g1", "b0", "b1", "out_g", "out_b"))
+TC, YC, DROP = (F[k] for k in ("t", "y", "drop"))
 XF0, XF1, XS0, XS1 = (F[k] for k in ("xf0", "xf1", "xs0", "xs1"))
 
 
@@ -74,84 +80,201 @@ def _lower_inverse(L, n, out):
 
 
 @njit(cache=True)
-def _pivot(H, scale, nF, n_min, kind, L, Lw, X, sign):
-    """``Hzz = L D L'`` of the front's pivot block (``nF x nF`` of ``H``); returns the smallest pivot ratio,
-    or -1 when a pivot is not of its sign."""
+def _pivot(Hz, scale, nz, n_min, kind, Li, D, L, Lw, X):
+    """``Hz = L D L'`` (``nz x nz``) into ``Li = L^-1`` and ``D``; the smallest pivot ratio, or -1 when a
+    pivot is not of its sign or a multiplier's falls below round-off (the numpy rule refuses those)."""
     ratio = np.inf
-    if kind == 1 or kind == 2:
-        s = 1.0 if kind == 1 else -1.0
-        for i in range(nF):
-            sign[i] = s
-            for j in range(nF):
-                Lw[i, j] = s * H[i, j]
-        if not _cholesky(Lw, nF, L):
+    if kind == 4:  # indefinite (mixed roles after a substitution): symmetric eigendecomposition
+        w, V = np.linalg.eigh(Hz[:nz, :nz])
+        top = 0.0
+        for i in range(nz):
+            top = max(top, scale[i])
+        for i in range(nz):
+            ratio = min(ratio, abs(w[i]) / max(top, 1e-300))
+        if not ratio > SINGULAR_RTOL:
             return -1.0
-        for i in range(nF):
+        for i in range(nz):
+            D[i] = 1.0 if w[i] > 0 else -1.0
+            root = np.sqrt(abs(w[i]))
+            for j in range(nz):
+                Li[i, j] = V[j, i] / root
+        return ratio
+    if kind == 1 or kind == 2:
+        sgn = 1.0 if kind == 1 else -1.0
+        for i in range(nz):
+            D[i] = sgn
+            for j in range(nz):
+                Lw[i, j] = sgn * Hz[i, j]
+        if not _cholesky(Lw, nz, L):
+            return -1.0
+        for i in range(nz):
             ratio = min(ratio, L[i, i] * L[i, i] / max(scale[i], 1e-300))
+        if kind == 2 and not ratio > SINGULAR_RTOL:
+            return -1.0
+        _lower_inverse(L, nz, Li)
         return ratio
     # quasi-definite: [[A, B], [B', C]] = [[L1, 0], [X', L2]] diag(I, -I) [[L1', X], [0, L2']]
-    k = nF - n_min
+    k = nz - n_min
     for i in range(n_min):
         for j in range(n_min):
-            Lw[i, j] = H[i, j]
+            Lw[i, j] = Hz[i, j]
     if not _cholesky(Lw, n_min, L):
         return -1.0
     for c in range(k):  # X = L1^-1 B
         for i in range(n_min):
-            t = H[i, n_min + c]
-            for p in range(i):
-                t -= L[i, p] * X[p, c]
+            t = Hz[i, n_min + c]
+            for q in range(i):
+                t -= L[i, q] * X[q, c]
             X[i, c] = t / L[i, i]
     for i in range(n_min):
-        sign[i] = 1.0
+        D[i] = 1.0
         ratio = min(ratio, L[i, i] * L[i, i] / max(scale[i], 1e-300))
     for i in range(k):
-        sign[n_min + i] = -1.0
+        D[n_min + i] = -1.0
         for j in range(k):
-            t = -H[n_min + i, n_min + j]
-            for p in range(n_min):
-                t += X[p, i] * X[p, j]
+            t = -Hz[n_min + i, n_min + j]
+            for q in range(n_min):
+                t += X[q, i] * X[q, j]
             Lw[n_min + i, n_min + j] = t
-    L2 = L[n_min:nF, n_min:nF]
-    if not _cholesky(Lw[n_min:nF, n_min:nF], k, L2):
+    L2 = L[n_min:nz, n_min:nz]
+    if not _cholesky(Lw[n_min:nz, n_min:nz], k, L2):
         return -1.0
+    ratio2 = np.inf
     for i in range(k):
         grown = scale[n_min + i]
-        for p in range(n_min):
-            grown += X[p, i] * X[p, i]
-        ratio = min(ratio, L2[i, i] * L2[i, i] / max(grown, 1e-300))
-        for p in range(n_min):
-            L[n_min + i, p] = X[p, i]
+        for q in range(n_min):
+            grown += X[q, i] * X[q, i]
+        ratio2 = min(ratio2, L2[i, i] * L2[i, i] / max(grown, 1e-300))
+        for q in range(n_min):
+            L[n_min + i, q] = X[q, i]
+    if not ratio2 > SINGULAR_RTOL:
+        return -1.0
     for i in range(n_min):
-        for j in range(n_min, nF):
+        for j in range(n_min, nz):
             L[i, j] = 0.0
-    return ratio
+    _lower_inverse(L, nz, Li)
+    return min(ratio, ratio2)
 
 
 @njit(cache=True)
-def factorize_kernel(steps, hs, hd, ss, sd, as_, ad, Fw, C, floor, maxn, ratio_out, weak_out, fail_out):
+def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, HFT, Hz, sz, Hzs):
+    """A general substitution (elimination.gaussian.substitution and split_leftover) on the front in
+    ``H``, ``A``; fills ``W, N, E_keep, E_drop, T``, the reduced pivot block ``Hz``, ``Hzs`` and its scales,
+    and updates the separator block of ``H`` and ``scale``.  False when the numerical rank falls short."""
+    nF, nS, m, r, p, d = row[NF], row[NS], row[M], row[R], row[P], row[D_]
+    nz = nF - r
+    Ahat = np.empty((m, nF))
+    for i in range(m):
+        for j in range(nF):
+            Ahat[i, j] = unit[i] * A[i, j]
+    E = np.zeros((m - r, m))
+    if r == 0:  # nothing to substitute: the front keeps its coordinates (a quasi-definite split needs them)
+        for i in range(nF):
+            for j in range(m):
+                Wm[i, j] = 0.0
+            for j in range(nz):
+                Nm[i, j] = 1.0 if i == j else 0.0
+        for i in range(m):
+            E[i, i] = unit[i]
+    else:
+        U, s, Vt = np.linalg.svd(Ahat, full_matrices=True)
+        if check_rank and not s[r - 1] > RANK_RTOL:
+            return False
+        for i in range(nF):
+            for j in range(m):
+                t = 0.0
+                for q in range(r):
+                    t += Vt[q, i] / s[q] * U[j, q]
+                Wm[i, j] = t * unit[j]
+            for j in range(nz):
+                Nm[i, j] = Vt[r + j, i]
+        for i in range(m - r):
+            for j in range(m):
+                E[i, j] = U[j, r + i] * unit[j]
+    if d == 0:
+        Ek[: m - r, :m] = E
+    elif p == 0:
+        Ed[: m - r, :m] = E
+    else:
+        L = E @ np.ascontiguousarray(A[:m, nF : nF + nS])
+        UL = np.linalg.svd(L, full_matrices=True)[0]
+        Ek[:p, :m] = np.ascontiguousarray(UL[:, :p].T) @ E
+        Ed[:d, :m] = np.ascontiguousarray(UL[:, p:].T) @ E
+    for i in range(nF):  # T = -W A_S
+        for j in range(nS):
+            t = 0.0
+            for q in range(m):
+                t -= Wm[i, q] * A[q, nF + j]
+            T[i, j] = t
+    for i in range(nF):  # HFT = H_FF T + H_FS
+        for j in range(nS):
+            t = H[i, nF + j]
+            for q in range(nF):
+                t += H[i, q] * T[q, j]
+            HFT[i, j] = t
+    for i in range(nz):  # Hz = N' H_FF N, Hzs = N' HFT, sz = (N^2)' scale_F
+        for j in range(nz):
+            t = 0.0
+            for a in range(nF):
+                for b in range(nF):
+                    t += Nm[a, i] * H[a, b] * Nm[b, j]
+            Hz[i, j] = t
+        for j in range(nS):
+            t = 0.0
+            for a in range(nF):
+                t += Nm[a, i] * HFT[a, j]
+            Hzs[i, j] = t
+        t = 0.0
+        for a in range(nF):
+            t += Nm[a, i] * Nm[a, i] * scale[a]
+        sz[i] = t
+    for i in range(nS):  # H_SS += T' HFT + H_FS' T ; scale_S += (T^2)' scale_F
+        for j in range(nS):
+            t = 0.0
+            for q in range(nF):
+                t += T[q, i] * HFT[q, j] + H[q, nF + i] * T[q, j]
+            H[nF + i, nF + j] += t
+        grown = 0.0
+        for q in range(nF):
+            grown += T[q, i] * T[q, i] * scale[q]
+        scale[nF + i] += grown
+    return True
+
+
+@njit(cache=True)
+def factorize_kernel(steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed, Fw, C, floor, maxn, check_rank,
+                     ratio_out, weak_out, fail_out):
     """Every step of the program for every element of ``Fw (B, factor_size)``; conditionals into ``C``.
 
-    Per element: ``ratio_out`` the smallest pivot ratio and ``weak_out`` its step; ``fail_out`` the step
-    whose pivot is not of its sign (-1: none).
+    Per element: ``ratio_out`` the smallest pivot ratio and ``weak_out`` its step; ``fail_out`` -1, or
+    the step whose pivot the numpy rule refuses, or ``-2 - step`` where the numerical rank of a
+    substitution falls short of the plan's (the caller then takes the numpy path).
     """
     H = np.zeros((maxn, maxn))
     A = np.zeros((maxn, maxn))
     scale = np.zeros(maxn)
+    unit = np.zeros(maxn)
     L = np.zeros((maxn, maxn))
     Lw = np.zeros((maxn, maxn))
     Li = np.zeros((maxn, maxn))
     X = np.zeros((maxn, maxn))
-    sign = np.zeros(maxn)
+    Dv = np.zeros(maxn)
     T = np.zeros((maxn, maxn))
     HFT = np.zeros((maxn, maxn))
+    Wm = np.zeros((maxn, maxn))
+    Nm = np.zeros((maxn, maxn))
+    Ek = np.zeros((maxn, maxn))
+    Ed = np.zeros((maxn, maxn))
+    Hz = np.zeros((maxn, maxn))
+    Hzs = np.zeros((maxn, maxn))
+    sz = np.zeros(maxn)
     for b in range(Fw.shape[0]):
         ratio_out[b] = np.inf
         weak_out[b] = -1
         fail_out[b] = -1
         for st in range(steps.shape[0]):
             row = steps[st]
-            nF, nS = row[NF], row[NS]
+            nF, nS, m, nz = row[NF], row[NS], row[M], row[NZ]
             n = nF + nS
             for i in range(n):
                 scale[i] = 0.0
@@ -163,63 +286,101 @@ def factorize_kernel(steps, hs, hd, ss, sd, as_, ad, Fw, C, floor, maxn, ratio_o
                 scale[sd[q]] += Fw[b, ss[q]]
             for i in range(n):
                 scale[i] = max(scale[i], floor)
-            if row[IDENTITY] != 0:
-                s = float(row[IDENTITY])
-                for i in range(row[M]):
+            if m:
+                for i in range(m):
                     for j in range(n):
                         A[i, j] = 0.0
                 for q in range(row[A0], row[A1]):
                     A[ad[q] // n, ad[q] % n] = Fw[b, as_[q]]
-                for i in range(nF):  # T = -W A_S with W = sign I
-                    for j in range(nS):
-                        T[i, j] = -s * A[i, nF + j]
-                        C[b, row[T_] + i * nS + j] = T[i, j]
+                for q in range(row[W0], row[W1]):
+                    unit[wd[q]] = Fw[b, ws[q]]
                 for i in range(n):  # HF, kept for the forward sweep's g - HF t
                     for j in range(nF):
                         C[b, row[HF_] + i * nF + j] = H[i, j]
+            if row[IDENTITY] != 0:
+                sgn = float(row[IDENTITY])
+                for i in range(nF):  # T = -W A_S with W = sign I
+                    for j in range(nS):
+                        T[i, j] = -sgn * A[i, nF + j]
                 for i in range(nF):  # HFT = H_FF T + H_FS
                     for j in range(nS):
                         t = H[i, nF + j]
-                        for p in range(nF):
-                            t += H[i, p] * T[p, j]
+                        for q in range(nF):
+                            t += H[i, q] * T[q, j]
                         HFT[i, j] = t
                 for i in range(nS):  # H_SS += T' HFT + H_FS' T ; scale_S += (T^2)' scale_F
                     for j in range(nS):
                         t = 0.0
-                        for p in range(nF):
-                            t += T[p, i] * HFT[p, j] + H[p, nF + i] * T[p, j]
+                        for q in range(nF):
+                            t += T[q, i] * HFT[q, j] + H[q, nF + i] * T[q, j]
                         H[nF + i, nF + j] += t
                     grown = 0.0
-                    for p in range(nF):
-                        grown += T[p, i] * T[p, i] * scale[p]
+                    for q in range(nF):
+                        grown += T[q, i] * T[q, i] * scale[q]
                     scale[nF + i] += grown
-            elif row[PIVOT] > 0:
-                r = _pivot(H, scale, nF, row[NMIN], row[PIVOT], L, Lw, X, sign)
+            elif m:
+                if not _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, HFT, Hz, sz, Hzs):
+                    fail_out[b] = -2 - st
+                    break
+                for i in range(nF):
+                    for j in range(m):
+                        C[b, row[WW] + i * m + j] = Wm[i, j]
+                    for j in range(nz):
+                        C[b, row[NN] + i * nz + j] = Nm[i, j]
+                for i in range(m):
+                    C[b, row[RS] + i] = unit[i]
+                for i in range(row[P]):
+                    for j in range(m):
+                        C[b, row[EE] + i * m + j] = Ek[i, j]
+                for i in range(row[D_]):
+                    for j in range(m):
+                        C[b, row[ED] + i * m + j] = Ed[i, j]
+                if row[OUT_A] >= 0:  # the rows passed on, on the plan's equality columns; unit rows
+                    k = row[E1] - row[E0]
+                    for i in range(row[P]):
+                        Fw[b, row[OUT_A] + row[P] * k + i] = 1.0  # their row scales (right after the block)
+                        for q in range(row[E0], row[E1]):
+                            t = 0.0
+                            for a in range(m):
+                                t += Ek[i, a] * A[a, nF + es[q]]
+                            Fw[b, row[OUT_A] + i * k + ed[q]] = t
+            if m:
+                for i in range(nF):
+                    for j in range(nS):
+                        C[b, row[T_] + i * nS + j] = T[i, j]
+            if nz:
+                if m:  # the reduced block after the substitution
+                    r = _pivot(Hz, sz, nz, row[NMIN], row[PIVOT], Li, Dv, L, Lw, X)
+                else:
+                    for i in range(nz):
+                        for j in range(nS):
+                            Hzs[i, j] = H[i, nF + j]
+                    r = _pivot(H, scale, nz, row[NMIN], row[PIVOT], Li, Dv, L, Lw, X)
                 if r < 0.0:
                     fail_out[b] = st
                     break
                 if r < ratio_out[b]:
                     ratio_out[b], weak_out[b] = r, st
-                _lower_inverse(L, nF, Li)
-                for i in range(nF):
-                    for j in range(nF):
-                        C[b, row[LINV] + i * nF + j] = Li[i, j]
-                for i in range(nF):  # Y = Linv H_zS
+                for i in range(nz):
+                    C[b, row[DS] + i] = Dv[i]
+                    for j in range(nz):
+                        C[b, row[LINV] + i * nz + j] = Li[i, j]
+                for i in range(nz):  # Y = Linv H_zS
                     for j in range(nS):
                         t = 0.0
-                        for p in range(i + 1):
-                            t += Li[i, p] * H[p, nF + j]
+                        for q in range(nz):
+                            t += Li[i, q] * Hzs[q, j]
                         X[i, j] = t
                         C[b, row[Y_] + i * nS + j] = t
                 for i in range(nS):  # H_SS -= Y' D Y ; scale_S += sum Y^2
                     for j in range(nS):
                         t = 0.0
-                        for p in range(nF):
-                            t += X[p, i] * sign[p] * X[p, j]
+                        for q in range(nz):
+                            t += X[q, i] * Dv[q] * X[q, j]
                         H[nF + i, nF + j] -= t
                     grown = 0.0
-                    for p in range(nF):
-                        grown += X[p, i] * X[p, i]
+                    for q in range(nz):
+                        grown += X[q, i] * X[q, i]
                     scale[nF + i] += grown
             if row[OUT_H] >= 0:
                 for i in range(nS):
@@ -229,83 +390,118 @@ def factorize_kernel(steps, hs, hd, ss, sd, as_, ad, Fw, C, floor, maxn, ratio_o
 
 
 @njit(cache=True)
-def solve_kernel(steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, C, Lin, cache, Xout, maxn):
-    """Forward sweep of the linear terms ``Lin (B, linear_size)`` and back-substitution into ``Xout``.
-
-    ``C`` holds the conditionals of ``Bc`` elements; element ``b`` uses ``b % Bc``
-    (unbatched matrices with batched linear terms).
-    """
+def solve_kernel(steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, C, Lin, Lmag, cache, Xout, dropped, maxn):
+    """Forward sweep of the linear terms ``Lin (B, linear_size)`` (with ``Lmag``, the size of the
+    right-hand sides each hard row combines) and back-substitution into ``Xout``; the dropped rows'
+    residuals and sizes into ``dropped``.  ``C`` holds the conditionals of ``Bc`` elements; element
+    ``b`` uses ``b % Bc`` (unbatched matrices with batched linear terms)."""
     g = np.zeros(maxn)
     bl = np.zeros(maxn)
+    bm = np.zeros(maxn)
     x = np.zeros(maxn)
     xs = np.zeros(maxn)
+    gz = np.zeros(maxn)
     Bc = C.shape[0]
     for b in range(Lin.shape[0]):
         c = b % Bc
         for st in range(steps.shape[0]):
             row = steps[st]
-            nF, nS = row[NF], row[NS]
+            nF, nS, m, nz = row[NF], row[NS], row[M], row[NZ]
             n = nF + nS
             for i in range(n):
                 g[i] = 0.0
             for q in range(row[G0], row[G1]):
                 g[gd[q]] += Lin[b, gs[q]]
-            if row[IDENTITY] != 0:
-                s = float(row[IDENTITY])
+            if m:
                 for q in range(row[B0], row[B1]):
                     bl[bd[q]] = Lin[b, bs[q]]
-                for i in range(nF):
-                    cache[b, row[TC] + i] = s * bl[i]
+                    bm[bd[q]] = Lmag[b, bs[q]]
+                for i in range(nF):  # t = W b
+                    if row[IDENTITY] != 0:
+                        t = row[IDENTITY] * bl[i]
+                    else:
+                        t = 0.0
+                        for j in range(m):
+                            t += C[c, row[WW] + i * m + j] * bl[j]
+                    cache[b, row[TC] + i] = t
                 for i in range(n):  # g -= HF t
                     t = 0.0
                     for j in range(nF):
                         t += C[c, row[HF_] + i * nF + j] * cache[b, row[TC] + j]
                     g[i] -= t
+                for j in range(nz):  # g_z = N' g_F
+                    t = 0.0
+                    for i in range(nF):
+                        t += C[c, row[NN] + i * nz + j] * g[i]
+                    gz[j] = t
                 for j in range(nS):  # g_S += T' g_F
                     t = 0.0
                     for i in range(nF):
                         t += C[c, row[T_] + i * nS + j] * g[i]
                     g[nF + j] += t
-            elif row[PIVOT] > 0:
-                nmin, kind = row[NMIN], row[PIVOT]
-                for i in range(nF):  # y = Linv g_z
+                if row[IDENTITY] == 0 and (row[P] or row[D_]):
+                    top, total = 0.0, 0.0
+                    for j in range(m):
+                        u = C[c, row[RS] + j] * bm[j]
+                        top = max(top, u)
+                        total += u * u
+                    for i in range(row[P]):  # b_sep = E b, and the size it is made of
+                        t = 0.0
+                        for j in range(m):
+                            t += C[c, row[EE] + i * m + j] * bl[j]
+                        Lin[b, row[OUT_B] + i] = t
+                        Lmag[b, row[OUT_B] + i] = top
+                    for i in range(row[D_]):  # dropped rows: E_drop b must vanish
+                        t = 0.0
+                        for j in range(m):
+                            t += C[c, row[ED] + i * m + j] * bl[j]
+                        dropped[b, row[DROP] + i] = t
+                    if row[D_]:
+                        dropped[b, row[DROP] + row[D_]] = np.sqrt(total)
+            else:
+                for j in range(nz):
+                    gz[j] = g[j]
+            if nz:
+                for i in range(nz):  # y = Linv g_z
                     t = 0.0
-                    for p in range(i + 1):
-                        t += C[c, row[LINV] + i * nF + p] * g[p]
+                    for q in range(nz):
+                        t += C[c, row[LINV] + i * nz + q] * gz[q]
                     cache[b, row[YC] + i] = t
                 for j in range(nS):  # g_S -= Y' D y
                     t = 0.0
-                    for i in range(nF):
-                        d = 1.0 if (kind == 1 or (kind == 3 and i < nmin)) else -1.0
-                        t += C[c, row[Y_] + i * nS + j] * d * cache[b, row[YC] + i]
+                    for i in range(nz):
+                        t += C[c, row[Y_] + i * nS + j] * C[c, row[DS] + i] * cache[b, row[YC] + i]
                     g[nF + j] -= t
             if row[OUT_G] >= 0:
                 for j in range(nS):
                     Lin[b, row[OUT_G] + j] = g[nF + j]
         for st in range(steps.shape[0] - 1, -1, -1):
             row = steps[st]
-            nF, nS = row[NF], row[NS]
+            nF, nS, m, nz = row[NF], row[NS], row[M], row[NZ]
             for q in range(row[XS0], row[XS1]):
                 xs[xsd[q]] = Xout[b, xss[q]]
-            if row[IDENTITY] != 0:  # x = t + T x_S
+            for i in range(nz):  # z = Linv' D (y - Y x_S)
+                t = cache[b, row[YC] + i]
+                for j in range(nS):
+                    t -= C[c, row[Y_] + i * nS + j] * xs[j]
+                gz[i] = C[c, row[DS] + i] * t
+            for i in range(nz):
+                t = 0.0
+                for q in range(nz):
+                    t += C[c, row[LINV] + q * nz + i] * gz[q]
+                g[i] = t
+            if m:  # x = t + T x_S + N z
                 for i in range(nF):
                     t = cache[b, row[TC] + i]
                     for j in range(nS):
                         t += C[c, row[T_] + i * nS + j] * xs[j]
+                    if row[IDENTITY] == 0:
+                        for j in range(nz):
+                            t += C[c, row[NN] + i * nz + j] * g[j]
                     x[i] = t
-            else:  # x = Linv' D (y - Y x_S)
-                nmin, kind = row[NMIN], row[PIVOT]
+            else:
                 for i in range(nF):
-                    t = cache[b, row[YC] + i]
-                    for j in range(nS):
-                        t -= C[c, row[Y_] + i * nS + j] * xs[j]
-                    d = 1.0 if (kind == 1 or (kind == 3 and i < nmin)) else -1.0
-                    g[i] = d * t
-                for i in range(nF):
-                    t = 0.0
-                    for p in range(i, nF):
-                        t += C[c, row[LINV] + p * nF + i] * g[p]
-                    x[i] = t
+                    x[i] = g[i]
             for q in range(row[XF0], row[XF1]):
                 Xout[b, xfs[q]] = x[xfd[q]]
 
@@ -321,9 +517,9 @@ def announce_first_compile() -> None:
 
 
 def max_front(program) -> int:
-    """Largest front of ``program`` (the kernels' scratch size)."""
+    """Largest front or hard-row count of ``program`` (the kernels' scratch size)."""
     steps = program.steps
-    return int(max(1, np.max(steps[:, NF] + steps[:, NS]))) if len(steps) else 1
+    return int(max(1, np.max(steps[:, NF] + steps[:, NS]), np.max(steps[:, M]))) if len(steps) else 1
 
 
 def factor_workspace(graph, program):
@@ -332,6 +528,7 @@ def factor_workspace(graph, program):
 
     blocks = {i: (f.H if i in program.H_offset else concat_last(f.A, 2))
               for i, f in enumerate(graph.factors) if i in program.H_offset or i in program.A_offset}
+    from .gaussian import row_norms
     batch = tuple(np.broadcast_shapes(*(m.shape[:-2] for m in blocks.values()))) if blocks else ()
     Bm = int(np.prod(batch))
     Fw = np.zeros((Bm, program.factor_size))
@@ -342,8 +539,9 @@ def factor_workspace(graph, program):
             Fw[:, off : off + n * n] = block.reshape(Bm, -1)
             Fw[:, soff : soff + n] = np.abs(np.diagonal(block, axis1=-2, axis2=-1)).reshape(Bm, -1)
         else:
-            off = program.A_offset[i]
-            Fw[:, off : off + block.shape[-2] * block.shape[-1]] = block.reshape(Bm, -1)
+            off, roff, rows = program.A_offset[i], program.rs_offset[i], block.shape[-2]
+            Fw[:, off : off + rows * block.shape[-1]] = block.reshape(Bm, -1)
+            Fw[:, roff : roff + rows] = (1.0 / row_norms(block)).reshape(Bm, -1)  # unit-origin row scales
     return Fw, batch
 
 
@@ -353,16 +551,18 @@ def run_factorize(program, Fw: np.ndarray, floor: float):
     C = np.zeros((Bm, program.conditional_size))
     ratio, weak, fail = np.empty(Bm), np.empty(Bm, dtype=np.int64), np.empty(Bm, dtype=np.int64)
     announce_first_compile()
-    factorize_kernel(program.steps, *program.maps["H"], *program.maps["scale"], *program.maps["A"], Fw, C, floor,
-                     max_front(program), ratio, weak, fail)
+    factorize_kernel(program.steps, *program.maps["H"], *program.maps["scale"], *program.maps["A"], *program.maps["rs"],
+                     *program.maps["eq"], Fw, C, floor, max_front(program), program.check_rank, ratio, weak, fail)
     return C, ratio, weak, fail
 
 
-def run_solve(program, C: np.ndarray, Lin: np.ndarray) -> np.ndarray:
-    """Values ``X (B, value_size)`` for the linear terms ``Lin (B, linear_size)`` (filled in place with
-    the generated factors' terms); ``C`` has ``Bc`` rows and element ``b`` uses row ``b % Bc``."""
+def run_solve(program, C: np.ndarray, Lin: np.ndarray, Lmag: np.ndarray):
+    """``(X (B, value_size), dropped (B, dropped_size))`` for the linear terms ``Lin (B, linear_size)``
+    (filled in place with the generated factors' terms) and the sizes ``Lmag`` of the hard rows'
+    right-hand sides; ``C`` has ``Bc`` rows and element ``b`` uses row ``b % Bc``."""
     B = Lin.shape[0]
     X = np.zeros((B, program.value_size))
+    dropped = np.zeros((B, program.dropped_size))
     solve_kernel(program.steps, *program.maps["g"], *program.maps["b"], *program.maps["xf"], *program.maps["xs"],
-                 C, Lin, np.zeros((B, program.cache_size)), X, max_front(program))
-    return X
+                 C, Lin, Lmag, np.zeros((B, program.cache_size)), X, dropped, max_front(program))
+    return X, dropped

@@ -34,6 +34,7 @@ from .gaussian import (
     CONSISTENCY_RTOL, PIVOT_SUSPECT_RTOL, SINGULAR_RTOL, batch_note, eliminate_gaussian, mv, row_norms, singular_advice,
 )
 from .compiled import factor_workspace, run_factorize, run_solve
+from .program import F
 from .numeric_rank import NumericHardRows
 from .symbolic import Plan, analyze
 
@@ -460,15 +461,28 @@ class CompiledFactorization(Factorization):
         arrays = [table[i] for table, offsets in given for i in offsets if i < n_graph]
         full = np.broadcast_shapes(self.batch_shape, *(a.shape[:-1] for a in arrays))
         B = int(np.prod(full))
-        Lin = np.zeros((B, program.linear_size))
+        Lin, Lmag = np.zeros((B, program.linear_size)), np.zeros((B, program.linear_size))
         for table, offsets in given:
             for i, off in offsets.items():
                 if i < n_graph:
-                    value = table[i]
-                    Lin[:, off : off + value.shape[-1]] = np.broadcast_to(value, full + value.shape[-1:]).reshape(B, -1)
-        X = run_solve(program, _aligned(self.C, self.batch_shape, full), Lin)
+                    value = np.broadcast_to(table[i], full + table[i].shape[-1:]).reshape(B, -1)
+                    Lin[:, off : off + value.shape[-1]] = value
+                    if table is lin_b:
+                        Lmag[:, off : off + value.shape[-1]] = np.abs(value)
+        X, dropped = run_solve(program, _aligned(self.C, self.batch_shape, full), Lin, Lmag)
+        if check:
+            self._check_dropped(dropped, full)
         return {key: X[:, off : off + graph.variable(key).dim].reshape(full + (graph.variable(key).dim,))
                 for key, off in program.value_offset.items()}
+
+    def _check_dropped(self, dropped: np.ndarray, full: tuple) -> None:
+        """The rows the program dropped read ``0 = residual``: check them as the numpy path does."""
+        rows = self.program.steps
+        for step, row in zip(self.plan.steps, rows):
+            d, off = int(row[F["d"]]), int(row[F["drop"]])
+            if d:
+                residual = dropped[:, off : off + d].reshape(full + (d,))
+                self._check_consistent(step, residual, dropped[:, off + d].reshape(full + (1,)))
 
     def remaining(self, g: Mapping | None = None, b: Mapping | None = None) -> FactorGraph:
         raise ValueError("a compiled factorization is of a complete plan; use backend='numpy' for partial plans")
@@ -608,7 +622,7 @@ def _compiled(graph: FactorGraph, plan: Plan, rule: Callable, backend: str):
         return None
     Fw, batch = factor_workspace(graph, program)
     C, ratio, weak, failed = run_factorize(program, Fw, _graph_floor(graph))
-    if np.any(failed >= 0):
+    if np.any(failed != -1):  # a refused pivot (named by the numpy rule), or rows found dependent (re-planned there)
         return None
     worst = int(np.argmin(ratio)) if ratio.size else 0
     weakest = plan.steps[weak[worst]] if ratio.size and weak[worst] >= 0 else None

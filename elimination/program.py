@@ -13,13 +13,13 @@ open-ended (one row of integer fields per step, named in :data:`FIELDS`), so
 that cluster blocks and a refill at new linearisation points can be added as
 new step kinds.
 
-Today's instruction set covers the fronts the recursive algorithms of the
-papers need -- no hard rows, or a substitution through a declared ``+-I``
-block (a link acceleration through its own tree joint), and definite,
-negative or quasi-definite pivots.  A plan with other fronts (general
-substitutions, indefinite pivots) lowers to a program that says so
-(:attr:`Program.unsupported`); :func:`elimination.factorize` then runs it on
-numpy.
+The instruction set covers every front of a complete plan: no hard rows, a
+substitution through a declared ``+-I`` block (a link acceleration through its
+own tree joint) or through a general block (rank-revealing SVD, rows left
+over passed on or dropped), and definite, negative, quasi-definite or
+indefinite pivots.  A partial plan lowers to a program that says it cannot
+run (:attr:`Program.unsupported`); :func:`elimination.factorize` then runs it
+on numpy.
 """
 from __future__ import annotations
 
@@ -30,17 +30,17 @@ import numpy as np
 from .symbolic import Plan
 
 FIELDS = (
-    "nF", "nS", "identity", "pivot", "n_min", "m",
-    "h0", "h1", "s0", "s1", "a0", "a1",          # gather maps of H, scale, A (ranges into the map arrays)
-    "out_H", "out_s",                            # workspace offsets of the new quadratic factor (-1: none)
-    "T", "HF", "Linv", "Y",                      # offsets of the conditional's matrices (-1: none)
-    "g0", "g1", "b0", "b1", "out_g",             # gather maps of the linear terms; the new factor's g
-    "t", "y",                                    # per-solve caches of the forward sweep
-    "xf0", "xf1", "xs0", "xs1",                  # scatter of the front's values, gather of the separator's
+    "nF", "nS", "identity", "pivot", "n_min", "m", "r", "p", "d", "nz",
+    "h0", "h1", "s0", "s1", "a0", "a1", "w0", "w1",  # gather maps of H, scale, A, row scales (ranges into the maps)
+    "out_H", "out_s", "out_A", "e0", "e1",           # the new quadratic factor; the new hard factor and its columns
+    "T", "HF", "Linv", "Y", "D", "W", "N", "E", "Ed", "RS",  # offsets of the conditional's arrays (-1: none)
+    "g0", "g1", "b0", "b1", "out_g", "out_b",        # gather maps of the linear terms; the new factors' terms
+    "t", "y", "drop",                                # per-solve caches; offset of the dropped rows' residuals
+    "xf0", "xf1", "xs0", "xs1",                      # scatter of the front's values, gather of the separator's
 )
 """Columns of :attr:`Program.steps`."""
 F = {name: i for i, name in enumerate(FIELDS)}
-PIVOTS = {"none": 0, "definite": 1, "negative": 2, "quasidefinite": 3}
+PIVOTS = {"none": 0, "definite": 1, "negative": 2, "quasidefinite": 3, "indefinite": 4}
 
 
 @dataclass
@@ -70,13 +70,19 @@ class Program:
     steps : ndarray of int64, shape (n_steps, len(FIELDS))
         One row per step (columns :data:`FIELDS`).
     maps : dict
-        Name -> ``(src, dst)`` int64 index arrays: ``H``, ``scale``, ``A`` (factor
-        workspace -> front), ``g``, ``b`` (linear workspace -> front), ``xf``
-        (front -> values), ``xs`` (values -> separator).
-    factor_size, conditional_size, linear_size, cache_size, value_size : int
-        Floats per batch element of each workspace.
-    H_offset, scale_offset, A_offset, g_offset, b_offset : dict
-        Graph factor index -> offset of its numbers in the workspaces.
+        Name -> ``(src, dst)`` int64 index arrays: ``H``, ``scale``, ``A``,
+        ``rs`` (row scales ``1 / omega``) (factor workspace -> front), ``eq``
+        (the front's separator columns -> the new hard factor's), ``g``, ``b``
+        (linear workspace -> front), ``xf`` (front -> values), ``xs`` (values ->
+        separator).
+    factor_size, conditional_size, linear_size, cache_size, value_size, dropped_size : int
+        Floats per batch element of each workspace (``dropped_size``: rows whose
+        right-hand sides the solve checks for consistency).
+    check_rank : bool
+        Whether substitutions compare their numerical rank with the plan's
+        (not for plans re-made with numerical ranks).
+    H_offset, scale_offset, A_offset, rs_offset, g_offset, b_offset : dict
+        Working factor index -> offset of its numbers in the workspaces.
     value_offset : dict
         Variable key -> offset of its value.
     unsupported : str
@@ -91,9 +97,12 @@ class Program:
     linear_size: int
     cache_size: int
     value_size: int
+    dropped_size: int
+    check_rank: bool
     H_offset: dict
     scale_offset: dict
     A_offset: dict
+    rs_offset: dict
     g_offset: dict
     b_offset: dict
     value_offset: dict
@@ -105,6 +114,7 @@ class Program:
         return {
             "steps": len(rows),
             "identity_substitutions": int(np.sum(rows[:, F["identity"]] != 0)) if len(rows) else 0,
+            "general_substitutions": int(np.sum((rows[:, F["m"]] > 0) & (rows[:, F["identity"]] == 0))) if len(rows) else 0,
             "pivots": {kind: int(np.sum(rows[:, F["pivot"]] == code)) for kind, code in PIVOTS.items() if code} if len(rows) else {},
             "gathers": int(sum(len(src) for src, _ in self.maps.values())),
             "factor_workspace": self.factor_size,
@@ -121,13 +131,11 @@ class Program:
 
 
 def _unsupported(plan: Plan) -> str:
-    for step in plan.steps:
-        if step.hard_rows and not step.identity:
-            return f"step {step.index} substitutes {list(step.frontal)} through a general hard block"
-        if step.pivot not in PIVOTS:
-            return f"step {step.index} has an {step.pivot} pivot"
     if not plan.complete:
         return "the plan is partial"
+    for step in plan.steps:
+        if step.pivot not in PIVOTS:
+            return f"step {step.index} has an {step.pivot} pivot"
     return ""
 
 
@@ -148,15 +156,14 @@ def lower(plan: Plan) -> Program:
     >>> g = FactorGraph(); g.add_variable(Variable("x", 2))
     >>> _ = g.add(Quadratic(["x"], np.eye(2)))
     >>> lower(analyze(g, natural(g))).summary()["pivots"]
-    {'definite': 1, 'negative': 0, 'quasidefinite': 0}
+    {'definite': 1, 'negative': 0, 'quasidefinite': 0, 'indefinite': 0}
     """
     structure = plan.structure
     dims = {v.key: v.dim for v in structure.variables}
     factors = plan.factors
     size = {i: sum(dims[k] for k in f.keys) for i, f in enumerate(factors)}
-    n_graph = len(structure.factors)
 
-    offsets = {"H": {}, "scale": {}, "A": {}, "g": {}, "b": {}}
+    offsets = {"H": {}, "scale": {}, "A": {}, "rs": {}, "g": {}, "b": {}}
     cursor = {"F": 0, "L": 0}
 
     def take(space: str, n: int) -> int:
@@ -167,65 +174,82 @@ def lower(plan: Plan) -> Program:
     for i, f in enumerate(factors):  # the graph's factors, then every generated one
         n = size[i]
         if f.hard:
-            if i < n_graph:
-                offsets["A"][i], offsets["b"][i] = take("F", f.rows * n), take("L", f.rows)
+            offsets["A"][i], offsets["rs"][i] = take("F", f.rows * n), take("F", f.rows)
+            offsets["b"][i] = take("L", f.rows)
         else:
             offsets["H"][i], offsets["scale"][i], offsets["g"][i] = take("F", n * n), take("F", n), take("L", n)
     value_offset, start = {}, 0
     for var in structure.variables:
         value_offset[var.key], start = start, start + var.dim
 
-    maps = {name: _Maps() for name in ("H", "scale", "A", "g", "b", "xf", "xs")}
-    rows, c_size, k_size = [], 0, 0
+    maps = {name: _Maps() for name in ("H", "scale", "A", "rs", "eq", "g", "b", "xf", "xs")}
+    rows, sizes = [], {"C": 0, "K": 0, "drop": 0}
+
+    def claim(space: str, n: int) -> int:
+        start = sizes[space]
+        sizes[space] += n
+        return start
+
     for step in plan.steps:
-        nF, nS = step.frontal_dim, step.separator_dim
-        n, nz = nF + nS, step.pivot_dim
-        row = dict.fromkeys(FIELDS, -1)
-        row.update(nF=nF, nS=nS, identity=step.identity, pivot=PIVOTS.get(step.pivot, -1), n_min=step.frontal_min_dim,
-                   m=step.hard_rows)
-        h, s, a, g, b = ([] for _ in range(5))
-        row_start = 0
-        for i, pos in zip(step.factors, step.positions):
-            if factors[i].hard:
-                if i in offsets["A"]:  # rows of the graph's factor, row-major, into the front's m x n block
-                    r_i, n_i = factors[i].rows, size[i]
-                    rr, cc = np.meshgrid(np.arange(r_i), np.arange(n_i), indexing="ij")
-                    a.append((offsets["A"][i] + (rr * n_i + cc).ravel(), ((row_start + rr) * n + pos[cc]).ravel()))
-                    b.append((offsets["b"][i] + np.arange(r_i), row_start + np.arange(r_i)))
-                row_start += factors[i].rows
-            else:
-                h.append(_square(offsets["H"][i], len(pos), pos, n))
-                s.append((offsets["scale"][i] + np.arange(len(pos)), pos))
-                g.append((offsets["g"][i] + np.arange(len(pos)), pos))
-        for name, parts in (("H", h), ("scale", s), ("A", a), ("g", g), ("b", b)):
-            src = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, int)
-            dst = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, int)
-            key = {"H": "h", "scale": "s", "A": "a", "g": "g", "b": "b"}[name]
-            row[key + "0"], row[key + "1"] = maps[name].add(src, dst)
-        if step.new_quadratic is not None:
-            row["out_H"], row["out_s"] = offsets["H"][step.new_quadratic], offsets["scale"][step.new_quadratic]
-            row["out_g"] = offsets["g"][step.new_quadratic]
-        if step.identity:
-            row["T"], row["HF"] = c_size, c_size + nF * nS
-            c_size += nF * nS + n * nF
-            row["t"], k_size = k_size, k_size + nF
-        if nz:
-            row["Linv"], row["Y"] = c_size, c_size + nz * nz
-            c_size += nz * nz + nz * nS
-            row["y"], k_size = k_size, k_size + nz
-        front = np.concatenate([np.arange(value_offset[k], value_offset[k] + dims[k]) for k in step.layout[: len(step.frontal)]])
-        row["xf0"], row["xf1"] = maps["xf"].add(front, np.arange(nF))
-        if nS:
-            sep = np.concatenate([np.arange(value_offset[k], value_offset[k] + dims[k]) for k in step.separator])
-            row["xs0"], row["xs1"] = maps["xs"].add(sep, np.arange(nS))
-        else:
-            row["xs0"] = row["xs1"] = maps["xs"].add([], [])[0]
-        rows.append([row[name] for name in FIELDS])
+        rows.append(_step_row(step, factors, size, offsets, value_offset, dims, maps, claim))
     return Program(
         plan=plan,
         steps=np.asarray(rows, dtype=np.int64).reshape(len(rows), len(FIELDS)),
         maps={name: m.arrays() for name, m in maps.items()},
-        factor_size=cursor["F"], conditional_size=c_size, linear_size=cursor["L"], cache_size=k_size,
-        value_size=start, H_offset=offsets["H"], scale_offset=offsets["scale"], A_offset=offsets["A"],
+        factor_size=cursor["F"], conditional_size=sizes["C"], linear_size=cursor["L"], cache_size=sizes["K"],
+        value_size=start, dropped_size=sizes["drop"], check_rank=not plan.numeric_ranks,
+        H_offset=offsets["H"], scale_offset=offsets["scale"], A_offset=offsets["A"], rs_offset=offsets["rs"],
         g_offset=offsets["g"], b_offset=offsets["b"], value_offset=value_offset, unsupported=_unsupported(plan),
     )
+
+
+def _step_row(step, factors, size, offsets, value_offset, dims, maps, claim) -> list:
+    """One row of the step table: sizes, kinds, gather ranges and workspace offsets."""
+    nF, nS, m, r = step.frontal_dim, step.separator_dim, step.hard_rows, step.substituted
+    n, nz, p, d = nF + nS, step.pivot_dim, step.passed_rows, step.dropped_rows
+    row = dict.fromkeys(FIELDS, -1)
+    row.update(nF=nF, nS=nS, identity=step.identity, pivot=PIVOTS.get(step.pivot, -1), n_min=step.frontal_min_dim,
+               m=m, r=r, p=p, d=d, nz=nz)
+    parts = {name: [] for name in ("H", "scale", "A", "rs", "g", "b")}
+    row_start = 0
+    for i, pos in zip(step.factors, step.positions):
+        if factors[i].hard:
+            r_i, n_i = factors[i].rows, size[i]
+            rr, cc = np.meshgrid(np.arange(r_i), np.arange(n_i), indexing="ij")
+            parts["A"].append((offsets["A"][i] + (rr * n_i + cc).ravel(), ((row_start + rr) * n + pos[cc]).ravel()))
+            parts["rs"].append((offsets["rs"][i] + np.arange(r_i), row_start + np.arange(r_i)))
+            parts["b"].append((offsets["b"][i] + np.arange(r_i), row_start + np.arange(r_i)))
+            row_start += r_i
+        else:
+            parts["H"].append(_square(offsets["H"][i], len(pos), pos, n))
+            parts["scale"].append((offsets["scale"][i] + np.arange(len(pos)), pos))
+            parts["g"].append((offsets["g"][i] + np.arange(len(pos)), pos))
+    for name, key in (("H", "h"), ("scale", "s"), ("A", "a"), ("rs", "w"), ("g", "g"), ("b", "b")):
+        chunks = parts[name]
+        src = np.concatenate([c[0] for c in chunks]) if chunks else np.zeros(0, int)
+        dst = np.concatenate([c[1] for c in chunks]) if chunks else np.zeros(0, int)
+        row[key + "0"], row[key + "1"] = maps[name].add(src, dst)
+    if step.new_quadratic is not None:
+        q = step.new_quadratic
+        row["out_H"], row["out_s"], row["out_g"] = offsets["H"][q], offsets["scale"][q], offsets["g"][q]
+    if step.new_equality is not None:
+        e = step.new_equality
+        row["out_A"], row["out_b"] = offsets["A"][e], offsets["b"][e]
+        row["e0"], row["e1"] = maps["eq"].add(step.equality_columns, np.arange(len(step.equality_columns)))
+    else:
+        row["e0"] = row["e1"] = maps["eq"].add([], [])[0]
+    if m:
+        row["T"], row["HF"], row["t"] = claim("C", nF * nS), claim("C", n * nF), claim("K", nF)
+        if not step.identity:
+            row["W"], row["N"], row["RS"] = claim("C", nF * m), claim("C", nF * nz), claim("C", m)
+            row["E"], row["Ed"] = claim("C", p * m), claim("C", d * m)
+            if d:
+                row["drop"] = claim("drop", d + 1)  # d residuals and the size of the right-hand sides they combine
+    if nz:
+        row["Linv"], row["Y"], row["D"], row["y"] = claim("C", nz * nz), claim("C", nz * nS), claim("C", nz), claim("K", nz)
+    front = np.concatenate([np.arange(value_offset[k], value_offset[k] + dims[k]) for k in step.layout[: len(step.frontal)]])
+    row["xf0"], row["xf1"] = maps["xf"].add(front, np.arange(nF))
+    sep = (np.concatenate([np.arange(value_offset[k], value_offset[k] + dims[k]) for k in step.separator])
+           if nS else np.zeros(0, int))
+    row["xs0"], row["xs1"] = maps["xs"].add(sep, np.arange(nS))
+    return [row[name] for name in FIELDS]

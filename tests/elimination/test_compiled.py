@@ -5,7 +5,6 @@ from hypothesis import assume, event, given, settings
 
 import elimination
 from elimination import Ordering, SingularProblemError, analyze, factorize
-from elimination.program import lower
 from factorgraph import FactorGraph, LinearEquality, Quadratic, Variable
 from tests.random_graphs import build_graph, graph_specs, max_relative_error, well_conditioned
 
@@ -21,21 +20,28 @@ def _both(graph, ordering, **solve):
 
 
 @settings(max_examples=60)
-@given(graph_specs(equalities=False))
-def test_random_graphs_without_hard_rows_equal_the_numpy_rule(spec):
-    """Definite and quasi-definite fronts in every order the heuristics pick, batches included."""
+@given(graph_specs(hard_multipliers=True))
+def test_random_graphs_equal_the_numpy_rule(spec):
+    """Every kind of front (identity-free substitutions, rows passed on or dropped, definite, negative,
+    quasi-definite and indefinite pivots) in every order the heuristics pick, batches included; one
+    refinement step on both sides (the two sum in different orders: cond * eps apart before it)."""
     for batch in ((), (3,)):
         graph = build_graph(spec, batch=batch)
         assume(well_conditioned(graph))
         for name in elimination.ORDERINGS:
             ordering = elimination.resolve_ordering(graph, name)
-            if lower(analyze(graph, ordering)).unsupported:  # an indefinite front: numpy only, for now
-                event("indefinite front: numpy only")
+            try:
+                numpy_values = factorize(graph, analyze(graph, ordering)).solve()
+            except SingularProblemError:  # an unregularized multiplier ordered first: refused on both sides
+                with pytest.raises(SingularProblemError):
+                    factorize(graph, analyze(graph, ordering), backend="numba").solve()
+                event("refused on both sides")
                 continue
             event("compiled")
-            numpy_values, compiled_values = _both(graph, ordering, refine=0)
-            assert max_relative_error(compiled_values, numpy_values) < RTOL
-            assert max_relative_error(compiled_values, graph.dense_solve()) < 1e-9
+            compiled = factorize(graph, analyze(graph, ordering), backend="numba")
+            assert type(compiled).__name__ == "CompiledFactorization"
+            assert max_relative_error(compiled.solve(), numpy_values) < RTOL
+            assert max_relative_error(compiled.solve(), graph.dense_solve()) < 1e-9
 
 
 def _chain(T: int = 6, batch: tuple = ()):
@@ -66,19 +72,38 @@ def test_identity_substitutions_and_batched_linear_terms():
     assert max_relative_error(fact.solve(g=g), factorize(graph, plan).solve(g=g)) < RTOL
 
 
-def test_plans_outside_the_instruction_set_are_named_or_left_to_numpy():
+def test_partial_plans_are_named_or_left_to_numpy():
     g = FactorGraph()
     for k in "xy":
         g.add_variable(Variable(k, 2))
         g.add(Quadratic([k], np.eye(2)))
     g.add(LinearEquality(["x", "y"], [np.ones((1, 2)), np.ones((1, 2))], [1.0]))  # a general hard block
-    plan = analyze(g, Ordering.from_keys(["x", "y"]))
-    assert "general hard block" in plan.lowered().unsupported
-    with pytest.raises(ValueError, match="general hard block.*backend='numpy' or 'auto'"):
-        factorize(g, plan, backend="numba")
-    assert type(factorize(g, plan, backend="auto")).__name__ == "Factorization"
+    full = analyze(g, Ordering.from_keys(["x", "y"]))
+    assert full.lowered().summary()["general_substitutions"] == 1 and not full.lowered().unsupported
+    partial = analyze(g, Ordering.from_keys(["x"]), complete=False)
+    with pytest.raises(ValueError, match="partial.*backend='numpy' or 'auto'"):
+        factorize(g, partial, backend="numba")
+    assert type(factorize(g, partial, backend="auto")).__name__ == "Factorization"
     with pytest.raises(ValueError, match="backend must be one of"):
-        factorize(g, plan, backend="gpu")
+        factorize(g, full, backend="gpu")
+
+
+def test_dependent_and_contradicting_rows_are_handled_as_by_the_numpy_path():
+    """Redundant rows (numerical rank below the plan's): re-planned; contradicting ones: named."""
+    for inconsistent, expect in ((False, None), (True, "inconsistent")):
+        g = FactorGraph()
+        for k in "xy":
+            g.add_variable(Variable(k, 1))
+        g.add(Quadratic(["x"], [[1.0]], [0.3]))
+        g.add(LinearEquality(["x", "y"], [[[0.7]], [[-1.3]]], [0.4]))
+        g.add(LinearEquality(["x", "y"], [[[1.75]], [[-3.25]]], [1.0 + inconsistent]))
+        plan = analyze(g, Ordering.from_keys(["x", "y"]))
+        if expect:
+            with pytest.raises(SingularProblemError, match=expect):
+                factorize(g, plan, backend="numba").solve()
+        else:
+            values = factorize(g, plan, backend="auto").solve()
+            assert values["x"][0] == pytest.approx(0.3) and values["y"][0] == pytest.approx((0.4 - 0.21) / -1.3)
 
 
 def test_a_failing_pivot_is_reported_as_by_the_numpy_rule():
