@@ -206,7 +206,7 @@ def allegro_grasp(hands: int = 2, rng=None):
     for h in range(hands):
         hand = _renamed(load_pinocchio_robot("allegro" if h == 0 else "allegro_left"), f"h{h}_")
         model = pin.appendModel(model, hand, 0, mounts[h])
-    np.random.seed(int(rng.integers(2**31)))
+    pin.seed(int(rng.integers(2**31)))  # Pinocchio's own generator: numpy's seed does not reach it
     q = pin.randomConfiguration(model)
     q[:3] = 0.0
     model.name = "allegro_grasp" if hands == 1 else "two_allegro_grasp"

@@ -29,7 +29,7 @@ def random_state(model, rng: np.random.Generator):
     if model.joints[1].shortname() == "JointModelFreeFlyer":
         model.lowerPositionLimit[:7] = -1.0
         model.upperPositionLimit[:7] = 1.0
-    np.random.seed(int(rng.integers(2**31)))
+    pin.seed(int(rng.integers(2**31)))  # Pinocchio's own generator: numpy's seed does not reach it
     q = pin.randomConfiguration(model)
     return q, rng.normal(size=model.nv), rng.normal(size=model.nv)
 

@@ -1,8 +1,17 @@
 """The gaussgraph command, run as a user would (subprocess on the installed console script)."""
+import fcntl
+import io
 import json
+import os
+import pty
 import re
+import signal
+import struct
 import subprocess
 import sys
+import termios
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -49,7 +58,7 @@ def test_list_and_render_and_scale(tmp_path):
     assert (tmp_path / "proxbbo" / "frame_00.svg").exists() and (tmp_path / "factor_graph_prox.svg").exists()
     scale = gaussgraph("scale", "cycle", "--sizes", "7,8", "--algorithms", "proxbbo", "--plot", tmp_path / "s.png")
     assert scale.returncode == 0, scale.stderr
-    assert (tmp_path / "s.png").exists() and "[####" in scale.stderr  # the progress bar
+    assert (tmp_path / "s.png").exists() and scale.stderr == ""  # no progress when stderr is not a terminal
 
 
 @pytest.mark.parametrize(
@@ -109,3 +118,130 @@ def test_compare_notes_runs_that_did_not_converge(tmp_path, capsys):
         assert rows[name]["note"] == f"not converged (residual {rows[name]['residual']:.1e})", rows[name]
         assert rows[name]["note"] in table
     assert rows["pv"]["note"].startswith("singular")
+
+
+# -- progress and interruption ------------------------------------------------------------------
+
+def _sigint_default():
+    """In the child: SIGINT back to its default action.  A shell without job control starts background
+    commands (e.g. ``pytest &`` in a script) with SIGINT ignored, and children inherit that; Python then
+    never raises KeyboardInterrupt, and the Ctrl-C tests below would test nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def gaussgraph_on_a_terminal(*args, interrupt_after: str | None = None, columns: int = 120):
+    """Run with stderr on a pseudo-terminal (stdout stays a pipe); return ``(status, stdout, stderr)``.
+
+    With ``interrupt_after``, send SIGINT once that text has appeared on stderr.
+    """
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    proc = subprocess.Popen([str(SCRIPT), *map(str, args)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=slave, text=True, preexec_fn=_sigint_default)
+    os.close(slave)
+    received = []
+
+    def pump():
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:  # EIO: the command has closed the terminal
+                return
+            if not data:
+                return
+            received.append(data)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        if interrupt_after is not None:
+            while interrupt_after.encode() not in b"".join(received) and proc.poll() is None:
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGINT)
+        stdout, _ = proc.communicate(timeout=600)
+    finally:
+        proc.kill()
+        reader.join(10)
+        os.close(master)
+    return proc.returncode, stdout, b"".join(received).decode(errors="replace")
+
+
+def screen_lines(stderr: str) -> list:
+    """What stays on the terminal, roughly: the text after the last carriage return of each line."""
+    return [line.split("\r")[-1] for line in stderr.replace("\r\n", "\n").split("\n") if line.split("\r")[-1].strip()]
+
+
+def test_compare_shows_each_algorithm_being_planned_and_solved_on_stderr_only():
+    status, stdout, stderr = gaussgraph_on_a_terminal("compare", "fig4", "--algorithms", "lcaba,proxltl", "--repeat", "1")
+    assert status == 0, stderr
+    for text in ("building fig4", "dense reference solve", "planning lcaba", "solving lcaba", "timing lcaba",
+                 "planning proxltl", "0/2 |", "1/2 |"):
+        assert text in stderr, (text, stderr)
+    assert stdout.splitlines()[1].startswith("algorithm") and "planning" not in stdout and "\r" not in stdout
+    assert screen_lines(stderr) == []  # the bar is cleared when done
+
+
+def test_quiet_and_pipes_show_no_progress():
+    status, stdout, stderr = gaussgraph_on_a_terminal("compare", "fig4", "--algorithms", "lcaba", "--repeat", "1", "-q")
+    assert status == 0 and stderr == "" and "lcaba" in stdout
+    piped = gaussgraph("compare", "fig4", "--algorithms", "lcaba", "--repeat", "1")
+    assert piped.returncode == 0 and piped.stderr == ""
+
+
+def test_scale_moves_its_bar_per_algorithm_within_a_size():
+    status, stdout, stderr = gaussgraph_on_a_terminal("scale", "cycle", "--sizes", "7,8", "--algorithms", "proxbbo,lcaba",
+                                                      "--repeat", "1")
+    assert status == 0, stderr
+    frames = stderr.split("\r")
+    assert any(f.startswith("1/4 |") and "n=7: planning lcaba" in f for f in frames), frames  # moved inside size 7
+    assert any(f.startswith("3/4 |") and "n=8: planning lcaba" in f for f in frames), frames
+    assert stdout.split()[:4] == ["size", "algorithm", "flops", "ms/solve"]
+
+
+def test_render_counts_its_pictures(tmp_path):
+    status, stdout, stderr = gaussgraph_on_a_terminal("render", "four_bar", "--algorithm", "proxbbo", "--out", tmp_path)
+    assert status == 0, stderr
+    assert "planning proxbbo" in stderr and re.search(r"drawing proxbbo \(1 of \d+\)", stderr), stderr
+    assert stdout.endswith(f"files written to {tmp_path}\n")
+
+
+def test_ctrl_c_ends_with_one_line_and_status_130():
+    """SIGINT a second into a long run (a million timed solves per algorithm): whatever it was doing then --
+    loading the library, planning, in a LAPACK call -- it ends with one line on stderr and status 130."""
+    proc = subprocess.Popen([str(SCRIPT), "compare", "fig4", "--repeat", "1000000"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_default)
+    try:
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert (proc.returncode, stdout, stderr) == (130, "", "gaussgraph: interrupted\n")
+
+
+def test_ctrl_c_while_planning_on_a_terminal_clears_the_bar_and_says_one_line():
+    status, stdout, stderr = gaussgraph_on_a_terminal("compare", "chain_of_loops:loops=20,links_per_loop=7", "--repeat", "1",
+                                                      interrupt_after="planning")
+    assert status == 130 and stdout == ""
+    assert screen_lines(stderr) == ["gaussgraph: interrupted"] and "Traceback" not in stderr
+
+
+def test_compare_and_scale_report_their_steps():
+    """The hooks the progress bar reads: every phase of every algorithm, in order, and the sweep's sizes."""
+    from mechanics import models
+    from viz import compare as cmp
+
+    steps = []
+    rows = cmp.compare(models.four_bar(), ["proxbbo", "aba"], repeat=1, on_step=steps.append)
+    assert [r.algorithm for r in rows] == ["proxbbo", "aba"]
+    assert [(s.phase, s.algorithm) for s in steps] == [
+        ("reference", None), ("planning", "proxbbo"), ("solving", "proxbbo"), ("timing", "proxbbo"), ("done", "proxbbo"),
+        ("done", "aba"),  # aba does not apply to a loop: no planning
+    ]
+    assert {(s.index, s.total) for s in steps if s.algorithm == "aba"} == {(1, 2)}
+    sweep, bar = [], io.StringIO()
+    points = cmp.scale("cycle", "n", [7, 8], ["lcaba"], repeat=1, progress=bar, on_step=sweep.append)
+    assert [p["size"] for p in points] == [7, 8]
+    assert [(s.size, s.phase) for s in sweep if s.phase in ("building", "done")] == [(7, "building"), (7, "done"),
+                                                                                    (8, "building"), (8, "done")]
+    assert "[###############...............] 1/2 n=7: done lcaba" in bar.getvalue()  # the library's own text bar
