@@ -32,6 +32,7 @@ from .ordering import (
     resolve_ordering,
 )
 from .symbolic import Plan, Step, analyze
+from .library import amd, constrained_first, constrained_last, metis  # registers "amd", "metis" in ORDERINGS
 
 
 def solve(graph, ordering="min_fill", refine: int = 1) -> dict:
@@ -70,13 +71,17 @@ __all__ = [
     "Plan",
     "SingularProblemError",
     "Step",
+    "amd",
     "analyze",
+    "constrained_first",
+    "constrained_last",
     "degree_score",
     "element_graph",
     "eliminate_gaussian",
     "factorize",
     "fill_score",
     "greedy",
+    "metis",
     "min_degree",
     "min_fill",
     "natural",

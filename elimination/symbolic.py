@@ -266,6 +266,34 @@ class HardStep:
     group: frozenset
 
 
+class _Flow:
+    """A maximum flow from a group's hard factors (capacity: rows) to a set of columns (capacity: dimension).
+
+    ``into[k][i]`` is the flow from factor ``i`` to column ``k``; ``out`` and
+    ``load`` are its sums per factor and per column, ``free`` the factors with
+    rows to spare and ``short`` the columns not yet saturated.
+    """
+
+    __slots__ = ("group", "cols", "into", "out", "load", "value", "free", "short")
+
+    def __init__(self):
+        self.group, self.cols = set(), set()
+        self.into, self.out, self.load = {}, {}, {}
+        self.value = 0
+        self.free, self.short = set(), set()
+
+    def absorb(self, other: "_Flow") -> None:
+        """Add a flow on disjoint factors and columns (their union is a flow)."""
+        self.group |= other.group
+        self.cols |= other.cols
+        self.into.update(other.into)
+        self.out.update(other.out)
+        self.load.update(other.load)
+        self.value += other.value
+        self.free |= other.free
+        self.short |= other.short
+
+
 class HardRows:
     """Generic-rank bookkeeping of the hard rows during symbolic elimination.
 
@@ -274,13 +302,23 @@ class HardRows:
     along the way reduced out.  For generic coefficients the rank of a set of
     columns ``X`` in a group ``G`` is ``rho_G(X)``, a maximum flow from the
     group's factors (capacity: rows) to the variables of ``X`` they touch
-    (capacity: dimension).  Column reduction then gives
+    (capacity: dimension) -- a maximum bipartite matching of row copies to
+    column copies.  Column reduction then gives
 
     * the substitution rank of a front ``F``: ``rho_G(C + F) - rho_G(C)``;
     * the support of the leftover rows: the ``y`` with
       ``rho_G(C + F + y) > rho_G(C + F)`` -- a union of scopes would be too
       wide, since eliminating a column can cancel a factor out of a row
       combination exactly.
+
+    No flow is computed per candidate: given a maximum flow for ``C + F``,
+    adding ``y`` raises the rank exactly when ``y`` is touched by a factor
+    reachable from a factor with rows to spare in the residual network
+    (an augmenting path ends at ``y``; Dulmage-Mendelsohn), so one search
+    gives the whole support.  The flow of a working factor is kept and
+    grown: the groups and columns of the factors a bucket combines are
+    disjoint, so their flows add up to a flow of the union, which a few
+    augmenting paths make maximum again.
 
     The interface :meth:`eliminate` / :meth:`record` is what :func:`analyze`
     asks of any bookkeeping (see :class:`elimination.numeric_rank.NumericHardRows`).
@@ -297,49 +335,133 @@ class HardRows:
         self.originals = originals
         self.dims = dims
         self.provenance = {i: (frozenset({i}), frozenset()) for i in originals}
-        self._memo: dict = {}
+        self._keys = {i: f.keys for i, f in originals.items()}
+        self._rows = {i: f.rows for i, f in originals.items()}
+        self._flows: dict = {}  # working factor -> its maximum flow, until a bucket consumes it
         self._pending = None
 
     def rank(self, group: frozenset, columns: frozenset) -> int:
         """``rho_G(X)``: generic rank of the columns ``X`` in the rows of group ``G``."""
-        memo_key = (group, columns)
-        if memo_key not in self._memo:
-            self._memo[memo_key] = self._max_flow(group, columns)
-        return self._memo[memo_key]
+        flow = _Flow()
+        self._add(flow, group, columns)
+        self._maximize(flow)
+        return flow.value
 
-    def _max_flow(self, group: frozenset, columns: frozenset) -> int:
-        touched = {k for i in group for k in self.originals[i].keys if k in columns}
-        if len(group) == 1:
-            (i,) = group
-            return min(self.originals[i].rows, sum(self.dims[k] for k in touched))
-        network = nx.DiGraph()
+    def _add(self, flow: _Flow, group, columns) -> None:
+        """Factors and columns with no flow yet (already present ones are left as they are)."""
+        rows, dims = self._rows, self.dims
         for i in group:
-            network.add_edge("source", ("factor", i), capacity=self.originals[i].rows)
-            for k in self.originals[i].keys:
-                if k in touched:
-                    network.add_edge(("factor", i), ("var", k))
-        for k in touched:
-            network.add_edge(("var", k), "sink", capacity=self.dims[k])
-        return nx.maximum_flow_value(network, "source", "sink") if touched else 0
+            if i not in flow.group:
+                flow.group.add(i)
+                if rows[i] > 0:
+                    flow.free.add(i)
+        for k in columns:
+            if k not in flow.cols:
+                flow.cols.add(k)
+                if dims[k] > 0:
+                    flow.short.add(k)
+
+    def _search(self, flow: _Flow, stop: bool):
+        """Breadth-first search of the residual network from the factors with rows to spare.
+
+        With ``stop``, returns the first augmenting path found as
+        ``(column, came_from, via)``; otherwise (or when there is none)
+        ``via``, whose keys are the reachable factors.
+        """
+        keys, cols, into, short = self._keys, flow.cols, flow.into, flow.short
+        via = dict.fromkeys(flow.free)  # factor -> the column it was reached from (None: a source)
+        came_from = {}  # column -> the factor it was reached from
+        queue = list(flow.free)
+        for i in queue:  # grows while iterating: breadth first
+            for k in keys[i]:
+                if k in cols and k not in came_from:
+                    came_from[k] = i
+                    if stop and k in short:
+                        return k, came_from, via
+                    for j in into.get(k, ()):
+                        if j not in via:
+                            via[j] = k
+                            queue.append(j)
+        return via
+
+    def _augment(self, flow: _Flow, end, came_from: dict, via: dict) -> None:
+        """Push the bottleneck along the path ending at the unsaturated column ``end``."""
+        into, rows, dims = flow.into, self._rows, self.dims
+        path = []  # (factor, column it sends more to)
+        k = end
+        while True:
+            i = came_from[k]
+            path.append((i, k))
+            k = via[i]
+            if k is None:
+                break
+        source = path[-1][0]
+        amount = min(rows[source] - flow.out.get(source, 0), dims[end] - flow.load.get(end, 0))
+        for i, _ in path[:-1]:  # i gives back what it sent to via[i]
+            amount = min(amount, into[via[i]][i])
+        for i, k in path:
+            sent = into.setdefault(k, {})
+            sent[i] = sent.get(i, 0) + amount
+            back = via[i]
+            if back is not None:
+                left = into[back][i] - amount
+                if left:
+                    into[back][i] = left
+                else:
+                    del into[back][i]
+        flow.out[source] = flow.out.get(source, 0) + amount
+        if flow.out[source] == rows[source]:
+            flow.free.discard(source)
+        flow.load[end] = flow.load.get(end, 0) + amount
+        if flow.load[end] == dims[end]:
+            flow.short.discard(end)
+        flow.value += amount
+
+    def _maximize(self, flow: _Flow):
+        """Augment ``flow`` to a maximum; the reachable factors if the last search saw them all, else None."""
+        while flow.short and flow.free:
+            found = self._search(flow, stop=True)
+            if not isinstance(found, tuple):
+                return found
+            self._augment(flow, *found)
+        return None
 
     def eliminate(self, hard: list, m: int, frontal: tuple, order_position: dict) -> HardStep:
         """What the bucket's hard factors ``hard`` (working indices, ``m`` rows in all) do to ``frontal``."""
-        group = frozenset().union(*(self.provenance[i][0] for i in hard))
-        before = frozenset().union(*(self.provenance[i][1] for i in hard))
-        after = before | set(frontal)
-        base, rank_after = self.rank(group, before), self.rank(group, after)
-        candidates = {k for i in group for k in self.originals[i].keys} - after
-        support = tuple(sorted(
-            (y for y in candidates if self.rank(group, after | {y}) > rank_after), key=order_position.get,
-        ))
-        substituted = rank_after - base
+        flows = [self._flows.pop(i, None) for i in hard]  # a bucket consumes its factors
+        live = [f for f in flows if f is not None]
+        flow = max(live, key=lambda f: len(f.group)) if live else _Flow()
+        for i, other in zip(hard, flows):
+            if other is flow:
+                continue
+            if other is not None and flow.group.isdisjoint(other.group) and flow.cols.isdisjoint(other.cols):
+                flow.absorb(other)
+            else:  # an original factor, or (never in analyze) overlapping histories: no flow is a flow
+                self._add(flow, *self.provenance[i])
+        group = frozenset(flow.group)
+        self._maximize(flow)
+        base = flow.value
+        self._add(flow, (), frontal)
+        reached = self._maximize(flow)
+        if reached is None:
+            reached = self._search(flow, stop=False) if flow.free else ()
+        substituted = flow.value - base
+        cols, keys, dims = flow.cols, self._keys, self.dims
+        support = {y for i in reached for y in keys[i] if y not in cols and dims[y] > 0}
+        support = tuple(sorted(support, key=order_position.get))
         passed = m - substituted if support else 0
-        self._pending = (group, after)
+        self._pending = (group, flow, None)
         return HardStep(substituted, passed, m - substituted - passed, support, group)
 
     def record(self, index: int) -> None:
         """The rows passed on by the last :meth:`eliminate` become working factor ``index``."""
-        self.provenance[index] = self._pending
+        group, flow, after = self._pending
+        if after is None:
+            after = frozenset(flow.cols)
+        self.provenance[index] = (group, after)
+        if flow is not None:
+            self._flows[index] = flow
+        self._pending = (group, None, after)  # recorded twice (never in analyze): the flow is not shared
 
 
 def _check_ordering(structure, ordering: Ordering, complete: bool) -> None:

@@ -27,6 +27,7 @@ from typing import Callable, NamedTuple
 
 import elimination
 from elimination import Ordering
+from elimination.ordering import Precedence
 
 from .gplc import GPLCLayout
 from .keys import JointAcceleration, LinkAcceleration, Multiplier
@@ -50,21 +51,27 @@ def tree_order(mechanism: Mechanism, graph) -> Ordering:
     return Ordering(blocks + ([multipliers] if multipliers else []))
 
 
-def _leaf_links_first(mechanism: Mechanism):
-    """Eligibility: a link's variables once all its children are eliminated; multipliers after every link."""
+def _leaf_links_first(mechanism: Mechanism, graph) -> Precedence:
+    """Eligibility: a link's variables once all its children are eliminated; multipliers after every link.
 
-    def eligible(key, state):
-        if isinstance(key, Multiplier):
-            return all(isinstance(k, Multiplier) for k in state.remaining)
-        return all(LinkAcceleration(child) not in state.remaining for child in mechanism.children(key.name))
-
-    return eligible
+    As data, so the game keeps it with counters instead of rescanning the graph:
+    gate ``("children", i)`` holds the children's ``a_c`` and link ``i``'s
+    variables wait on it; gate ``"links"`` holds every link and joint variable
+    and every multiplier waits on it.  On fig4, ``a_3`` and ``qdd_3`` wait for
+    ``a_4``, ``a_7`` and ``a_9``; ``a_6`` waits for nothing.
+    """
+    keys = [v.key for v in graph.variables]
+    gates = {("children", link.name): [LinkAcceleration(c) for c in mechanism.children(link.name)] for link in mechanism.links}
+    gates["links"] = [k for k in keys if not isinstance(k, Multiplier)]
+    waits = {k: ["links"] if isinstance(k, Multiplier) else [("children", k.name)] for k in keys}
+    return Precedence(gates, waits)
 
 
 def tree_min_degree(mechanism: Mechanism, graph) -> Ordering:
     """LCABA (000 Sec. IV): among the current leaf links, the one with the fewest
     neighbours first (ties by link order); per link ``a_i`` then ``qdd_i``."""
-    return elimination.min_degree(graph, eligible=_leaf_links_first(mechanism), blocks=_link_blocks(mechanism), split_blocks=True)
+    eligible = _leaf_links_first(mechanism, graph)
+    return elimination.min_degree(graph, eligible=eligible, blocks=_link_blocks(mechanism), split_blocks=True)
 
 
 def early_multipliers(mechanism: Mechanism, graph) -> Ordering:
@@ -100,7 +107,7 @@ def _link_blocks(mechanism: Mechanism) -> list:
     return [_link_keys(link) for link in mechanism.links]
 
 
-def _accelerations_root_first(mechanism: Mechanism):
+def _accelerations_root_first(mechanism: Mechanism, graph) -> Precedence:
     """Eligibility: ``a_i`` once its parent's is eliminated; everything else after every ``a_i``.
 
     Substituting link accelerations root to leaves is exact for any geometry
@@ -108,26 +115,31 @@ def _accelerations_root_first(mechanism: Mechanism):
     order further -- ``qdd_i`` before ``a_i``, or a link before its children --
     builds the "fictitious joints" of 000 Sec. VII-B, whose rank depends on the
     geometry (planar legs, coincident spherical joints) and needs pivoting.
+
+    As data: gate ``("link", p)`` holds ``a_p``, which ``a_i`` waits on for its
+    parent ``p`` (links on the ground wait on nothing); gate ``"accelerations"``
+    holds every ``a_i`` and every other variable waits on it.
     """
-
-    def eligible(key, state):
-        if isinstance(key, LinkAcceleration):
-            parent = mechanism.parent(key.name)
-            return parent == GROUND or LinkAcceleration(parent) not in state.remaining
-        return not any(isinstance(k, LinkAcceleration) for k in state.remaining)
-
-    return eligible
+    gates = {("link", link.name): [LinkAcceleration(link.name)] for link in mechanism.links}
+    gates["accelerations"] = [LinkAcceleration(link.name) for link in mechanism.links]
+    waits = {}
+    for key in (v.key for v in graph.variables):
+        if not isinstance(key, LinkAcceleration):
+            waits[key] = ["accelerations"]
+        elif mechanism.parent(key.name) != GROUND:
+            waits[key] = [("link", mechanism.parent(key.name))]
+    return Precedence(gates, waits)
 
 
 def any_min_degree(mechanism: Mechanism, graph) -> Ordering:
     """Joint-space minimum degree (000 Sec. VII-B): link accelerations substituted
     root to leaves, then minimum degree over joint accelerations and multipliers."""
-    return elimination.min_degree(graph, eligible=_accelerations_root_first(mechanism))
+    return elimination.min_degree(graph, eligible=_accelerations_root_first(mechanism, graph))
 
 
 def any_min_fill(mechanism: Mechanism, graph) -> Ordering:
     """Joint-space minimum fill: as :func:`any_min_degree` with the minimum-fill score."""
-    return elimination.min_fill(graph, eligible=_accelerations_root_first(mechanism))
+    return elimination.min_fill(graph, eligible=_accelerations_root_first(mechanism, graph))
 
 
 SCOPES = {

@@ -13,8 +13,9 @@ Links are numbered in topological order, ``1..n_b`` (``0`` is the ground), so
 """
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field, replace
+from itertools import accumulate
 from typing import Sequence
 
 import numpy as np
@@ -23,6 +24,9 @@ from .joints import Joint, integrate, neutral, random_configuration
 from .spatial import spatial_inertia
 
 GROUND = "ground"
+_EYE = np.eye(3)
+_EYE.flags.writeable = False
+_ORTHONORMAL_TOL = 1e-8 + 1e-5 * _EYE  # the test of np.allclose(R R', I, atol=1e-8), without its overhead
 
 
 @dataclass(frozen=True, eq=False)
@@ -35,9 +39,9 @@ class Pose:
     def __post_init__(self):
         R = np.asarray(self.rotation, dtype=float)
         p = np.asarray(self.translation, dtype=float)
-        if R.shape != (3, 3) or p.shape != (3,) or not (np.all(np.isfinite(R)) and np.all(np.isfinite(p))):
+        if R.shape != (3, 3) or p.shape != (3,) or not (np.isfinite(R).all() and np.isfinite(p).all()):
             raise ValueError(f"a Pose needs a finite 3x3 rotation and 3-vector translation, got {R.shape}, {p.shape}")
-        if not np.allclose(R @ R.T, np.eye(3), atol=1e-8) or np.linalg.det(R) < 0:
+        if not (np.abs(R @ R.T - _EYE) <= _ORTHONORMAL_TOL).all() or np.linalg.det(R) < 0:
             raise ValueError("Pose rotation is not a proper rotation matrix (R R' = I, det R = 1)")
         object.__setattr__(self, "rotation", R)
         object.__setattr__(self, "translation", p)
@@ -82,9 +86,10 @@ class Link:
         inertia = np.asarray(self.inertia, dtype=float)
         if not (np.isfinite(self.mass) and self.mass >= 0):
             raise ValueError(f"link {self.name!r}: mass must be finite and >= 0, got {self.mass!r}")
-        if com.shape != (3,) or inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)) or not np.all(np.isfinite(com)):
+        if com.shape != (3,) or inertia.shape != (3, 3) or not np.isfinite(inertia).all() or not np.isfinite(com).all():
             raise ValueError(f"link {self.name!r}: com must be a finite 3-vector and inertia a finite 3x3 matrix")
-        if not np.allclose(inertia, inertia.T, atol=1e-12) or np.min(np.linalg.eigvalsh(inertia)) < -1e-12:
+        symmetric = (np.abs(inertia - inertia.T) <= 1e-12 + 1e-5 * np.abs(inertia.T)).all()  # np.allclose, inlined
+        if not symmetric or np.min(np.linalg.eigvalsh(inertia)) < -1e-12:
             raise ValueError(f"link {self.name!r}: rotational inertia must be symmetric positive semidefinite")
         object.__setattr__(self, "com", com)
         object.__setattr__(self, "inertia", inertia)
@@ -241,13 +246,20 @@ class Mechanism:
         names = [c.name for c in self.constraints]
         if len(set(names)) != len(names):
             raise ValueError(f"constraint names must be unique, got {names}")
-        self._children = {link.name: tuple(l.name for l in self.links if l.parent == link.name) for link in self.links}
+        self._constraint_index = {c.name: c for c in self.constraints}
+        children = {link.name: [] for link in self.links}
+        for link in self.links:  # topological order, so each tuple is too
+            if link.parent != GROUND:
+                children[link.parent].append(link.name)
+        self._children = {name: tuple(kids) for name, kids in children.items()}
+        self._loops: dict = {}  # constraint name -> (SL(j), lowest common ancestor or None), filled on demand
+        self._supported: dict | None = None  # link name -> LS(i), filled on first use
         self.plans = PlanCache()
-        offsets_q = np.cumsum([0] + [link.joint.nq for link in self.links])
-        offsets_v = np.cumsum([0] + [link.joint.nv for link in self.links])
-        self.q_slices = {l.name: slice(int(a), int(b)) for l, a, b in zip(self.links, offsets_q, offsets_q[1:])}
-        self.v_slices = {l.name: slice(int(a), int(b)) for l, a, b in zip(self.links, offsets_v, offsets_v[1:])}
-        self.nq, self.nv = int(offsets_q[-1]), int(offsets_v[-1])
+        offsets_q = list(accumulate((link.joint.nq for link in self.links), initial=0))
+        offsets_v = list(accumulate((link.joint.nv for link in self.links), initial=0))
+        self.q_slices = {l.name: slice(a, b) for l, a, b in zip(self.links, offsets_q, offsets_q[1:])}
+        self.v_slices = {l.name: slice(a, b) for l, a, b in zip(self.links, offsets_v, offsets_v[1:])}
+        self.nq, self.nv = offsets_q[-1], offsets_v[-1]
 
     def _checked(self, j: int, c):
         if not isinstance(c, (Weld, Connect, General)):
@@ -295,10 +307,41 @@ class Mechanism:
 
     # -- loops (000 Sec. III-B) --------------------------------------------------------
     def constraint(self, name: str):
-        for c in self.constraints:
-            if c.name == name:
-                return c
-        raise KeyError(f"no constraint {name!r}; constraints: {[c.name for c in self.constraints]}")
+        try:
+            return self._constraint_index[name]
+        except (KeyError, TypeError):
+            raise KeyError(f"no constraint {name!r}; constraints: {[c.name for c in self.constraints]}") from None
+
+    def _loop(self, name: str) -> tuple:
+        """``(SL(j), lca)`` of constraint ``name``, computed once: lca is the constrained links'
+        lowest common ancestor, ``None`` when the loop passes through the ground."""
+        if name not in self._loops:
+            links = self.constraint(name).links
+            lca = None if GROUND in links else self._common_ancestor(links)
+            members = set()
+            for link in links:  # each tree path up to the lca (exclusive), or to the ground
+                while link != GROUND and link != lca:
+                    members.add(link)
+                    link = self.links[self.index[link] - 1].parent
+            if lca is not None:
+                members.add(lca)
+            self._loops[name] = (tuple(sorted(members, key=self.index.__getitem__)), lca)
+        return self._loops[name]
+
+    def _common_ancestor(self, links) -> str | None:
+        """Lowest common ancestor (a link, itself included) of ``links``, or ``None`` if only the ground is."""
+        common = links[0]
+        for other in links[1:]:
+            while common != other:  # parent < child: climb from the higher index
+                if common == GROUND or other == GROUND:
+                    return None
+                if self.index[common] > self.index[other]:
+                    common = self.links[self.index[common] - 1].parent
+                else:
+                    other = self.links[self.index[other] - 1].parent
+            if common == GROUND:
+                return None
+        return common
 
     def supporting_links(self, name: str) -> tuple:
         """SL(j): links of the loop closed by constraint ``name``, in topological order.
@@ -306,25 +349,23 @@ class Mechanism:
         The tree paths from each constrained link up to their lowest common
         ancestor, that ancestor included (unless it is the ground).
         """
-        paths = [self.ancestors(l) if l != GROUND else [] for l in self.constraint(name).links]
-        common = set(paths[0]).intersection(*paths[1:]) if all(paths) else set()
-        lca = max(common, key=self.index.get) if common else None
-        members = {l for path in paths for l in path if l not in common}
-        if lca is not None:
-            members.add(lca)
-        return tuple(sorted(members, key=self.index.get))
+        return self._loop(name)[0]
 
     def loop_root(self, name: str) -> str:
         """r_j = min SL(j): the loop's lowest-index link, or ``"ground"`` for loops through the ground."""
-        c = self.constraint(name)
-        sl = self.supporting_links(name)
-        through_ground = GROUND in c.links or not set.intersection(*(set(self.ancestors(l)) for l in c.links))
-        return GROUND if through_ground or not sl else sl[0]
+        sl, lca = self._loop(name)
+        return GROUND if lca is None or not sl else sl[0]
 
     def loops_supported(self, link: str) -> tuple:
         """LS(i): constraints whose loop link ``link`` supports."""
         self.link(link)
-        return tuple(c.name for c in self.constraints if link in self.supporting_links(c.name))
+        if self._supported is None:
+            supported = {l.name: [] for l in self.links}
+            for c in self.constraints:
+                for member in self.supporting_links(c.name):
+                    supported[member].append(c.name)
+            self._supported = {l: tuple(names) for l, names in supported.items()}
+        return self._supported[link]
 
     def loop_joints(self, name: str) -> set:
         """Tree joints (named by their child link) in the loop of constraint ``name``."""
@@ -366,30 +407,38 @@ class Mechanism:
 
 
 def _topological(links: Sequence[Link]) -> tuple:
+    """Links sorted so that parents come first, as repeated passes over the given order would place them.
+
+    A pass places, in the given order, every link whose parent is already placed
+    (earlier in this pass included): a link lands in its parent's pass if it comes
+    after its parent in the input, else in the next one.  So an input that is
+    already topological is kept as is.  Linear time up to the final sort.
+    """
     links = list(links)
     names = [l.name for l in links]
-    duplicates = {n for n in names if names.count(n) > 1}
+    counts = Counter(names)
+    duplicates = {n for n, k in counts.items() if k > 1}
     if duplicates:
         raise ValueError(f"link names must be unique; repeated: {sorted(duplicates)}")
+    position = {name: i for i, name in enumerate(names)}
     for link in links:
         if not isinstance(link, Link):
             raise TypeError(f"links must be mechanics.Link, got {type(link).__name__}")
-        if link.parent != GROUND and link.parent not in names:
+        if link.parent != GROUND and link.parent not in position:
             raise ValueError(f"link {link.name!r}: parent {link.parent!r} is not a link (use {GROUND!r} for the ground)")
-    # passes in the given order: an input that is already topological is kept as is
-    placed, ordered, pending = {GROUND}, [], links
-    while pending:
-        left = []
-        for link in pending:
-            if link.parent in placed:
-                ordered.append(link)
-                placed.add(link.name)
-            else:
-                left.append(link)
-        if len(left) == len(pending):
-            raise ValueError(
-                f"the tree joints of links {[l.name for l in left]} form a cycle; a spanning tree "
-                f"cannot close a loop -- make one of these joints a cut joint (Weld or Connect constraint)"
-            )
-        pending = left
-    return tuple(ordered)
+    children = {}
+    for i, link in enumerate(links):
+        children.setdefault(link.parent, []).append(i)
+    passes = {}  # input position -> pass in which it is placed
+    stack = [(i, 1) for i in children.get(GROUND, ())]
+    while stack:
+        i, p = stack.pop()
+        passes[i] = p
+        stack += [(j, p if j > i else p + 1) for j in children.get(names[i], ())]
+    if len(passes) < len(links):
+        left = [link.name for i, link in enumerate(links) if i not in passes]
+        raise ValueError(
+            f"the tree joints of links {left} form a cycle; a spanning tree "
+            f"cannot close a loop -- make one of these joints a cut joint (Weld or Connect constraint)"
+        )
+    return tuple(links[i] for i in sorted(passes, key=lambda i: (passes[i], i)))

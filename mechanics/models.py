@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from .joints import Joint
-from .kinematics import kinematics
 from .mechanism import GROUND, Connect, Link, Mechanism, Pose, Weld, at
-from .spatial import rotation_about
+from .spatial import compose, rotation_about
 
 AXIS_CYCLE = ("z", "y", "x")
+_REVOLUTE = {axis: Joint("revolute", axis) for axis in AXIS_CYCLE}  # joints are immutable values: shared
 
 
 def rod(name: str, parent: str, joint: Joint, placement: Pose, length: float = 0.3, mass: float | None = None,
@@ -35,19 +35,29 @@ def _tip(length: float, direction: int = 0) -> Pose:
     return Pose(np.eye(3), p)
 
 
+def _neutral_poses(tree: Mechanism) -> tuple:
+    """World rotation and position of every link at the neutral configuration, where every joint
+    transform is the identity (:func:`mechanics.joints.neutral`): each link's frame is its placement
+    on its parent's.  The arithmetic of :func:`mechanics.kinematics.kinematics`, less the products by I."""
+    rotation, position = {GROUND: np.eye(3)}, {GROUND: np.zeros(3)}
+    for link in tree.links:
+        R, p = rotation[link.parent], position[link.parent]
+        rotation[link.name], position[link.name] = compose(R, p, link.placement.rotation, link.placement.translation)
+    return rotation, position
+
+
 def _closed(links, constraints, name: str, gravity=(0.0, 0.0, -9.81)) -> Mechanism:
     """Mechanism whose constraints' second frames coincide with the first at q = 0."""
     tree = Mechanism(links, (), gravity, name)
-    q0 = tree.neutral_configuration()
-    kin = kinematics(tree, q0, np.zeros(tree.nv))
+    rotation, position = _neutral_poses(tree)
     closed = []
     for c in constraints:
-        R1, p1 = kin.rotation[c.link1], kin.position[c.link1]
+        R1, p1 = rotation[c.link1], position[c.link1]
         Rc, pc = R1 @ c.placement1.rotation, p1 + R1 @ c.placement1.translation
-        R2, p2 = kin.rotation[c.link2], kin.position[c.link2]
+        R2, p2 = rotation[c.link2], position[c.link2]
         placement2 = Pose(R2.T @ Rc, R2.T @ (pc - p2)) if isinstance(c, Weld) else Pose(np.eye(3), R2.T @ (pc - p2))
         closed.append(type(c)(c.link1, c.link2, c.placement1, placement2, c.axes, c.name))
-    return Mechanism(links, closed, gravity, name)
+    return Mechanism(tree.links, closed, gravity, name)
 
 
 def four_bar(crank: float = 1.0, coupler: float = 2.0, rocker: float = 1.5, base: float = 2.0, angle: float = 1.0) -> Mechanism:
@@ -109,7 +119,7 @@ def _chain(prefix: str, parent: str, count: int, start: int = 0, length: float =
     for k in range(count):
         name = f"{prefix}{k + 1}"
         placement = (first or at(0, 0, length)) if k == 0 else Pose(bend, np.array([length, 0.0, 0.0]))
-        links.append(rod(name, previous, Joint("revolute", AXIS_CYCLE[(start + k) % 3]), placement, length))
+        links.append(rod(name, previous, _REVOLUTE[AXIS_CYCLE[(start + k) % 3]], placement, length))
         previous = name
     return links
 

@@ -5,23 +5,25 @@
     gaussgraph list
     gaussgraph render fig4 --algorithm lcaba --out pictures/
     gaussgraph scale cycle --sizes 8,16,32,64 --plot cycle.png
+
+Long commands show their progress on stderr (building, then planning / solving
+/ timing each algorithm, drawing each picture) when stderr is a terminal and
+``--quiet`` is not given; stdout carries only the results.  Ctrl-C ends any
+command with one line, ``gaussgraph: interrupted``, and exit status 130.  The
+library is imported inside :func:`main`, so that this holds while it loads too.
 """
 from __future__ import annotations
 
 import argparse
 import inspect
 import json
+import os
+import signal
+import socket
 import sys
+import threading
+import warnings
 from pathlib import Path
-
-import mechanics
-from mechanics import ALGORITHMS, POLICIES
-from mechanics.algorithms import ORDERING_POLICIES
-from mechanics.models import MODELS
-
-from . import compare as cmp
-from .dot import INSTALL_DOT, has_dot
-from .gallery import render_gallery
 
 DEFAULT_MECHANISM = "fig4"
 FILE_LOADERS = {".urdf": "load_urdf", ".sdf": "load_sdf", ".xml": "load_mjcf", ".mjcf": "load_mjcf"}
@@ -42,6 +44,9 @@ def _number(text: str):
 
 def load_mechanism(spec: str, floating_base: bool = False):
     """A built-in (``name`` or ``name:key=value,...``) or a URDF / SDF / MJCF file."""
+    import mechanics
+    from mechanics.models import MODELS
+
     suffix = Path(spec).suffix.lower()
     if suffix in FILE_LOADERS:
         if not Path(spec).is_file():
@@ -67,10 +72,16 @@ def load_mechanism(spec: str, floating_base: bool = False):
 
 
 def _first_param(name: str) -> str:
+    from mechanics.models import MODELS
+
     return next(iter(inspect.signature(MODELS[name]).parameters), "size")
 
 
 def _algorithms(text: str | None):
+    import mechanics
+    from mechanics import ALGORITHMS, POLICIES
+    from mechanics.algorithms import ORDERING_POLICIES
+
     if text is None:
         return None
     names = [a.strip() for a in text.split(",") if a.strip()]
@@ -98,9 +109,185 @@ def _writable(path: Path) -> Path:
     return path
 
 
+class Interruption:
+    """Ctrl-C as one line on stderr and exit status 130, also while the main thread sits in a long C call.
+
+    Python raises ``KeyboardInterrupt`` only at the next bytecode, so a LAPACK
+    solve or a compiled loop would keep Ctrl-C waiting for minutes.  The signal
+    also wakes a watcher thread (``signal.set_wakeup_fd``); if the main thread
+    has not said the line ``GRACE`` seconds later, the watcher says it and ends
+    the process.  Whichever comes first speaks: the line is printed once.
+    """
+
+    GRACE = 1.0
+    LINE = "gaussgraph: interrupted"
+    STATUS = 130
+
+    def __init__(self):
+        self._said, self._done = threading.Lock(), threading.Event()
+        self._wakeup = None
+
+    def say(self) -> int:
+        """Print the line (once), return the exit status."""
+        self._done.set()
+        self._said.acquire()  # held for good: if the watcher holds it, it is ending the process
+        print(self.LINE, file=sys.stderr)
+        return self.STATUS
+
+    def __enter__(self) -> "Interruption":
+        if threading.current_thread() is not threading.main_thread():
+            return self  # only the main thread may take the wakeup fd; KeyboardInterrupt still ends in one line
+        reader, writer = socket.socketpair()
+        writer.setblocking(False)
+        self._previous = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+        self._wakeup = writer
+        threading.Thread(target=self._watch, args=(reader,), name="gaussgraph-interrupt", daemon=True).start()
+        return self
+
+    def _watch(self, reader: socket.socket) -> None:
+        with reader:
+            signals = b""
+            while signal.SIGINT not in signals:
+                try:
+                    signals = reader.recv(64)
+                except OSError:
+                    return
+                if not signals:  # __exit__ closed the other end
+                    return
+        if self._done.wait(self.GRACE) or not self._said.acquire(blocking=False):
+            return  # the main thread said it, or finished
+        sys.stderr.write(("\r\033[K" if sys.stderr.isatty() else "") + self.LINE + "\n")
+        sys.stderr.flush()
+        os._exit(self.STATUS)
+
+    def __exit__(self, *exc) -> None:
+        self._done.set()
+        if self._wakeup is not None:
+            signal.set_wakeup_fd(self._previous)
+            self._wakeup.close()
+            self._wakeup = None
+
+
+class Progress:
+    """A long command's progress on stderr: one tqdm bar fed :class:`viz.compare.Step` events.
+
+    It counts algorithms (times sizes, for ``scale``) or pictures, and says what
+    runs now -- ``building chain_of_loops:loops=20``, ``planning proxltl``,
+    ``n=16: solving lcaba``, ``drawing lcaba`` -- with the time spent, which
+    ticks every second even while one plan takes minutes.  Disabled (every call
+    does nothing) with ``--quiet`` or when stderr is not a terminal; cleared on
+    exit, Ctrl-C included.  Warnings raised meanwhile print above the bar.
+    """
+
+    COUNTED = "{n_fmt}/{total_fmt} |{bar:20}| {elapsed} {desc}"
+    UNCOUNTED = "{elapsed} {desc}"
+
+    def __init__(self, enabled: bool, param: str | None = None, sizes: int = 1):
+        self.bar, self.param, self.sizes, self.started = None, param, sizes, 0
+        if not enabled:
+            return
+        from tqdm import tqdm
+
+        self._tqdm = tqdm
+        try:
+            sized = os.get_terminal_size(sys.stderr.fileno()).columns > 0
+        except (OSError, ValueError):
+            sized = False
+        width = {"dynamic_ncols": True} if sized else {"ncols": 80}  # a terminal of width 0 would show nothing
+        self.bar = tqdm(total=None, file=sys.stderr, leave=False, bar_format=self.UNCOUNTED, **width)
+        self._stop = threading.Event()
+        self._ticker = threading.Thread(target=self._tick, name="gaussgraph-progress", daemon=True)
+        self._ticker.start()
+        self._showwarning, warnings.showwarning = warnings.showwarning, self._warning
+
+    @classmethod
+    def of(cls, args, param: str | None = None, sizes: int = 1) -> "Progress":
+        """On unless ``--quiet`` or stderr is not a terminal."""
+        return cls(not args.quiet and sys.stderr.isatty(), param, sizes)
+
+    def status(self, text: str) -> None:
+        """Say what runs now."""
+        if self.bar is not None:
+            self.bar.set_description_str(text)
+
+    def __call__(self, step) -> None:
+        if self.bar is None:
+            return
+        where = f"{self.param}={step.size}: " if step.size is not None and self.param else ""
+        if step.phase == "building":
+            self.started += 1
+            self.status(f"{where}building")
+        elif step.phase == "reference":  # this size's algorithms, assumed for the sizes still to come
+            self._count(self.bar.n + step.total * (self.sizes - max(self.started, 1) + 1), self.bar.n)
+            self.status(f"{where}dense reference solve")
+        elif step.phase == "done":
+            self.bar.update(1)
+        elif step.phase == "drawing":
+            self._count(step.total, step.index)
+            self.status(f"drawing {step.algorithm} ({step.index + 1} of {step.total})")
+        else:
+            self.status(f"{where}{step.phase} {step.algorithm}")
+
+    def _count(self, total: int, n: int) -> None:
+        with self._tqdm.get_lock():  # the ticker must not draw it half changed
+            self.bar.bar_format, self.bar.total, self.bar.n = self.COUNTED, total, n
+            self.bar.refresh()
+
+    def write(self, text: str) -> None:
+        """A line above the bar (the bar is redrawn below it); plain stderr when disabled."""
+        if self.bar is None:
+            print(text, file=sys.stderr)
+        else:
+            self._tqdm.write(text, file=sys.stderr)
+
+    def _warning(self, message, category, filename, lineno, file=None, line=None) -> None:
+        self.write(warnings.formatwarning(message, category, filename, lineno, line).rstrip("\n"))
+
+    def _tick(self) -> None:
+        while not self._stop.wait(1.0):
+            try:
+                self.bar.refresh()
+            except Exception:  # a display glitch must never end the command
+                pass
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self._stop.set()
+            self._ticker.join()
+            warnings.showwarning = self._showwarning
+            self.bar.close()
+            self.bar = None
+
+
+class _Lines:
+    """A stream whose complete lines go to :meth:`Progress.write` (for ``render``'s warnings)."""
+
+    def __init__(self, progress: Progress):
+        self.progress, self.pending = progress, ""
+
+    def write(self, text: str) -> None:
+        self.pending += text
+        *lines, self.pending = self.pending.split("\n")
+        for line in lines:
+            self.progress.write(line)
+
+    def flush(self) -> None:
+        pass
+
+
 def run_compare(args) -> int:
-    mech = load_mechanism(args.mechanism, args.floating_base)
-    rows = cmp.compare(mech, _algorithms(args.algorithms), mu=args.mu, tol=args.tol, repeat=args.repeat)
+    from . import compare as cmp
+    from .dot import INSTALL_DOT, has_dot
+    from .gallery import render_gallery
+
+    with Progress.of(args) as progress:
+        progress.status(f"building {args.mechanism}")
+        mech = load_mechanism(args.mechanism, args.floating_base)
+        rows = cmp.compare(mech, _algorithms(args.algorithms), mu=args.mu, tol=args.tol, repeat=args.repeat,
+                           on_step=progress)
     print(cmp.format_table(rows, f"{mech}  (mu={args.mu:g}, tol={args.tol:g})"))
     print("deviation: relative to the dense KKT solve; times include kinematics and graph building (plan cached)")
     if args.json:
@@ -109,14 +296,19 @@ def run_compare(args) -> int:
         cmp.write_csv(rows, args.csv)
     if args.render:
         out = _writable(Path(args.render))
-        for row in rows:
-            if row.flops is not None:
-                render_gallery(mech, row.algorithm, out, mu=args.mu, warn=None)
+        with Progress.of(args) as progress:
+            for row in rows:
+                if row.flops is not None:
+                    render_gallery(mech, row.algorithm, out, mu=args.mu, warn=None, on_step=progress)
         print(f"pictures written to {out}" + ("" if has_dot() else f" ({INSTALL_DOT})"))
     return 0
 
 
 def run_list(args) -> int:
+    from mechanics import ALGORITHMS, POLICIES
+    from mechanics.algorithms import ORDERING_POLICIES
+    from mechanics.models import MODELS
+
     print("built-in mechanisms (name:parameter=value,...):")
     for name, make in MODELS.items():
         params = ", ".join(f"{p}={v.default}" for p, v in inspect.signature(make).parameters.items())
@@ -131,17 +323,29 @@ def run_list(args) -> int:
 
 
 def run_render(args) -> int:
-    mech = load_mechanism(args.mechanism, args.floating_base)
-    if args.algorithm not in ALGORITHMS:
-        raise UsageError(f"unknown algorithm {args.algorithm!r}; choose from {', '.join(ALGORITHMS)}")
-    ALGORITHMS[args.algorithm].check(mech, args.algorithm)
-    out = _writable(Path(args.out))
-    written = render_gallery(mech, args.algorithm, out, tuple(args.format.split(",")), mu=args.mu, warn=sys.stderr)
+    from mechanics import ALGORITHMS
+
+    from .gallery import render_gallery
+
+    with Progress.of(args) as progress:
+        progress.status(f"building {args.mechanism}")
+        mech = load_mechanism(args.mechanism, args.floating_base)
+        if args.algorithm not in ALGORITHMS:
+            raise UsageError(f"unknown algorithm {args.algorithm!r}; choose from {', '.join(ALGORITHMS)}")
+        ALGORITHMS[args.algorithm].check(mech, args.algorithm)
+        out = _writable(Path(args.out))
+        warn = _Lines(progress) if progress.bar is not None else sys.stderr
+        written = render_gallery(mech, args.algorithm, out, tuple(args.format.split(",")), mu=args.mu, warn=warn,
+                                 on_step=progress)
     print(f"{len(written)} files written to {out}")
     return 0
 
 
 def run_scale(args) -> int:
+    from mechanics.models import MODELS
+
+    from . import compare as cmp
+
     name = args.mechanism.partition(":")[0]
     if name not in MODELS:
         raise UsageError(f"scale needs a built-in mechanism; choose from {', '.join(sorted(MODELS))}")
@@ -151,7 +355,9 @@ def run_scale(args) -> int:
     except ValueError:
         raise UsageError(f"--sizes must be integers separated by commas, got {args.sizes!r}") from None
     load_mechanism(f"{name}:{param}={sizes[0]}")  # validates the parameter before the sweep
-    points = cmp.scale(name, param, sizes, _algorithms(args.algorithms), mu=args.mu, repeat=args.repeat)
+    with Progress.of(args, param, len(sizes)) as progress:
+        points = cmp.scale(name, param, sizes, _algorithms(args.algorithms), mu=args.mu, repeat=args.repeat,
+                           progress=None, on_step=progress)
     print(f"{'size':>6} {'algorithm':<16}{'flops':>12}{'ms/solve':>10}")
     for p in points:
         ms = f"{p['seconds'] * 1e3:.2f}" if p["seconds"] is not None else "-"
@@ -164,12 +370,18 @@ def run_scale(args) -> int:
     return 0
 
 
+QUIET = ("-q", "--quiet")
+QUIET_OPTIONS = {"action": "store_true",
+                 "help": "no progress on stderr (shown only when stderr is a terminal: building, planning, solving...)"}
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="gaussgraph",
         description="Constrained dynamics as Gaussian factor graphs: compare elimination orderings (the papers' "
                     "algorithms) on a mechanism, draw their fill-in and cliques.",
-        epilog="With no command, runs `gaussgraph compare` on the 000 Fig. 4 mechanism.",
+        epilog="With no command, runs `gaussgraph compare` on the 000 Fig. 4 mechanism.  Long commands show their "
+               "progress on stderr when it is a terminal (-q/--quiet: none); Ctrl-C stops any command (exit status 130).",
     )
     sub = top.add_subparsers(dest="command")
     mech_help = "a built-in (see `gaussgraph list`), with sizes as name:key=value,... , or a .urdf/.sdf/.xml file"
@@ -184,6 +396,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--json", metavar="FILE", help="write the table as JSON")
     c.add_argument("--csv", metavar="FILE", help="write the table as CSV")
     c.add_argument("--floating-base", action="store_true", help="URDF files: add a free-flyer root joint")
+    c.add_argument(*QUIET, **QUIET_OPTIONS)
     c.set_defaults(run=run_compare)
 
     lst = sub.add_parser("list", help="built-in mechanisms and algorithms")
@@ -196,6 +409,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--format", default="svg", help="comma-separated: svg, png (default svg)")
     r.add_argument("--mu", type=float, default=1e6)
     r.add_argument("--floating-base", action="store_true")
+    r.add_argument(*QUIET, **QUIET_OPTIONS)
     r.set_defaults(run=run_render)
 
     s = sub.add_parser("scale", help="time and flops over a size sweep of a built-in mechanism")
@@ -207,20 +421,25 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--repeat", type=int, default=3)
     s.add_argument("--plot", metavar="FILE", help="log-log plot (needs matplotlib: the `plot` extra)")
     s.add_argument("--json", metavar="FILE")
+    s.add_argument(*QUIET, **QUIET_OPTIONS)
     s.set_defaults(run=run_scale)
     return top
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    top = parser()
-    args = top.parse_args(argv if argv and argv[0] in ("compare", "list", "render", "scale", "-h", "--help")
-                          else ["compare"] + list(argv))
-    try:
-        return args.run(args)
-    except (UsageError, ValueError, FileNotFoundError, ImportError) as error:
-        print(f"gaussgraph: error: {error}", file=sys.stderr)
-        return 2
+    """The ``gaussgraph`` command: 0 on success, 2 on bad input (one line), 130 on Ctrl-C (one line)."""
+    with Interruption() as interruption:
+        try:
+            argv = sys.argv[1:] if argv is None else argv
+            top = parser()
+            args = top.parse_args(argv if argv and argv[0] in ("compare", "list", "render", "scale", "-h", "--help")
+                                  else ["compare"] + list(argv))
+            return args.run(args)
+        except (UsageError, ValueError, FileNotFoundError, ImportError) as error:
+            print(f"gaussgraph: error: {error}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            return interruption.say()
 
 
 if __name__ == "__main__":

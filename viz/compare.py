@@ -4,7 +4,8 @@
 :class:`Row` objects; :func:`format_table`, :func:`write_csv` and
 :func:`write_json` present them.  :func:`scale` sweeps a size parameter of a
 built-in mechanism; :func:`plot_scaling` draws time and flops against size
-(log-log) with matplotlib (optional extra ``plot``).
+(log-log) with matplotlib (optional extra ``plot``).  Both report what they are
+doing as :class:`Step` events to an ``on_step`` callback, for progress displays.
 """
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import json
 import sys
 import time
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from typing import Callable
 
 import numpy as np
 
@@ -50,6 +52,34 @@ class Row:
     note: str = ""
 
 
+@dataclass(frozen=True)
+class Step:
+    """What a long run is about to do, for a progress display.
+
+    ``phase`` is ``"building"`` (a mechanism of a size sweep), ``"reference"``
+    (the dense KKT solve), ``"planning"`` (an algorithm's symbolic plan: the
+    slow part on large mechanisms), ``"solving"``, ``"timing"``, ``"done"``
+    (that algorithm's row is finished), or ``"drawing"`` (a picture of
+    ``viz.gallery.render_gallery``).  ``algorithm`` names the algorithm (``None``
+    when no algorithm is concerned); ``index`` of ``total`` counts the algorithms
+    of this mechanism (the pictures, when drawing); ``size`` is the sweep's size
+    in :func:`scale`.
+    """
+
+    phase: str
+    algorithm: str | None = None
+    index: int = 0
+    total: int = 0
+    size: int | None = None
+
+
+OnStep = Callable[[Step], None]
+
+
+def _ignore(step: Step) -> None:
+    pass
+
+
 def applicable(mech, algorithms=None) -> list:
     """``(name, Algorithm)`` to compare: the given ones (names, ``"POLICY/ORDERING"`` texts, or
     ``(policies, ordering)`` pairs), or every named algorithm that applies to ``mech``."""
@@ -75,8 +105,12 @@ def _reference(mech, q, v, tau):
 
 
 def compare(mech, algorithms=None, mu: float = 1e6, tol: float = 1e-10, max_iter: int = 50, repeat: int = 5,
-            seed: int = 0) -> list:
+            seed: int = 0, on_step: OnStep | None = None) -> list:
     """Run each algorithm on one random state of ``mech``; return a :class:`Row` per algorithm.
+
+    ``on_step``, if given, is called with a :class:`Step` before the reference
+    solve and before each phase of each algorithm (planning, solving, timing),
+    and once each algorithm is done.
 
     Examples
     --------
@@ -88,32 +122,42 @@ def compare(mech, algorithms=None, mu: float = 1e6, tol: float = 1e-10, max_iter
     rng = np.random.default_rng(seed)
     q = mech.random_configuration(rng)
     v, tau = rng.normal(size=mech.nv), rng.normal(size=mech.nv)
-    reference = _reference(mech, q, v, tau)
+    on_step = on_step or _ignore
     chosen = applicable(mech, algorithms)
+    on_step(Step("reference", total=len(chosen)))
+    reference = _reference(mech, q, v, tau)
     policies = {p for _, a in chosen for p in a.policy_label.split("+")}
     warn_inverse_mu(mu, policies, "compare", stacklevel=2)  # once, not once per algorithm
     rows = []
-    for name, algo in chosen:
+    for k, (name, algo) in enumerate(chosen):
+        def phase(label: str, name=name, k=k) -> None:
+            on_step(Step(label, name, k, len(chosen)))
+
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)  # reported in the note
             warnings.simplefilter("ignore", MuConventionWarning)
-            rows.append(_row(mech, name, algo, q, v, tau, reference, mu, tol, max_iter, repeat))
+            rows.append(_row(mech, name, algo, q, v, tau, reference, mu, tol, max_iter, repeat, phase))
+        phase("done")
     return rows
 
 
-def _row(mech, name: str, algo, q, v, tau, reference, mu: float, tol: float, max_iter: int, repeat: int) -> Row:
-    """One algorithm's row: plan cost, one solve, its timing and its deviation from ``reference``."""
+def _row(mech, name: str, algo, q, v, tau, reference, mu: float, tol: float, max_iter: int, repeat: int,
+         phase: Callable[[str], None] = lambda label: None) -> Row:
+    """One algorithm's row: plan cost, one solve, its timing and its deviation from ``reference``;
+    ``phase(label)`` is told before each of planning, solving and timing."""
     row = Row(name, algo.policy_label)
     problem = _scope_problem(mech, name, algo)
     if problem:
         row.note = "does not apply: " + problem.split(";")[0]
         return row
+    phase("planning")
     _, plan = mechanics.algorithm_plan(mech, algo)
     row.flops, row.max_front, row.fill_edges = plan.flops, plan.max_front, len(plan.fill_edges)
 
     def solve():
         return mechanics.forward_dynamics(mech, q, v, tau, algorithm=algo, mu=mu, tol=tol, max_iter=max_iter)
 
+    phase("solving")
     try:
         result = solve()
     except elimination.SingularProblemError as error:
@@ -122,6 +166,7 @@ def _row(mech, name: str, algo, q, v, tau, reference, mu: float, tol: float, max
     row.iterations, row.residual = result.iterations, result.residual
     if not result.converged:
         row.note = f"not converged (residual {result.residual:.1e})"
+    phase("timing")
     row.seconds = _median_seconds(solve, repeat)
     if reference is not None:
         row.deviation = float(np.max(np.abs(result.qdd - reference)) / max(np.max(np.abs(reference)), 1e-300))
@@ -172,24 +217,55 @@ def write_json(rows: list, path, **meta) -> None:
         json.dump({**meta, "rows": [asdict(r) for r in rows]}, handle, indent=1)
 
 
-def scale(model: str, param: str, sizes, algorithms=None, mu: float = 1e6, repeat: int = 3, progress=sys.stderr) -> list:
+def scale(model: str, param: str, sizes, algorithms=None, mu: float = 1e6, repeat: int = 3, progress=sys.stderr,
+          on_step: OnStep | None = None) -> list:
     """Compare algorithms over a size sweep of a built-in mechanism.
 
-    Returns dicts ``{"size", "algorithm", "flops", "seconds", ...}``; prints a
-    progress bar on ``progress`` (``None`` for silence).
+    Returns dicts ``{"size", "algorithm", "flops", "seconds", ...}``.  Prints a
+    text progress bar on the stream ``progress`` (``None`` for silence) that
+    moves once per algorithm and size; ``on_step``, if given, receives every
+    :class:`Step` of the sweep (``size`` set), for a display of one's own.
     """
     make = mechanics.models.MODELS[model]
+    bar = _TextBar(progress, param, len(sizes)) if progress is not None else _ignore
+    report = on_step or _ignore
     out = []
-    for k, size in enumerate(sizes):
+    for size in sizes:
+        def step(event: Step, size=size) -> None:
+            event = replace(event, size=size)
+            bar(event)
+            report(event)
+
+        step(Step("building"))
         mech = make(**{param: size})
-        for row in compare(mech, algorithms, mu=mu, repeat=repeat):
+        for row in compare(mech, algorithms, mu=mu, repeat=repeat, on_step=step):
             out.append({"size": size, "nv": mech.nv, "m": mech.constraint_dim, **asdict(row)})
-        if progress is not None:
-            done = int(30 * (k + 1) / len(sizes))
-            print(f"\r[{'#' * done}{'.' * (30 - done)}] {k + 1}/{len(sizes)} {param}={size}", end="", file=progress, flush=True)
     if progress is not None:
         print(file=progress)
     return out
+
+
+class _TextBar:
+    """``[#####.....] 3/8 n=16: planning proxltl`` on one line of ``stream``, moved once per algorithm and size."""
+
+    WIDTH = 30
+
+    def __init__(self, stream, param: str, sizes: int):
+        self.stream, self.param, self.sizes = stream, param, sizes
+        self.done, self.total, self.size_index, self.last = 0, 0, -1, 0
+
+    def __call__(self, step: Step) -> None:
+        if step.phase == "building":
+            self.size_index += 1
+        elif step.phase == "reference":  # this size's count of algorithms, assumed for the sizes still to come
+            self.total = self.done + step.total * (self.sizes - self.size_index)
+        elif step.phase == "done":
+            self.done += 1
+        filled = int(self.WIDTH * self.done / self.total) if self.total else 0
+        text = (f"[{'#' * filled}{'.' * (self.WIDTH - filled)}] {self.done}/{self.total or '?'} "
+                f"{self.param}={step.size}: {step.phase}" + (f" {step.algorithm}" if step.algorithm else ""))
+        print(f"\r{text.ljust(self.last)}", end="", file=self.stream, flush=True)
+        self.last = len(text)
 
 
 def plot_scaling(points: list, path, title: str = "") -> None:

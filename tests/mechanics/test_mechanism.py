@@ -115,3 +115,80 @@ def test_configuration_helpers_respect_the_manifold():
 def test_bad_model_sizes_are_refused(model, size):
     with pytest.raises(ValueError, match=list(size)[0]):
         models.MODELS[model](**size)
+
+
+# -- topology in linear time: the same answers as the definitions ---------------------------------
+
+def _sorted_by_passes(links):
+    """000's numbering by its definition: passes over the given order, placing each link whose parent is placed."""
+    placed, ordered, pending = {GROUND}, [], list(links)
+    while pending:
+        left = []
+        for link in pending:
+            if link.parent in placed:
+                ordered.append(link.name)
+                placed.add(link.name)
+            else:
+                left.append(link)
+        assert len(left) < len(pending)
+        pending = left
+    return ordered
+
+
+def _supporting_links_by_definition(mech, name):
+    """SL(j): the tree paths up to the common ancestors, the lowest one kept; the root as in 000."""
+    c = mech.constraint(name)
+    paths = [mech.ancestors(l) if l != GROUND else [] for l in c.links]
+    common = set(paths[0]).intersection(*paths[1:]) if all(paths) else set()
+    members = {l for path in paths for l in path if l not in common}
+    if common:
+        members.add(max(common, key=mech.index.get))
+    sl = tuple(sorted(members, key=mech.index.get))
+    through_ground = GROUND in c.links or not set.intersection(*(set(mech.ancestors(l)) for l in c.links))
+    return sl, GROUND if through_ground or not sl else sl[0]
+
+
+def _random_mechanism(rng, n=30):
+    """A forest on the ground in shuffled order, with loops, contacts and a General constraint on three links."""
+    names = [f"l{i}" for i in range(n)]
+    parents = {name: GROUND if i == 0 or rng.random() < 0.15 else names[rng.integers(0, i)] for i, name in enumerate(names)}
+    links = [Link(name, parent, Joint("revolute", "z"), at(0.1)) for name, parent in parents.items()]
+    rng.shuffle(links)
+    constraints = [Connect(*rng.choice(names, 2, replace=False)) for _ in range(5)]
+    constraints += [Weld(rng.choice(names), GROUND), Weld(GROUND, rng.choice(names))]
+    constraints.append(General(tuple(rng.choice(names, 3, replace=False)), (np.eye(1, 6),) * 3, np.zeros(1)))
+    constraints.append(General((rng.choice(names),), (np.eye(1, 6),), np.zeros(1)))
+    return links, constraints
+
+
+def test_fast_topology_agrees_with_the_definitions():
+    rng = np.random.default_rng(7)
+    for _ in range(40):
+        links, constraints = _random_mechanism(rng)
+        mech = Mechanism(links, constraints)
+        assert list(mech.link_names) == _sorted_by_passes(links)
+        for link in mech.links:
+            assert mech.children(link.name) == tuple(l.name for l in mech.links if l.parent == link.name)
+        for c in mech.constraints:
+            assert (mech.supporting_links(c.name), mech.loop_root(c.name)) == _supporting_links_by_definition(mech, c.name)
+        for link in mech.links:
+            assert mech.loops_supported(link.name) == tuple(
+                c.name for c in mech.constraints if link.name in _supporting_links_by_definition(mech, c.name)[0])
+
+
+def test_a_cycle_behind_valid_links_names_every_link_it_holds_back():
+    z = Joint("revolute", "z")
+    links = [Link("a", "b", z), Link("ok", GROUND, z), Link("b", "a", z), Link("c", "a", z), Link("d", "ok", z)]
+    with pytest.raises(ValueError, match=r"links \['a', 'b', 'c'\] form a cycle"):
+        Mechanism(links)
+
+
+def test_large_built_ins_keep_their_structure():
+    """Thousands of links (built in well under a second now): deep trees, no recursion, loops found."""
+    chain = models.chain_of_loops(loops=1000)
+    assert len(chain.links) == 6001 and len(chain.constraints) == 1000
+    assert chain.loop_root("weld1000") == "l999a3" and len(chain.supporting_links("weld1000")) == 7
+    assert chain.loops_supported("l999a3") == ("weld999", "weld1000")
+    serial = models.serial_chain(5000)
+    assert serial.loop_root("end_effector") == GROUND and len(serial.supporting_links("end_effector")) == 5000
+    assert serial.ancestors("link5000")[-1] == "link1"

@@ -73,3 +73,63 @@ def test_minimum_degree_in_joint_space_does_not_fill_more_than_pv_on_the_favoura
     mech = models.branching(branches=5, length=6)
     sizes = {name: _plan(name, mech)[1].max_front for name in ("lcaba", "pv", "proxbbo")}
     assert sizes["lcaba"] < sizes["proxbbo"] <= sizes["pv"]
+
+
+# -- the eligibility kept as data gives the orders of the predicates it replaced ----------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from mechanics import GROUND, LinkAcceleration, Multiplier  # noqa: E402
+from mechanics.algorithms import Algorithm, _link_blocks, any_min_degree, any_min_fill, layout_of, tree_min_degree  # noqa: E402
+from tests.elimination.test_ordering import _ref_degree_score, _ref_fill_score, reference_greedy  # noqa: E402
+from tests.mechanics.random_mechanisms import mechanisms  # noqa: E402
+
+
+def _old_leaf_links_first(mechanism):
+    """The predicate tree_min_degree used before issue 10 (rescans the remaining graph)."""
+
+    def eligible(key, state):
+        if isinstance(key, Multiplier):
+            return all(isinstance(k, Multiplier) for k in state.remaining)
+        return all(LinkAcceleration(child) not in state.remaining for child in mechanism.children(key.name))
+
+    return eligible
+
+
+def _old_accelerations_root_first(mechanism):
+    """The predicate any_min_degree / any_min_fill used before issue 10."""
+
+    def eligible(key, state):
+        if isinstance(key, LinkAcceleration):
+            parent = mechanism.parent(key.name)
+            return parent == GROUND or LinkAcceleration(parent) not in state.remaining
+        return not any(isinstance(k, LinkAcceleration) for k in state.remaining)
+
+    return eligible
+
+
+def _old_orders(mech, structure) -> dict:
+    blocks = _link_blocks(mech)
+    return {
+        tree_min_degree: reference_greedy(structure, _ref_degree_score, _old_leaf_links_first(mech), blocks, True),
+        any_min_degree: reference_greedy(structure, _ref_degree_score, _old_accelerations_root_first(mech)),
+        any_min_fill: reference_greedy(structure, _ref_fill_score, _old_accelerations_root_first(mech)),
+    }
+
+
+def _assert_same_orders(mech, policy):
+    structure = layout_of(mech, Algorithm(policy, tree_min_degree)).structure()
+    for ordering, expected in _old_orders(mech, structure).items():
+        assert ordering(mech, structure) == expected, (mech.name, policy, ordering.__name__)
+
+
+@settings(max_examples=40, deadline=None)
+@given(mech=mechanisms(max_links=9, max_constraints=4), policy=st.sampled_from(["alm", "prox"]))
+def test_tree_and_joint_space_orderings_equal_the_old_predicates_on_random_mechanisms(mech, policy):
+    _assert_same_orders(mech, policy)
+
+
+def test_tree_and_joint_space_orderings_equal_the_old_predicates_on_the_models():
+    for mech in (models.fig4(), models.chain_of_loops(loops=3, links_per_loop=5), models.branching(branches=3, length=3)):
+        for policy in ("alm", "prox"):
+            _assert_same_orders(mech, policy)
