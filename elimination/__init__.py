@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from .errors import OrderingError, SingularProblemError
 from .gaussian import CONSISTENCY_RTOL, PIVOT_RTOL, RANK_RTOL, Eliminated, GaussianConditional, eliminate_gaussian
-from .numeric import Factorization, element_graph, factorize
+from .numeric import Factorization, compiled_elimination, element_graph, factorize
 from .numeric_rank import NumericHardRows
 from .ordering import (
     ORDERINGS,
@@ -73,6 +73,7 @@ __all__ = [
     "Step",
     "amd",
     "analyze",
+    "compiled_elimination",
     "constrained_first",
     "constrained_last",
     "degree_score",

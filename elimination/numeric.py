@@ -456,19 +456,7 @@ class CompiledFactorization(Factorization):
 
     def _sweeps(self, lin_g: dict, lin_b: dict, check: bool = True) -> dict:
         program, graph = self.program, self.graph
-        n_graph = len(graph.factors)
-        given = [(lin_g, program.g_offset), (lin_b, program.b_offset)]
-        arrays = [table[i] for table, offsets in given for i in offsets if i < n_graph]
-        full = np.broadcast_shapes(self.batch_shape, *(a.shape[:-1] for a in arrays))
-        B = int(np.prod(full))
-        Lin, Lmag = np.zeros((B, program.linear_size)), np.zeros((B, program.linear_size))
-        for table, offsets in given:
-            for i, off in offsets.items():
-                if i < n_graph:
-                    value = np.broadcast_to(table[i], full + table[i].shape[-1:]).reshape(B, -1)
-                    Lin[:, off : off + value.shape[-1]] = value
-                    if table is lin_b:
-                        Lmag[:, off : off + value.shape[-1]] = np.abs(value)
+        Lin, Lmag, full = _linear_workspace(program, len(graph.factors), lin_g, lin_b, self.batch_shape)
         X, dropped = run_solve(program, _aligned(self.C, self.batch_shape, full), Lin, Lmag)
         if check:
             self._check_dropped(dropped, full)
@@ -486,6 +474,77 @@ class CompiledFactorization(Factorization):
 
     def remaining(self, g: Mapping | None = None, b: Mapping | None = None) -> FactorGraph:
         raise ValueError("a compiled factorization is of a complete plan; use backend='numpy' for partial plans")
+
+
+def _linear_workspace(program, n_graph: int, lin_g: dict, lin_b: dict, batch: tuple):
+    """``(Lin, Lmag, full)``: the linear terms ``g`` of quadratic and ``b`` of hard factors in the program's
+    layout, ``Lmag = |b|`` (what dropped rows are checked against), rows over the broadcast batch ``full``."""
+    given = [(lin_g, program.g_offset), (lin_b, program.b_offset)]
+    arrays = [table[i] for table, offsets in given for i in offsets if i < n_graph]
+    full = np.broadcast_shapes(batch, *(a.shape[:-1] for a in arrays))
+    B = int(np.prod(full))
+    Lin, Lmag = np.zeros((B, program.linear_size)), np.zeros((B, program.linear_size))
+    for table, offsets in given:
+        for i, off in offsets.items():
+            if i < n_graph:
+                value = np.broadcast_to(table[i], full + table[i].shape[-1:]).reshape(B, -1)
+                Lin[:, off : off + value.shape[-1]] = value
+                if table is lin_b:
+                    Lmag[:, off : off + value.shape[-1]] = np.abs(value)
+    return Lin, Lmag, full
+
+
+def compiled_elimination(graph: FactorGraph, plan: Plan) -> Callable[[], np.ndarray]:
+    """One compiled factorization and one solve of ``graph`` along ``plan``, as a call without arguments.
+
+    The workspaces are filled once, here; each call runs only the kernels
+    (:mod:`elimination.compiled`), so timing it measures the elimination's own
+    cost -- what tracks the plan's flops -- without the Python that builds
+    workspaces and result dicts.  No refinement, no checks of dropped rows.
+
+    Returns
+    -------
+    callable
+        ``run() -> X``, ``X: (B, value_size)``, the values in the program's
+        layout (``plan.lowered().value_offset``).
+
+    Raises
+    ------
+    ValueError
+        The plan is partial (its program cannot run compiled).
+    SingularProblemError
+        When called, if a pivot is refused or hard rows are dependent
+        (:func:`factorize` says which and handles the dependent rows).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from factorgraph import FactorGraph, Quadratic, Variable
+    >>> from elimination import analyze, natural
+    >>> g = FactorGraph()
+    >>> g.add_variable(Variable("x", 1))
+    >>> _ = g.add(Quadratic(["x"], 2 * np.eye(1), np.array([4.0])))
+    >>> compiled_elimination(g, analyze(g, natural(g)))()
+    array([[2.]])
+    """
+    program = plan.lowered()
+    if program.unsupported:
+        raise ValueError(f"compiled_elimination: {program.unsupported}")
+    Fw, batch = factor_workspace(graph, program)
+    floor, factors = _graph_floor(graph), graph.factors
+    lin_g = {i: f.g for i, f in enumerate(factors) if isinstance(f, Quadratic)}
+    lin_b = {i: f.b for i, f in enumerate(factors) if isinstance(f, LinearEquality)}
+    Lin, Lmag, full = _linear_workspace(program, len(factors), lin_g, lin_b, batch)
+
+    def run() -> np.ndarray:
+        C, _, _, failed = run_factorize(program, Fw, floor)
+        if np.any(failed != -1):
+            raise SingularProblemError(
+                "compiled_elimination: a pivot was refused or hard rows were found dependent; "
+                "elimination.factorize(graph, plan) names the variables and handles dependent rows", -1, ())
+        return run_solve(program, _aligned(C, batch, full), Lin.copy(), Lmag)[0]
+
+    return run
 
 
 def _aligned(C: np.ndarray, batch: tuple, full: tuple) -> np.ndarray:

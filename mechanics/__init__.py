@@ -19,7 +19,7 @@ that ``ALGORITHMS["aba"]`` performs as an elimination.  Depends on
 from . import models
 from .algorithms import ALGORITHMS, Algorithm, resolve_algorithm
 from .convergence import ConvergenceWarning, MuConventionWarning
-from .dynamics import DynamicsResult, algorithm_plan, delassus, forward_dynamics
+from .dynamics import DynamicsResult, PreparedDynamics, algorithm_plan, delassus, forward_dynamics, prepare
 from .gplc import GPLCLayout, gplc_graph
 from .keys import JointAcceleration, LinkAcceleration, LoopTerm, Multiplier, Penalty, Prior, ProximalPrior, Torque, TreeJoint
 from .policies import ALM, POLICIES, ConstraintPolicy, Hard, Prox, Soft, resolve_policies
@@ -30,6 +30,8 @@ from .pinocchio_io import from_pinocchio, load_mjcf, load_urdf
 from .sdf import load_sdf
 
 __all__ = [
+    "PreparedDynamics",
+    "prepare",
     "ALGORITHMS",
     "ALM",
     "Algorithm",

@@ -21,6 +21,7 @@ import numpy as np
 
 import elimination
 from elimination import Ordering
+from elimination.numeric import BACKENDS
 
 from .algorithms import layout_of, plan_of, resolve_algorithm, tree_order
 from .checks import check_max_iter, check_mechanism, check_mu, check_multipliers, check_state, check_tol
@@ -220,6 +221,107 @@ def _scalar_if_unbatched(value: np.ndarray, batch: tuple, kind):
     return kind(value) if batch == () else value
 
 
+class PreparedDynamics:
+    """Forward dynamics of one mechanism under one algorithm and settings, validated and planned once.
+
+    For loops that call the dynamics many times (a simulator, an MPC, a
+    learning loop): the algorithm is resolved and checked against the
+    mechanism, the GPLC layout built, the plan analysed and lowered, ``mu``,
+    ``tol``, ``max_iter`` and ``refine`` validated, and the mu-convention
+    warning issued, all here, once.  A call then does only what depends on
+    the state: kinematics, filling the graph, the factorization and the outer
+    iterations.  Make one with :func:`prepare`; :func:`forward_dynamics` is
+    ``prepare(...)(q, v, tau, forces0)``.
+
+    Attributes
+    ----------
+    mechanism : Mechanism
+    name : str
+        The algorithm's name (or its ``"policy/ordering"`` text).
+    plan : elimination.Plan
+        The plan every call runs (its program: ``plan.lowered()``).
+    mu, tol, max_iter, refine, backend
+        The validated settings.
+    """
+
+    def __init__(self, mechanism: Mechanism, algorithm="lcaba", mu: float = 1e6, tol: float = 1e-10,
+                 max_iter: int = 50, refine: int | None = None, backend: str = "numpy", *, _stacklevel: int = 3):
+        self.mu, self.tol, self.max_iter = check_mu(mu), check_tol(tol), check_max_iter(max_iter)
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        self.name, algo = resolve_algorithm(algorithm)
+        algo.check(mechanism, self.name)
+        self.mechanism, self.algorithm, self.backend = mechanism, algo, backend
+        self.layout = layout_of(mechanism, algo)
+        self.policies, self.label = self.layout.policies, algo.policy_label
+        self._names = {p.name for p in self.policies.values()}
+        self._context = f"forward_dynamics: {self.name} ({self.label} policy, mu={self.mu:g}) on {mechanism.name!r}"
+        warn_inverse_mu(self.mu, self._names, self._context, stacklevel=_stacklevel)
+        if refine is None:
+            refine = max((p.refine for p in self.policies.values()), default=0)
+        self.refine = refine  # checked by the solve
+        self.plan = plan_of(mechanism, algo, self.layout)
+        if backend != "numpy":
+            self.plan.lowered()  # lowered now, not at the first call
+
+    def __repr__(self) -> str:
+        return (f"PreparedDynamics({self.name!r} on {self.mechanism.name!r}, mu={self.mu:g}, tol={self.tol:g}, "
+                f"max_iter={self.max_iter}, backend={self.backend!r})")
+
+    def __call__(self, q, v, tau, forces0=None) -> DynamicsResult:
+        """Forward dynamics at ``(q, v, tau)`` (shapes and checks as :func:`forward_dynamics`)."""
+        return self._run(q, v, tau, forces0, stacklevel=3)
+
+    def _run(self, q, v, tau, forces0, stacklevel: int) -> DynamicsResult:
+        mechanism, policies, mu = self.mechanism, self.policies, self.mu
+        q, v, tau = check_state(mechanism, q, v, tau)
+        state = {"q": q, "v": v, "tau": tau}
+        if forces0 is not None:
+            forces0 = check_multipliers(mechanism, forces0, "forces0", state)
+            state["forces0"] = forces0
+        batch = tuple(np.broadcast_shapes(*(a.shape[:-1] for a in state.values())))
+        lam = split_multipliers(mechanism, None if forces0 is None else -forces0, batch)
+        gplc = self.layout.fill(kinematics(mechanism, q, v), tau, mu, lam)
+        with _explained(self.name, self.label, policies, mechanism, mu):
+            fact = elimination.factorize(gplc.graph, self.plan, backend=self.backend)
+            x, qdd, lam, residual, iterations = outer_iterations(mechanism, gplc, fact, policies, mu, lam, self.tol,
+                                                                 self.max_iter, self.refine, batch)
+            converged = _converged(fact, gplc, policies, mu, lam, residual, self.tol, self.refine, batch)
+        _check_hard_residual(self.name, mechanism, gplc, policies, residual)
+        worst = element_max(residual.values(), batch)
+        warn_not_converged(self._context, self._names, self.tol, self.max_iter, converged, iterations, worst,
+                           stacklevel=stacklevel)
+        forces = [np.broadcast_to(-lam[c.name], batch + (c.dim,)) for c in mechanism.constraints]
+        return DynamicsResult(
+            qdd=qdd,
+            forces=np.concatenate(forces, axis=-1) if forces else np.zeros(batch + (0,)),
+            iterations=_scalar_if_unbatched(iterations, batch, int),
+            residual=_scalar_if_unbatched(worst, batch, float),
+            link_accelerations={l.name: x[LinkAcceleration(l.name)] for l in mechanism.links},
+            algorithm=self.name,
+            converged=_scalar_if_unbatched(converged, batch, bool),
+        )
+
+
+def prepare(mechanism: Mechanism, algorithm="lcaba", mu: float = 1e6, tol: float = 1e-10, max_iter: int = 50,
+            refine: int | None = None, backend: str = "numpy") -> PreparedDynamics:
+    """Forward dynamics validated and planned once: a callable ``(q, v, tau, forces0=None) -> DynamicsResult``.
+
+    Parameters are those of :func:`forward_dynamics` less the state; the
+    mechanism must not change afterwards (its plans are cached on it).
+
+    Examples
+    --------
+    >>> import numpy as np, mechanics
+    >>> mech = mechanics.models.four_bar()
+    >>> dynamics = prepare(mech, "proxbbo", mu=1e6, tol=1e-10)
+    >>> res = dynamics(mech.neutral_configuration(), np.zeros(mech.nv), np.ones(mech.nv))
+    >>> res.converged
+    True
+    """
+    return PreparedDynamics(mechanism, algorithm, mu, tol, max_iter, refine, backend)
+
+
 def forward_dynamics(
     mechanism: Mechanism, q, v, tau, algorithm="lcaba", mu: float = 1e6, tol: float = 1e-10,
     max_iter: int = 50, forces0=None, refine: int | None = None, backend: str = "numpy",
@@ -301,42 +403,9 @@ def forward_dynamics(
     >>> res.converged, res.residual < 1e-9
     (True, True)
     """
-    q, v, tau = check_state(mechanism, q, v, tau)
-    mu, tol, max_iter = check_mu(mu), check_tol(tol), check_max_iter(max_iter)
-    name, algo = resolve_algorithm(algorithm)
-    algo.check(mechanism, name)
-    layout = layout_of(mechanism, algo)
-    policies, label = layout.policies, algo.policy_label
-    names = {p.name for p in policies.values()}
-    context = f"forward_dynamics: {name} ({label} policy, mu={mu:g}) on {mechanism.name!r}"
-    warn_inverse_mu(mu, names, context, stacklevel=2)
-    if refine is None:
-        refine = max((p.refine for p in policies.values()), default=0)
-    state = {"q": q, "v": v, "tau": tau}
-    if forces0 is not None:
-        forces0 = check_multipliers(mechanism, forces0, "forces0", state)
-        state["forces0"] = forces0
-    batch = tuple(np.broadcast_shapes(*(a.shape[:-1] for a in state.values())))
-    lam = split_multipliers(mechanism, None if forces0 is None else -forces0, batch)
-    gplc = layout.fill(kinematics(mechanism, q, v), tau, mu, lam)
-    with _explained(name, label, policies, mechanism, mu):
-        fact = elimination.factorize(gplc.graph, plan_of(mechanism, algo, layout), backend=backend)
-        x, qdd, lam, residual, iterations = outer_iterations(mechanism, gplc, fact, policies, mu, lam, tol, max_iter,
-                                                             refine, batch)
-        converged = _converged(fact, gplc, policies, mu, lam, residual, tol, refine, batch)
-    _check_hard_residual(name, mechanism, gplc, policies, residual)
-    worst = element_max(residual.values(), batch)
-    warn_not_converged(context, names, tol, max_iter, converged, iterations, worst, stacklevel=2)
-    forces = [np.broadcast_to(-lam[c.name], batch + (c.dim,)) for c in mechanism.constraints]
-    return DynamicsResult(
-        qdd=qdd,
-        forces=np.concatenate(forces, axis=-1) if forces else np.zeros(batch + (0,)),
-        iterations=_scalar_if_unbatched(iterations, batch, int),
-        residual=_scalar_if_unbatched(worst, batch, float),
-        link_accelerations={l.name: x[LinkAcceleration(l.name)] for l in mechanism.links},
-        algorithm=name,
-        converged=_scalar_if_unbatched(converged, batch, bool),
-    )
+    check_state(mechanism, q, v, tau)  # the state's errors before the settings', as always
+    prepared = PreparedDynamics(mechanism, algorithm, mu, tol, max_iter, refine, backend, _stacklevel=3)
+    return prepared._run(q, v, tau, forces0, stacklevel=3)
 
 
 def delassus(mechanism: Mechanism, q) -> np.ndarray:

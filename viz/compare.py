@@ -32,7 +32,11 @@ class Row:
 
     ``flops``, ``max_front`` and ``fill_edges`` come from the symbolic plan;
     ``iterations`` and ``residual`` from the solve; ``seconds`` is the median
-    time of ``forward_dynamics`` (plan cached, kinematics and graph included);
+    time of ``forward_dynamics`` on the compiled executor (``backend="auto"``;
+    plan cached, kinematics, graph and outer iterations included);
+    ``elimination_seconds`` the median time of one compiled factorization and
+    one solve of the algorithm's graph at that state, nothing else
+    (:func:`elimination.compiled_elimination`): the time that tracks ``flops``;
     ``deviation`` is ``max |qdd - qdd_ref| / max |qdd_ref|`` against the dense
     KKT solve of the hard problem (``None`` when that is singular); ``note``
     says why a row has no numbers, or ``"not converged (residual 3.1e-01)"``
@@ -48,6 +52,7 @@ class Row:
     iterations: int | None = None
     residual: float | None = None
     seconds: float | None = None
+    elimination_seconds: float | None = None
     deviation: float | None = None
     note: str = ""
 
@@ -155,7 +160,8 @@ def _row(mech, name: str, algo, q, v, tau, reference, mu: float, tol: float, max
     row.flops, row.max_front, row.fill_edges = plan.flops, plan.max_front, len(plan.fill_edges)
 
     def solve():
-        return mechanics.forward_dynamics(mech, q, v, tau, algorithm=algo, mu=mu, tol=tol, max_iter=max_iter)
+        return mechanics.forward_dynamics(mech, q, v, tau, algorithm=algo, mu=mu, tol=tol, max_iter=max_iter,
+                                          backend="auto")
 
     phase("solving")
     try:
@@ -168,21 +174,43 @@ def _row(mech, name: str, algo, q, v, tau, reference, mu: float, tol: float, max
         row.note = f"not converged (residual {result.residual:.1e})"
     phase("timing")
     row.seconds = _median_seconds(solve, repeat)
+    row.elimination_seconds = _elimination_seconds(mech, algo, plan, q, v, tau, mu, repeat)
     if reference is not None:
         row.deviation = float(np.max(np.abs(result.qdd - reference)) / max(np.max(np.abs(reference)), 1e-300))
     return row
 
 
-def _median_seconds(call, repeat: int) -> float:
+def _median_seconds(call, repeat: int, sample: float = 0.0) -> float:
+    """Median over ``repeat`` samples of the time per call; a sample repeats the call until it lasts
+    ``sample`` seconds (short calls: the clock's resolution and its own cost would dominate)."""
     times = []
     for _ in range(max(1, repeat)):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
+        calls, start = 0, time.perf_counter()
+        while True:
+            call()
+            calls += 1
+            elapsed = time.perf_counter() - start
+            if elapsed >= sample:
+                break
+        times.append(elapsed / calls)
     return float(np.median(times))
 
 
-COLUMNS = ("algorithm", "policy", "flops", "max_front", "fill_edges", "iterations", "residual", "seconds", "deviation", "note")
+def _elimination_seconds(mech, algo, plan, q, v, tau, mu: float, repeat: int) -> float | None:
+    """One compiled factorization and solve of the algorithm's graph at this state (``None`` if the plan
+    does not compile)."""
+    graph = gplc_graph(mech, q, v, tau, policy=algo.policies, mu=mu)
+    try:
+        run = elimination.compiled_elimination(graph, plan)
+    except ValueError:
+        return None
+    run()  # compiled (or loaded from disk) before it is timed
+    return _median_seconds(run, max(repeat, 5), sample=2e-3)
+
+
+COLUMNS = ("algorithm", "policy", "flops", "max_front", "fill_edges", "iterations", "residual", "seconds",
+           "elimination_seconds", "deviation", "note")
+MILLISECONDS = ("seconds", "elimination_seconds")  # shown in ms by format_table
 
 
 def _cell(value) -> str:
@@ -194,15 +222,19 @@ def _cell(value) -> str:
 
 
 def format_table(rows: list, title: str = "") -> str:
-    """Fixed-width text table (``seconds`` shown in ms)."""
-    header = ("algorithm", "policy", "flops", "max front", "fill", "iter", "residual", "ms/solve", "deviation", "note")
-    body = [[_cell(getattr(r, c)) if c != "seconds" else _cell(r.seconds * 1e3 if r.seconds is not None else None)
-             for c in COLUMNS] for r in rows]
+    """Fixed-width text table (times shown in ms: ``ms/solve`` the whole call, ``elim ms`` the elimination alone)."""
+    header = ("algorithm", "policy", "flops", "max front", "fill", "iter", "residual", "ms/solve", "elim ms", "deviation",
+              "note")
+    body = [[_cell(_ms(getattr(r, c)) if c in MILLISECONDS else getattr(r, c)) for c in COLUMNS] for r in rows]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
     lines = [title] if title else []
     lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
     lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths)).rstrip() for b in body]
     return "\n".join(lines)
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1e3
 
 
 def write_csv(rows: list, path) -> None:

@@ -112,3 +112,38 @@ def test_a_failing_pivot_is_reported_as_by_the_numpy_rule():
     g.add(Quadratic(["x"], np.diag([1.0, 0.0])))
     with pytest.raises(SingularProblemError, match="undetermined"):
         factorize(g, analyze(g, Ordering.from_keys(["x"])), backend="numba")
+
+
+def test_compiled_elimination_is_one_factorization_and_solve_of_the_graph():
+    """What `gaussgraph compare` times as the elimination's cost computes the solution, at each call, from
+    the workspaces filled once (the solve writes into its linear workspace: a copy each time); a pivot it
+    cannot take raises instead of returning numbers."""
+    rng = np.random.default_rng(3)
+    graph = FactorGraph()
+    graph.add_variable(Variable("x", 2))
+    graph.add_variable(Variable("y", 3))
+    graph.add_variable(Variable("l", 2, role="max"))
+    M = rng.normal(size=(5, 5))
+    graph.add(Quadratic(["x", "y"], M @ M.T + 5 * np.eye(5), rng.normal(size=5)))
+    graph.add(LinearEquality(["x", "y"], [rng.normal(size=(2, 2)), rng.normal(size=(2, 3))], rng.normal(size=2)))
+    graph.add(Quadratic(["l", "y"], _saddle(rng), np.zeros(5)))
+    plan = analyze(graph, elimination.resolve_ordering(graph, "min_fill"))
+    expected = graph.dense_solve()
+    run = elimination.compiled_elimination(graph, plan)
+    offsets = plan.lowered().value_offset
+    for _ in range(2):
+        X = run()
+        for key, value in expected.items():
+            got = X[0, offsets[key] : offsets[key] + value.shape[-1]]
+            assert np.max(np.abs(got - value)) <= 1e-9 * max(1.0, np.max(np.abs(value)))
+    singular = FactorGraph()
+    singular.add_variable(Variable("x", 2))
+    singular.add(Quadratic(["x"], np.diag([1.0, 0.0]), np.ones(2)))
+    with pytest.raises(SingularProblemError):
+        elimination.compiled_elimination(singular, analyze(singular, elimination.resolve_ordering(singular, "natural")))()
+
+
+def _saddle(rng) -> np.ndarray:
+    """A multiplier prior coupled to y: [[-1e-3 I, B], [B', 0]] over (l, y)."""
+    B = rng.normal(size=(2, 3))
+    return np.block([[-1e-3 * np.eye(2), B], [B.T, np.zeros((3, 3))]])

@@ -106,7 +106,7 @@ def test_comparison_table_csv_and_json(tmp_path):
     names = [r.algorithm for r in rows]
     assert "lcaba" in names and "proxbbo" in names and "aba" not in names
     for row in rows:
-        assert row.flops > 0 and row.max_front > 0 and row.seconds > 0
+        assert row.flops > 0 and row.max_front > 0 and row.seconds > 0 and row.elimination_seconds > 0
         assert row.deviation < (1e-5 if row.policy == "soft" else 1e-8)
     assert rows[names.index("lcaba")].fill_edges < rows[names.index("pv")].fill_edges
     text = cmp.format_table(rows)
