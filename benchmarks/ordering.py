@@ -10,25 +10,34 @@ Measured per size (median over ``--repeat`` calls, wall clock and process CPU ti
 other work on a shared machine inflates the wall clock; ``OPENBLAS_NUM_THREADS=1``):
 
 * ours: ``elimination.natural``, ``min_degree``, ``min_fill`` on the graph's structure (a
-  ``GraphStructure``, as ``analyze`` receives it);
+  ``GraphStructure``, as ``analyze`` receives it), and the library orderings ``elimination.amd``
+  (SuiteSparse AMD) and ``elimination.metis`` (METIS nested dissection) on the same;
 * networkx: ``approximation.treewidth_min_degree`` / ``treewidth_min_fill_in`` on the interaction
   graph (they return a tree decomposition; the elimination order for the fill column is recorded
   in a separate, untimed run of the same heuristic);
 * GTSAM: ``Ordering.ColamdSymbolicFactorGraph`` on the same factor structure (COLAMD, as
-  ``ColamdGaussianFactorGraph`` computes it, without numbers);
+  ``ColamdGaussianFactorGraph`` computes it, without numbers), and ``MetisSymbolicFactorGraph``
+  (GTSAM's METIS, for reference; left out where this GTSAM lacks it);
 * with ``--baseline REV``: our orderings as they were at git revision ``REV`` (e.g. the commit
   before issue 10), loaded from ``git show`` beside today's, up to ``--baseline-max`` variables.
 
 Fill: the edges the order adds to the interaction graph, and ``nnz(L)``, the scalar entries of
-the Cholesky factor (dimension 6 per variable).  Growth: the least-squares slope of log(time)
-against log(variables) over the sizes.
+the Cholesky factor (dimension 6 per variable); per size, the fill of amd, metis and GTSAM's METIS
+over GTSAM COLAMD's (issue 10's target: amd and metis <= 1.1x).  Growth: the least-squares slope
+of log(time) against log(variables) over the sizes.
 
 Mechanics (:mod:`mechanics.models` ``chain_of_loops``): LCABA's tree-constrained minimum degree
 (``mechanics.algorithms.tree_min_degree``, ``alm`` graph) on a 1000-link chain of loops
 (``loops=111, links_per_loop=10``); the joint-space ``min_degree`` / ``min_fill`` orderings and
 LCABA's on ``chain_of_loops(loops=20, links_per_loop=7)`` (``prox`` graph, 262 variables); and
-proxLTL's plan there (its ordering and ``elimination.analyze``), in a child process stopped after
-``--plan-timeout`` seconds.
+proxLTL's plan as the chain grows: ``links_per_loop=7`` and 20, 42, 83, 166 loops (121, 253, 499,
+997 links; the first is the small chain).  Per size, in a child process stopped after
+``--plan-timeout`` seconds (larger sizes are then skipped), on a fresh mechanism per run (so no
+plan comes from ``mechanism.plans``): the wall and CPU time of the ordering
+(``mechanics.algorithms.joint_space``) and of ``elimination.analyze``, separately, after a
+warm-up on a one-loop chain; the median over ``--repeat`` runs, fewer once the runs so far took
+``PLAN_REPEAT_BUDGET`` seconds.  Growth: the slope of log(time) against log(links).  Issue 10's
+targets: <= 0.5 s at 20 loops x 7, <= 2 s at 1000 links, growth <= links^1.2.
 
 Run from the repository root (needs the ``test`` extra for GTSAM)::
 
@@ -65,12 +74,15 @@ import mechanics  # noqa: E402
 from factorgraph import GraphStructure, Variable  # noqa: E402
 from factorgraph.factors import FactorStructure  # noqa: E402
 from mechanics import models  # noqa: E402
-from mechanics.algorithms import ALGORITHMS, Algorithm, layout_of  # noqa: E402
+from mechanics.algorithms import Algorithm, layout_of  # noqa: E402
 
 PER_LOOP, DIM = 7, 6
 LOOPS = (50, 100, 200, 400, 800)  # 350 .. 5600 variables
 LCABA_CHAIN = {"loops": 111, "links_per_loop": 10}  # 1 + 111 * 9 = 1000 links
 SMALL_CHAIN = {"loops": 20, "links_per_loop": 7}  # the README's compare example
+PLAN_CHAINS = tuple({"loops": n, "links_per_loop": 7} for n in (20, 42, 83, 166))  # 121 .. 997 links
+PLAN_REPEAT_BUDGET = 20.0  # seconds of plan runs per size after which no further run starts
+FILL_TARGET = 1.1  # amd, metis fill over GTSAM COLAMD's
 
 
 # -- the graph ------------------------------------------------------------------------------------
@@ -210,7 +222,7 @@ def loops_graph_rows(args, old) -> list:
         graph = structure_.interaction_graph()
         n = graph.number_of_nodes()
         methods = {f"ours {name}": (lambda f=getattr(elimination, name): f(structure_).keys())
-                   for name in ("natural", "min_degree", "min_fill")}
+                   for name in ("natural", "min_degree", "min_fill", "amd", "metis")}
         if old is not None and n <= args.baseline_max:
             for name in ("natural", "min_degree", "min_fill"):
                 methods[f"{old.rev} {name}"] = lambda f=getattr(old.ordering, name): f(structure_).keys()
@@ -219,12 +231,14 @@ def loops_graph_rows(args, old) -> list:
             methods["networkx treewidth_min_fill_in"] = lambda: nx_treewidth.treewidth_min_fill_in(graph)
         symbolic = gtsam_structure(loops)
         methods["gtsam COLAMD"] = lambda: gtsam.Ordering.ColamdSymbolicFactorGraph(symbolic)
+        if gtsam_has_metis():
+            methods["gtsam METIS"] = lambda: gtsam.Ordering.MetisSymbolicFactorGraph(symbolic)
         for method, call in methods.items():
             out, wall, cpu = timed(call, args.repeat)
             if method.startswith("networkx"):
                 heuristic = nx_treewidth.MinDegreeHeuristic(graph).best_node if "degree" in method else nx_treewidth.min_fill_in_heuristic
                 order = networkx_order(graph, heuristic)
-            elif method == "gtsam COLAMD":
+            elif method.startswith("gtsam"):
                 order = [out.at(i) for i in range(out.size())]
             else:
                 order = out
@@ -233,6 +247,30 @@ def loops_graph_rows(args, old) -> list:
                          "fill_edges": fill, "nnz_L": nnz_of(graph, fill)})
             print(f"  {method:<34}{n:>6}{wall * 1e3:>11.2f}{cpu * 1e3:>11.2f}{fill:>9}{nnz_of(graph, fill):>10}", flush=True)
     return rows
+
+
+def gtsam_has_metis() -> bool:
+    """Whether this GTSAM orders by METIS (a build without METIS lacks or refuses it)."""
+    import gtsam
+
+    try:
+        return gtsam.Ordering.MetisSymbolicFactorGraph(gtsam_structure(2)).size() == 2 * PER_LOOP
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def fill_ratios(rows: list) -> list:
+    """Per size: the fill of amd, metis and GTSAM's METIS over GTSAM COLAMD's (None where absent)."""
+    by_size = {}
+    for row in rows:
+        by_size.setdefault(row["variables"], {})[row["method"]] = row["fill_edges"]
+    ratios = []
+    for n, fill in by_size.items():
+        colamd = fill.get("gtsam COLAMD")
+        ratio = {label: (fill[m] / colamd if colamd and m in fill else None)
+                 for label, m in (("amd", "ours amd"), ("metis", "ours metis"), ("gtsam_metis", "gtsam METIS"))}
+        ratios.append({"variables": n, "colamd_fill": colamd, **ratio})
+    return ratios
 
 
 def mechanics_rows(args, old) -> list:
@@ -261,24 +299,64 @@ sys.path.insert(0, {root!r})
 import elimination
 from mechanics import models
 from mechanics.algorithms import ALGORITHMS, joint_space, layout_of
-mech = models.chain_of_loops(**{chain!r})
-structure = layout_of(mech, ALGORITHMS["proxltl"]).structure()
-t = time.perf_counter(); ordering = joint_space(mech, structure); t_order = time.perf_counter() - t
-t = time.perf_counter(); plan = elimination.analyze(structure, ordering); t_analyze = time.perf_counter() - t
-print(json.dumps({{"ordering_s": t_order, "analyze_s": t_analyze, "variables": len(structure.variables)}}))
+
+
+def run(chain):
+    mech = models.chain_of_loops(**chain)  # fresh: nothing from mech.plans
+    structure = layout_of(mech, ALGORITHMS["proxltl"]).structure()
+    w, c = time.perf_counter(), time.process_time()
+    ordering = joint_space(mech, structure)
+    times = [time.perf_counter() - w, time.process_time() - c]
+    w, c = time.perf_counter(), time.process_time()
+    elimination.analyze(structure, ordering)
+    times += [time.perf_counter() - w, time.process_time() - c]
+    return len(mech.links), len(structure.variables), times
+
+
+run({{"loops": 1, "links_per_loop": 3}})  # warm-up: imports, first calls
+runs = [run({chain!r})]
+while len(runs) < {repeat} and sum(sum(r[2][::2]) for r in runs) < {budget}:
+    runs.append(run({chain!r}))
+names = ("ordering_wall_s", "ordering_cpu_s", "analyze_wall_s", "analyze_cpu_s")
+median = lambda i: sorted(r[2][i] for r in runs)[len(runs) // 2]
+print(json.dumps({{"links": runs[0][0], "variables": runs[0][1], "runs": len(runs),
+                  **{{name: median(i) for i, name in enumerate(names)}}}}))
 """
 
 
-def proxltl_plan(args) -> dict:
-    """proxLTL's plan on the small chain, in a child process (analyze may take minutes today)."""
-    code = PLAN_CHILD.format(root=str(ROOT), chain=SMALL_CHAIN)
+def plan_once(args, chain: dict) -> dict:
+    """proxLTL's plan on one chain of loops, in a child process (analyze may take minutes)."""
+    code = PLAN_CHILD.format(root=str(ROOT), chain=chain, repeat=args.repeat, budget=PLAN_REPEAT_BUDGET)
+    row = {"chain": _call(chain)}
     try:
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=args.plan_timeout)
     except subprocess.TimeoutExpired:
-        return {"timeout_s": args.plan_timeout}
+        return {**row, "timeout_s": args.plan_timeout}
     if done.returncode:
-        return {"error": done.stderr.strip().splitlines()[-1]}
-    return json.loads(done.stdout.strip().splitlines()[-1])
+        return {**row, "error": done.stderr.strip().splitlines()[-1]}
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    return {**row, **out, "plan_wall_s": out["ordering_wall_s"] + out["analyze_wall_s"],
+            "plan_cpu_s": out["ordering_cpu_s"] + out["analyze_cpu_s"]}
+
+
+def plan_rows(args) -> list:
+    """proxLTL's plan over ``PLAN_CHAINS``; after a timeout or failure the larger chains are skipped."""
+    rows = []
+    for chain in PLAN_CHAINS:
+        if rows and ("timeout_s" in rows[-1] or "error" in rows[-1] or "skipped" in rows[-1]):
+            rows.append({"chain": _call(chain), "skipped": "a smaller chain timed out or failed"})
+        else:
+            rows.append(plan_once(args, chain))
+        print_plan_row(rows[-1])
+    return rows
+
+
+def plan_growth(rows: list) -> dict:
+    """Growth exponents (over links) of the ordering, analyze and the whole plan, wall and CPU."""
+    done = [r for r in rows if "links" in r]
+    links = [r["links"] for r in done]
+    return {f"{part}_{clock}": slope(links, [r[f"{part}_{clock}_s"] for r in done])
+            for part in ("ordering", "analyze", "plan") for clock in ("wall", "cpu")} | {"links": links}
 
 
 # -- printing -------------------------------------------------------------------------------------
@@ -296,22 +374,43 @@ def _call(chain: dict) -> str:
     return "chain_of_loops(" + ", ".join(f"{k}={v}" for k, v in chain.items()) + ")"
 
 
-def print_summary(rows, growth, mech_rows, plan) -> None:
+def _ratio(x) -> str:
+    return f"{x:.2f}x" if x is not None else "-"
+
+
+PLAN_HEADER = (f"  {'proxltl plan':<44}{'links':>6}{'vars':>6}{'runs':>5}{'order ms':>10}"
+               f"{'analyze s':>11}{'plan s':>9}{'plan cpu s':>12}")
+
+
+def print_plan_row(row: dict) -> None:
+    if "links" not in row:
+        why = (f"did not finish in {row['timeout_s']:g} s" if "timeout_s" in row
+               else f"failed: {row['error']}" if "error" in row else f"skipped ({row['skipped']})")
+        print(f"  {row['chain']:<44}{why}", flush=True)
+        return
+    print(f"  {row['chain']:<44}{row['links']:>6}{row['variables']:>6}{row['runs']:>5}"
+          f"{row['ordering_wall_s'] * 1e3:>10.2f}{row['analyze_wall_s']:>11.3f}{row['plan_wall_s']:>9.3f}"
+          f"{row['plan_cpu_s']:>12.3f}", flush=True)
+
+
+def print_summary(growth, ratios, plan_growth_) -> None:
     print()
     print(f"  {'growth exponent (log-log slope)':<36}{'wall':>7}{'cpu':>7}  sizes")
     for method, g in growth.items():
         if g["wall"] is not None:
             print(f"  {method:<36}{g['wall']:>7.2f}{g['cpu']:>7.2f}  {min(g['sizes'])}..{max(g['sizes'])}")
     print()
-    if "skipped" in plan:
-        pass
-    elif "timeout_s" in plan:
-        print(f"proxltl plan, {_call(SMALL_CHAIN)}: analyze did not finish in {plan['timeout_s']} s")
-    elif "error" in plan:
-        print(f"proxltl plan, {_call(SMALL_CHAIN)}: failed: {plan['error']}")
-    else:
-        print(f"proxltl plan, {_call(SMALL_CHAIN)}, {plan['variables']} variables: ordering "
-              f"{plan['ordering_s'] * 1e3:.1f} ms, analyze {plan['analyze_s']:.2f} s (one run, wall clock)")
+    print(f"fill over GTSAM COLAMD's (target: amd, metis <= {FILL_TARGET}x; GTSAM's METIS for reference)")
+    for r in ratios:
+        print(f"  {r['variables']:>6} variables (COLAMD fill {r['colamd_fill']}): amd {_ratio(r['amd'])}, "
+              f"metis {_ratio(r['metis'])}, gtsam METIS {_ratio(r['gtsam_metis'])}")
+    if plan_growth_ is None:
+        return
+    print()
+    print(f"proxltl plan growth over links {plan_growth_['links']} (target <= 1.2), wall / cpu:")
+    for part in ("ordering", "analyze", "plan"):
+        wall, cpu = plan_growth_[f"{part}_wall"], plan_growth_[f"{part}_cpu"]
+        print(f"  {part:<10}" + (f"{wall:>7.2f}{cpu:>7.2f}" if wall is not None else "  - (fewer than 2 sizes)"))
 
 
 def main() -> None:
@@ -321,7 +420,8 @@ def main() -> None:
     parser.add_argument("--baseline", metavar="REV", help="also time the orderings of git revision REV")
     parser.add_argument("--baseline-max", type=int, default=1400, help="largest graph for --baseline (variables)")
     parser.add_argument("--networkx-max", type=int, default=5600, help="largest graph for networkx (variables)")
-    parser.add_argument("--plan-timeout", type=float, default=600.0, help="seconds for proxltl's plan (child process)")
+    parser.add_argument("--plan-timeout", type=float, default=300.0,
+                        help="seconds for proxltl's plan per chain size (child process; default 300)")
     parser.add_argument("--no-plan", action="store_true", help="skip proxltl's plan")
     parser.add_argument("--json", metavar="PATH", help="write the results as JSON")
     args = parser.parse_args()
@@ -336,14 +436,19 @@ def main() -> None:
     print()
     print(f"  {'mechanics ordering':<30}{'mechanism':<24}{'policy':<6}{'vars':>6}{'wall ms':>11}{'cpu ms':>11}")
     mech_rows = mechanics_rows(args, old)
-    plan = {"skipped": True} if args.no_plan else proxltl_plan(args)
-    growth = growth_rows(rows)
-    print_summary(rows, growth, mech_rows, plan)
+    plan, plan_growth_ = [], None
+    if not args.no_plan:
+        print()
+        print(f"{PLAN_HEADER}   (targets: plan <= 0.5 s at 121 links, <= 2 s at ~1000)")
+        plan = plan_rows(args)
+        plan_growth_ = plan_growth(plan)
+    growth, ratios = growth_rows(rows), fill_ratios(rows)
+    print_summary(growth, ratios, plan_growth_)
     if args.json:
         out = {"graph": source, "repeat": args.repeat, "baseline": args.baseline, "python": platform.python_version(),
                "networkx": nx.__version__, "machine": platform.machine(), "cpus": os.cpu_count(),
-               "load_average": os.getloadavg(), "loops_graph": rows, "growth": growth, "mechanics": mech_rows,
-               "proxltl_plan": plan}
+               "load_average": os.getloadavg(), "loops_graph": rows, "growth": growth, "fill_vs_colamd": ratios,
+               "mechanics": mech_rows, "proxltl_plan": plan, "proxltl_plan_growth": plan_growth_}
         Path(args.json).write_text(json.dumps(out, indent=2))
         print(f"wrote {args.json}")
 

@@ -484,13 +484,15 @@ def _linear_workspace(program, n_graph: int, lin_g: dict, lin_b: dict, batch: tu
     full = np.broadcast_shapes(batch, *(a.shape[:-1] for a in arrays))
     B = int(np.prod(full))
     Lin, Lmag = np.zeros((B, program.linear_size)), np.zeros((B, program.linear_size))
+    Lin3 = Lin.reshape(full + (program.linear_size,))  # views: assignment broadcasts each term
     for table, offsets in given:
         for i, off in offsets.items():
             if i < n_graph:
-                value = np.broadcast_to(table[i], full + table[i].shape[-1:]).reshape(B, -1)
-                Lin[:, off : off + value.shape[-1]] = value
-                if table is lin_b:
-                    Lmag[:, off : off + value.shape[-1]] = np.abs(value)
+                value = table[i]
+                Lin3[..., off : off + value.shape[-1]] = value
+    for i, off in program.b_offset.items():
+        if i < n_graph:
+            Lmag[:, off : off + lin_b[i].shape[-1]] = np.abs(Lin[:, off : off + lin_b[i].shape[-1]])
     return Lin, Lmag, full
 
 

@@ -45,19 +45,24 @@ PIVOTS = {"none": 0, "definite": 1, "negative": 2, "quasidefinite": 3, "indefini
 
 @dataclass
 class _Maps:
-    """Growing (source, destination) index maps of one kind."""
+    """Growing (source, destination) index maps of one kind, kept as chunks (joined once, by :meth:`arrays`)."""
 
     src: list = field(default_factory=list)
     dst: list = field(default_factory=list)
+    length: int = 0
 
     def add(self, src, dst) -> tuple:
-        start = len(self.src)
-        self.src.extend(int(s) for s in src)
-        self.dst.extend(int(d) for d in dst)
-        return start, len(self.src)
+        """Append a chunk; its ``(start, stop)`` range in the joined maps."""
+        src, dst = np.asarray(src, dtype=np.int64).ravel(), np.asarray(dst, dtype=np.int64).ravel()
+        start = self.length
+        self.src.append(src)
+        self.dst.append(dst)
+        self.length += len(src)
+        return start, self.length
 
     def arrays(self):
-        return np.asarray(self.src, dtype=np.int64), np.asarray(self.dst, dtype=np.int64)
+        join = lambda chunks: np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)  # noqa: E731
+        return join(self.src), join(self.dst)
 
 
 @dataclass(frozen=True)
@@ -171,13 +176,12 @@ def lower(plan: Plan) -> Program:
         cursor[space] += n
         return start
 
-    for i, f in enumerate(factors):  # the graph's factors, then every generated one
-        n = size[i]
-        if f.hard:
-            offsets["A"][i], offsets["rs"][i] = take("F", f.rows * n), take("F", f.rows)
-            offsets["b"][i] = take("L", f.rows)
-        else:
-            offsets["H"][i], offsets["scale"][i], offsets["g"][i] = take("F", n * n), take("F", n), take("L", n)
+    n_graph = len(structure.factors)
+    for i, f in enumerate(factors):  # linear terms: the graph's factors, then every generated one
+        offsets["b" if f.hard else "g"][i] = take("L", f.rows if f.hard else size[i])
+    for i in range(n_graph):  # the graph's matrices, filled before the run
+        _place(i, factors[i], size[i], take("F", _matrix_size(factors[i], size[i])), offsets)
+    arena = _Arena(cursor["F"])  # generated matrices: live from the step making them to the step using them
     value_offset, start = {}, 0
     for var in structure.variables:
         value_offset[var.key], start = start, start + var.dim
@@ -191,16 +195,70 @@ def lower(plan: Plan) -> Program:
         return start
 
     for step in plan.steps:
+        for i in step.factors:  # gathered at the start of this step: their space is free for its outputs
+            if i >= n_graph:
+                arena.give(offsets["A" if factors[i].hard else "H"][i], _matrix_size(factors[i], size[i]))
+        for i in (step.new_quadratic, step.new_equality):
+            if i is not None:
+                _place(i, factors[i], size[i], arena.take(_matrix_size(factors[i], size[i])), offsets)
         rows.append(_step_row(step, factors, size, offsets, value_offset, dims, maps, claim))
     return Program(
         plan=plan,
         steps=np.asarray(rows, dtype=np.int64).reshape(len(rows), len(FIELDS)),
         maps={name: m.arrays() for name, m in maps.items()},
-        factor_size=cursor["F"], conditional_size=sizes["C"], linear_size=cursor["L"], cache_size=sizes["K"],
+        factor_size=arena.peak, conditional_size=sizes["C"], linear_size=cursor["L"], cache_size=sizes["K"],
         value_size=start, dropped_size=sizes["drop"], check_rank=not plan.numeric_ranks,
         H_offset=offsets["H"], scale_offset=offsets["scale"], A_offset=offsets["A"], rs_offset=offsets["rs"],
         g_offset=offsets["g"], b_offset=offsets["b"], value_offset=value_offset, unsupported=_unsupported(plan),
     )
+
+
+def _matrix_size(factor, n: int) -> int:
+    """Floats of a factor's matrices: ``A`` and its row scales (hard), or ``H`` and its diagonal magnitudes."""
+    return factor.rows * (n + 1) if factor.hard else n * (n + 1)
+
+
+def _place(i: int, factor, n: int, start: int, offsets: dict) -> None:
+    """Factor ``i``'s matrices at ``start``: ``A`` then its row scales, or ``H`` then its scales (contiguous:
+    the kernels write a generated factor's row scales right after its block)."""
+    if factor.hard:
+        offsets["A"][i], offsets["rs"][i] = start, start + factor.rows * n
+    else:
+        offsets["H"][i], offsets["scale"][i] = start, start + n * n
+
+
+class _Arena:
+    """First-fit allocation of the generated factors' matrices above ``base``, with freed ranges merged.
+
+    A generated factor is written once, whole, by the step that makes it and
+    read by the step that eliminates it, so its range is free again from then
+    on: the workspace holds the live factors only, not every factor the
+    elimination ever makes (``peak``: its high-water mark).
+    """
+
+    def __init__(self, base: int):
+        self.top, self.peak, self.free = base, base, []  # free: sorted, disjoint [start, stop) ranges below top
+
+    def take(self, n: int) -> int:
+        for k, (start, stop) in enumerate(self.free):
+            if stop - start >= n:
+                self.free[k:k + 1] = [(start + n, stop)] if stop - start > n else []
+                return start
+        start, self.top = self.top, self.top + n
+        self.peak = max(self.peak, self.top)
+        return start
+
+    def give(self, start: int, n: int) -> None:
+        ranges = sorted(self.free + [(start, start + n)])
+        merged = [ranges[0]]
+        for lo, hi in ranges[1:]:
+            if lo <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
+            else:
+                merged.append((lo, hi))
+        if merged[-1][1] == self.top:  # the topmost range returns to the unallocated space
+            self.top = merged.pop()[0]
+        self.free = merged
 
 
 def _step_row(step, factors, size, offsets, value_offset, dims, maps, claim) -> list:

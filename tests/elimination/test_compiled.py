@@ -147,3 +147,30 @@ def _saddle(rng) -> np.ndarray:
     """A multiplier prior coupled to y: [[-1e-3 I, B], [B', 0]] over (l, y)."""
     B = rng.normal(size=(2, 3))
     return np.block([[-1e-3 * np.eye(2), B], [B.T, np.zeros((3, 3))]])
+
+
+@settings(max_examples=40)
+@given(graph_specs(hard_multipliers=True))
+def test_live_factors_never_share_workspace(spec):
+    """The program reuses a generated factor's matrices once its step has read them: at every step,
+    the ranges of the factors still alive (graph factors not yet eliminated, generated ones made and
+    not yet eliminated) and of the ones it makes are disjoint and inside the workspace."""
+    graph = build_graph(spec)
+    for name in ("natural", "min_degree", "min_fill"):
+        plan = analyze(graph, elimination.resolve_ordering(graph, name))
+        program = plan.lowered()
+
+        def extent(i):
+            start = program.A_offset.get(i, program.H_offset.get(i))
+            stop = program.rs_offset[i] + plan.factors[i].rows if i in program.A_offset else \
+                program.scale_offset[i] + (program.scale_offset[i] - start) ** 0.5
+            return start, int(round(stop))
+
+        alive = set(range(len(graph.factors)))
+        for step in plan.steps:
+            made = [i for i in (step.new_quadratic, step.new_equality) if i is not None]
+            alive -= set(step.factors)
+            ranges = sorted(extent(i) for i in alive | set(made))
+            assert all(lo < hi <= program.factor_size for lo, hi in ranges)
+            assert all(a[1] <= b[0] for a, b in zip(ranges, ranges[1:])), (name, ranges)
+            alive |= set(made)
