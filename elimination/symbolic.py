@@ -27,7 +27,6 @@ hard-row counts of the steps.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import combinations
 
 import networkx as nx
 import numpy as np
@@ -504,6 +503,40 @@ def _pivot_kind(roles: list, nz: int, substituted: int) -> str:
     return "indefinite" if substituted else "quasidefinite"
 
 
+def _adjacency(graph) -> dict:
+    """Key -> set of neighbour keys: the elimination graph analyze keeps (sets: the fill test is a set difference)."""
+    return {key: set(graph.adj[key]) for key in graph.nodes}
+
+
+def _fill_edges(separator: tuple, adjacency: dict) -> tuple:
+    """Pairs of ``separator`` not yet adjacent, in ``combinations(separator, 2)`` order.
+
+    One set difference per key (in C) instead of a test per pair: a step
+    costs ``O(|separator|^2)`` machine operations, not Python calls.
+
+    >>> _fill_edges(("a", "b", "c"), {"a": {"b"}, "b": {"a"}, "c": set()})
+    (('a', 'c'), ('b', 'c'))
+    """
+    rank = {key: i for i, key in enumerate(separator)}
+    fill = []
+    for i, u in enumerate(separator[:-1]):
+        missing = set(separator[i + 1:]).difference(adjacency[u])
+        if missing:
+            fill += [(u, v) for v in sorted(missing, key=rank.__getitem__)]
+    return tuple(fill)
+
+
+def _eliminate(adjacency: dict, frontal, fill: tuple) -> None:
+    """Add the fill, then remove the frontal keys from the elimination graph."""
+    for u, v in fill:
+        adjacency[u].add(v)
+        adjacency[v].add(u)
+    for key in frontal:
+        for neighbour in adjacency.pop(key):
+            if neighbour in adjacency:
+                adjacency[neighbour].discard(key)
+
+
 def analyze(graph, ordering: Ordering, complete: bool = True, hard_rows=None) -> Plan:
     """Symbolic elimination of ``graph`` in ``ordering``.
 
@@ -573,7 +606,7 @@ def analyze(graph, ordering: Ordering, complete: bool = True, hard_rows=None) ->
     order_position = {key: i for i, key in enumerate(eliminated)}
     for i, var in enumerate(structure.variables):
         order_position.setdefault(var.key, len(eliminated) + i)
-    current = structure.interaction_graph()
+    adjacency = _adjacency(structure.interaction_graph())
     steps = []
     for index, frontal in enumerate(ordering):
         bucket = sorted(set().union(*(factors_of[key] for key in frontal)))
@@ -582,9 +615,8 @@ def analyze(graph, ordering: Ordering, complete: bool = True, hard_rows=None) ->
                 factors_of[key].discard(i)
         inside = set(frontal)
         separator = tuple(sorted({k for i in bucket for k in factors[i].keys} - inside, key=order_position.get))
-        fill = tuple((u, v) for u, v in combinations(separator, 2) if not current.has_edge(u, v))
-        current.add_edges_from(fill)
-        current.remove_nodes_from(frontal)
+        fill = _fill_edges(separator, adjacency)
+        _eliminate(adjacency, frontal, fill)
 
         nF = sum(dims[k] for k in frontal)
         nS = sum(dims[k] for k in separator)
