@@ -26,6 +26,7 @@ hard-row counts of the steps.
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -477,12 +478,24 @@ def _check_ordering(structure, ordering: Ordering, complete: bool) -> None:
         raise OrderingError(f"the ordering omits {missing}; every variable must be eliminated once")
 
 
-def _positions(layout: tuple, dims: dict, keys: tuple) -> np.ndarray:
+def _starts(layout: tuple, dims: dict) -> dict:
+    """Key -> offset of its first scalar in a front laid out as ``layout``."""
     offset, start = 0, {}
     for key in layout:
         start[key] = offset
         offset += dims[key]
-    return np.concatenate([np.arange(start[k], start[k] + dims[k]) for k in keys])
+    return start
+
+
+def _positions(layout, dims: dict, keys: tuple) -> np.ndarray:
+    """Scalar positions of ``keys`` in the front ``layout`` (a tuple of keys, or its :func:`_starts`)."""
+    start = layout if isinstance(layout, dict) else _starts(layout, dims)
+    if len(keys) == 1:
+        return np.arange(start[keys[0]], start[keys[0]] + dims[keys[0]])
+    size = np.fromiter((dims[k] for k in keys), np.int64, len(keys))
+    first = np.fromiter((start[k] for k in keys), np.int64, len(keys))
+    ends = np.cumsum(size)
+    return np.repeat(first - (ends - size), size) + np.arange(ends[-1])  # each key's run, without a loop
 
 
 def _identity(factors: list, hard: list, frontal: tuple, m: int, nF: int) -> int:
@@ -508,22 +521,41 @@ def _adjacency(graph) -> dict:
     return {key: set(graph.adj[key]) for key in graph.nodes}
 
 
-def _fill_edges(separator: tuple, adjacency: dict) -> tuple:
+def _fill_edges(separator: tuple, adjacency: dict, clique: frozenset = frozenset()) -> tuple:
     """Pairs of ``separator`` not yet adjacent, in ``combinations(separator, 2)`` order.
 
-    One set difference per key (in C) instead of a test per pair: a step
-    costs ``O(|separator|^2)`` machine operations, not Python calls.
+    ``clique``: keys of the separator known to be pairwise adjacent already --
+    the scope of one factor of the bucket (every scope is a clique of the
+    elimination graph: a graph factor's by definition, a generated factor's
+    since the step that made it).  Only pairs with a key outside it are
+    tested, one set difference per key, so a step costs about
+    ``|separator| * |separator - clique|``: along a chain, where each
+    separator is mostly the one before it, that is linear in the separator.
 
     >>> _fill_edges(("a", "b", "c"), {"a": {"b"}, "b": {"a"}, "c": set()})
     (('a', 'c'), ('b', 'c'))
+    >>> _fill_edges(("a", "b", "c"), {"a": {"b"}, "b": {"a"}, "c": set()}, frozenset("ab"))
+    (('a', 'c'), ('b', 'c'))
     """
     rank = {key: i for i, key in enumerate(separator)}
+    outside = [key for key in separator if key not in clique]
+    outside_ranks = [rank[key] for key in outside]
     fill = []
-    for i, u in enumerate(separator[:-1]):
-        missing = set(separator[i + 1:]).difference(adjacency[u])
-        if missing:
-            fill += [(u, v) for v in sorted(missing, key=rank.__getitem__)]
+    last = outside_ranks[-1] if outside_ranks else -1  # past it, every pair lies inside the clique
+    for i, u in enumerate(separator[: min(last + 1, len(separator) - 1)]):
+        if u in clique:  # only the later keys outside the clique can be missing
+            neighbours = adjacency[u]
+            missing = [v for v in outside[bisect_right(outside_ranks, i):] if v not in neighbours]
+        else:
+            missing = sorted(set(separator[i + 1:]).difference(adjacency[u]), key=rank.__getitem__)
+        fill += [(u, v) for v in missing]
     return tuple(fill)
+
+
+def _largest_scope(bucket, factors, inside: set) -> frozenset:
+    """The largest scope among the bucket's factors, less the frontal keys: a clique of the separator."""
+    best = max((factors[i].keys for i in bucket), key=len, default=())
+    return frozenset(best).difference(inside)
 
 
 def _eliminate(adjacency: dict, frontal, fill: tuple) -> None:
@@ -615,7 +647,7 @@ def analyze(graph, ordering: Ordering, complete: bool = True, hard_rows=None) ->
                 factors_of[key].discard(i)
         inside = set(frontal)
         separator = tuple(sorted({k for i in bucket for k in factors[i].keys} - inside, key=order_position.get))
-        fill = _fill_edges(separator, adjacency)
+        fill = _fill_edges(separator, adjacency, _largest_scope(bucket, factors, inside))
         _eliminate(adjacency, frontal, fill)
 
         nF = sum(dims[k] for k in frontal)
@@ -643,6 +675,7 @@ def analyze(graph, ordering: Ordering, complete: bool = True, hard_rows=None) ->
                 for key in factors[i].keys:
                     factors_of[key].add(i)
         layout = tuple(sorted(frontal, key=lambda k: roles[k] != "min")) + separator
+        starts = _starts(layout, dims)
         steps.append(
             Step(
                 index=index, frontal=tuple(frontal), separator=separator, fill_edges=fill,
@@ -655,7 +688,7 @@ def analyze(graph, ordering: Ordering, complete: bool = True, hard_rows=None) ->
                 new_quadratic=new_quadratic, new_equality=new_equality,
                 equality_columns=_positions(separator, dims, rows.scope) if rows.passed else np.zeros(0, int),
                 layout=layout,
-                positions=tuple(_positions(layout, dims, factors[i].keys) for i in bucket),
+                positions=tuple(_positions(starts, dims, factors[i].keys) for i in bucket),
                 identity=_identity(factors, hard, frontal, m, nF),
             )
         )

@@ -358,3 +358,20 @@ def test_plans_of_generated_graphs_equal_those_of_the_max_flow(kind, data):
     orderings.append(elimination.min_degree(structure, eligible=multipliers_last))
     for ordering in orderings:
         _assert_same_plans(*_plans_with_both_rank_rules(structure, ordering))
+
+
+@given(graph_specs(max_vars=10, hard_multipliers=True), st.randoms(use_true_random=False))
+def test_each_steps_fill_is_the_pairs_of_its_separator_not_yet_adjacent(spec, random):
+    """Step by step against the elimination game played on a networkx graph: the fill edges of a step,
+    in combinations(separator, 2) order (analyze skips the pairs inside a bucket factor's scope)."""
+    from itertools import combinations
+
+    structure = build_graph(spec).structure()
+    for ordering in _factor_graph_orderings(structure, random):
+        plan = analyze(structure, ordering)
+        game = structure.interaction_graph()
+        for step in plan.steps:
+            expected = tuple((u, v) for u, v in combinations(step.separator, 2) if not game.has_edge(u, v))
+            assert step.fill_edges == expected
+            game.add_edges_from(expected)
+            game.remove_nodes_from(step.frontal)
