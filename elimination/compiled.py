@@ -252,6 +252,7 @@ def factorize_kernel(steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed, Fw, C, floo
     """
     H = np.zeros((maxn, maxn))
     A = np.zeros((maxn, maxn))
+    Hf, Af = H.reshape(maxn * maxn), A.reshape(maxn * maxn)  # flat views: the gathers' destinations
     scale = np.zeros(maxn)
     unit = np.zeros(maxn)
     L = np.zeros((maxn, maxn))
@@ -281,7 +282,7 @@ def factorize_kernel(steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed, Fw, C, floo
                 for j in range(n):
                     H[i, j] = 0.0
             for q in range(row[H0], row[H1]):
-                H[hd[q] // n, hd[q] % n] += Fw[b, hs[q]]
+                Hf[hd[q]] += Fw[b, hs[q]]
             for q in range(row[S0], row[S1]):
                 scale[sd[q]] += Fw[b, ss[q]]
             for i in range(n):
@@ -291,7 +292,7 @@ def factorize_kernel(steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed, Fw, C, floo
                     for j in range(n):
                         A[i, j] = 0.0
                 for q in range(row[A0], row[A1]):
-                    A[ad[q] // n, ad[q] % n] = Fw[b, as_[q]]
+                    Af[ad[q]] = Fw[b, as_[q]]
                 for q in range(row[W0], row[W1]):
                     unit[wd[q]] = Fw[b, ws[q]]
                 for i in range(n):  # HF, kept for the forward sweep's g - HF t
@@ -545,13 +546,34 @@ def factor_workspace(graph, program):
     return Fw, batch
 
 
+def _scratch_maps(program) -> tuple:
+    """The ``H`` and ``A`` gather maps with destinations in the kernel's ``maxn``-wide scratch matrices.
+
+    The program's maps address a step's ``n``-wide front (``i * n + j``); the kernel's
+    scratch rows are ``maxn`` wide.  Re-addressed once per program (cached in its maps),
+    so that a gather is one store, without a division by ``n`` to find the row.
+    """
+    maxn = max_front(program)
+    key = f"H,A@{maxn}"
+    if key not in program.derived:
+        steps = program.steps
+        re_addressed = []
+        for name, (lo, hi) in (("H", (H0, H1)), ("A", (A0, A1))):
+            src, dst = program.maps[name]
+            n = np.repeat(steps[:, NF] + steps[:, NS], steps[:, hi] - steps[:, lo])  # ranges are in step order
+            re_addressed.append((src, (dst // n) * maxn + dst % n))
+        program.derived[key] = tuple(re_addressed)
+    return program.derived[key]
+
+
 def run_factorize(program, Fw: np.ndarray, floor: float):
     """``(C, ratio, weakest, failed)`` per element (``failed``: step of a pivot not of its sign, -1: none)."""
     Bm = Fw.shape[0]
     C = np.zeros((Bm, program.conditional_size))
     ratio, weak, fail = np.empty(Bm), np.empty(Bm, dtype=np.int64), np.empty(Bm, dtype=np.int64)
     announce_first_compile()
-    factorize_kernel(program.steps, *program.maps["H"], *program.maps["scale"], *program.maps["A"], *program.maps["rs"],
+    (hs, hd), (as_, ad) = _scratch_maps(program)
+    factorize_kernel(program.steps, hs, hd, *program.maps["scale"], as_, ad, *program.maps["rs"],
                      *program.maps["eq"], Fw, C, floor, max_front(program), program.check_rank, ratio, weak, fail)
     return C, ratio, weak, fail
 

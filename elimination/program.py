@@ -112,6 +112,9 @@ class Program:
     b_offset: dict
     value_offset: dict
     unsupported: str = ""
+    derived: dict = field(default_factory=dict, compare=False, repr=False)
+    """What an executor derives from the program once and keeps with it (e.g. maps re-addressed for its
+    scratch space); not part of the program's meaning."""
 
     def summary(self) -> dict:
         """Instruction counts, workspace sizes (floats per state) and the plan's flops."""
