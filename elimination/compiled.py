@@ -524,26 +524,37 @@ def max_front(program) -> int:
 
 
 def factor_workspace(graph, program):
-    """``(Fw (Bm, factor_size), batch)``: the graph's matrices and diagonal magnitudes in the program's layout."""
+    """``(Fw (Bm, factor_size), batch, largest)``: the graph's matrices and diagonal magnitudes in the
+    program's layout, and the largest diagonal magnitude of its quadratic factors.
+
+    The program lays the graph's factors out by shape (:func:`elimination.program.lower`): the
+    matrices of one group side by side, then their scales.  So a group is one stacked copy into
+    its block of ``Fw`` and one pass for its scales, whatever the number of factors.
+    """
     from factorgraph.factors import concat_last
 
-    blocks = {i: (f.H if i in program.H_offset else concat_last(f.A, 2))
-              for i, f in enumerate(graph.factors) if i in program.H_offset or i in program.A_offset}
     from .gaussian import row_norms
-    batch = tuple(np.broadcast_shapes(*(m.shape[:-2] for m in blocks.values()))) if blocks else ()
+
+    factors = graph.factors
+    matrices = [[concat_last(factors[i].A, 2) if group.hard else factors[i].H for i in group.members]
+                for group in program.groups]
+    # the matrices' batch only: unbatched matrices with batched linear terms factorize once
+    batch = tuple(np.broadcast_shapes(*{m.shape[:-2] for group in matrices for m in group}))
     Bm = int(np.prod(batch))
-    Fw = np.zeros((Bm, program.factor_size))
-    for i, block in blocks.items():
-        block = np.broadcast_to(block, batch + block.shape[-2:])
-        if i in program.H_offset:
-            off, soff, n = program.H_offset[i], program.scale_offset[i], block.shape[-1]
-            Fw[:, off : off + n * n] = block.reshape(Bm, -1)
-            Fw[:, soff : soff + n] = np.abs(np.diagonal(block, axis1=-2, axis2=-1)).reshape(Bm, -1)
+    Fw = np.empty((Bm, program.factor_size))
+    largest = 0.0
+    for group, blocks in zip(program.groups, matrices):
+        k, rows, n = len(group.members), group.rows, group.n
+        block = Fw[:, group.start : group.start + k * rows * n].reshape(Bm, k, rows, n)
+        np.stack([(m if m.shape[:-2] == batch else np.broadcast_to(m, batch + (rows, n))).reshape(Bm, rows, n)
+                  for m in blocks], axis=1, out=block)
+        scale = Fw[:, group.scales : group.scales + k * rows].reshape(Bm, k, rows)
+        if group.hard:  # unit-origin row scales
+            scale[...] = 1.0 / row_norms(block)
         else:
-            off, roff, rows = program.A_offset[i], program.rs_offset[i], block.shape[-2]
-            Fw[:, off : off + rows * block.shape[-1]] = block.reshape(Bm, -1)
-            Fw[:, roff : roff + rows] = (1.0 / row_norms(block)).reshape(Bm, -1)  # unit-origin row scales
-    return Fw, batch
+            np.abs(np.diagonal(block, axis1=-2, axis2=-1), out=scale)
+            largest = max(largest, float(np.max(scale, initial=0.0)))
+    return Fw, batch, largest
 
 
 def _scratch_maps(program) -> tuple:

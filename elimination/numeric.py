@@ -143,6 +143,7 @@ class Factorization:
         self.batch_shape = batch_shape
         self.deficient = deficient
         self.fallbacks = fallbacks or {}
+        self._own_terms = None  # the graph's linear terms, read at the first solve
 
     def __repr__(self) -> str:
         replanned = f", {len(self.fallbacks)} re-planned" if self.fallbacks else ""
@@ -154,9 +155,11 @@ class Factorization:
         ones, and the measurements ``b`` of least-squares factors (kept for
         Jacobian-form residuals)."""
         factors = self.graph.factors
-        lin_g = {i: f.g for i, f in enumerate(factors) if isinstance(f, Quadratic)}
-        lin_b = {i: f.b for i, f in enumerate(factors) if isinstance(f, LinearEquality)}
-        measurements = {i: f.b for i, f in enumerate(factors) if isinstance(f, LeastSquares)}
+        if self._own_terms is None:
+            self._own_terms = ({i: f.g for i, f in enumerate(factors) if isinstance(f, Quadratic)},
+                               {i: f.b for i, f in enumerate(factors) if isinstance(f, LinearEquality)},
+                               {i: f.b for i, f in enumerate(factors) if isinstance(f, LeastSquares)})
+        lin_g, lin_b, measurements = (dict(table) for table in self._own_terms)
         for i, value in _overrides("b", b):
             if i in lin_b:
                 lin_b[i] = _checked_override("b", i, value, lin_b[i])
@@ -460,39 +463,44 @@ class CompiledFactorization(Factorization):
         X, dropped = run_solve(program, _aligned(self.C, self.batch_shape, full), Lin, Lmag)
         if check:
             self._check_dropped(dropped, full)
-        return {key: X[:, off : off + graph.variable(key).dim].reshape(full + (graph.variable(key).dim,))
-                for key, off in program.value_offset.items()}
+        X = X.reshape(full + X.shape[-1:])
+        return {key: X[..., off : off + dim] for key, off, dim in _value_slices(program, graph)}
 
     def _check_dropped(self, dropped: np.ndarray, full: tuple) -> None:
         """The rows the program dropped read ``0 = residual``: check them as the numpy path does."""
         rows = self.program.steps
-        for step, row in zip(self.plan.steps, rows):
-            d, off = int(row[F["d"]]), int(row[F["drop"]])
-            if d:
-                residual = dropped[:, off : off + d].reshape(full + (d,))
-                self._check_consistent(step, residual, dropped[:, off + d].reshape(full + (1,)))
+        for st in np.flatnonzero(rows[:, F["d"]]):
+            step, d, off = self.plan.steps[st], int(rows[st, F["d"]]), int(rows[st, F["drop"]])
+            residual = dropped[:, off : off + d].reshape(full + (d,))
+            self._check_consistent(step, residual, dropped[:, off + d].reshape(full + (1,)))
 
     def remaining(self, g: Mapping | None = None, b: Mapping | None = None) -> FactorGraph:
         raise ValueError("a compiled factorization is of a complete plan; use backend='numpy' for partial plans")
 
 
+def _value_slices(program, graph) -> list:
+    """``(key, offset, dim)`` of every variable's value in the program's value layout (kept with the program)."""
+    if "values" not in program.derived:
+        program.derived["values"] = [(key, off, graph.variable(key).dim) for key, off in program.value_offset.items()]
+    return program.derived["values"]
+
+
 def _linear_workspace(program, n_graph: int, lin_g: dict, lin_b: dict, batch: tuple):
     """``(Lin, Lmag, full)``: the linear terms ``g`` of quadratic and ``b`` of hard factors in the program's
-    layout, ``Lmag = |b|`` (what dropped rows are checked against), rows over the broadcast batch ``full``."""
-    given = [(lin_g, program.g_offset), (lin_b, program.b_offset)]
-    arrays = [table[i] for table, offsets in given for i in offsets if i < n_graph]
-    full = np.broadcast_shapes(batch, *(a.shape[:-1] for a in arrays))
+    layout, ``Lmag = |b|`` (what dropped rows are checked against), rows over the broadcast batch ``full``.
+
+    A group of factors of one shape (:class:`elimination.program.FactorGroup`) is one stacked store."""
+    terms = [[(lin_b if group.hard else lin_g)[i] for i in group.members] for group in program.groups]
+    full = tuple(np.broadcast_shapes(batch, *{v.shape[:-1] for group in terms for v in group}))
     B = int(np.prod(full))
     Lin, Lmag = np.zeros((B, program.linear_size)), np.zeros((B, program.linear_size))
-    Lin3 = Lin.reshape(full + (program.linear_size,))  # views: assignment broadcasts each term
-    for table, offsets in given:
-        for i, off in offsets.items():
-            if i < n_graph:
-                value = table[i]
-                Lin3[..., off : off + value.shape[-1]] = value
-    for i, off in program.b_offset.items():
-        if i < n_graph:
-            Lmag[:, off : off + lin_b[i].shape[-1]] = np.abs(Lin[:, off : off + lin_b[i].shape[-1]])
+    for group, values in zip(program.groups, terms):
+        k, rows = len(group.members), group.rows
+        block = Lin[:, group.linear : group.linear + k * rows].reshape(B, k, rows)
+        np.stack([(v if v.shape[:-1] == full else np.broadcast_to(v, full + (rows,))).reshape(B, rows) for v in values],
+                 axis=1, out=block)
+        if group.hard:
+            np.abs(block, out=Lmag[:, group.linear : group.linear + k * rows].reshape(B, k, rows))
     return Lin, Lmag, full
 
 
@@ -532,8 +540,8 @@ def compiled_elimination(graph: FactorGraph, plan: Plan) -> Callable[[], np.ndar
     program = plan.lowered()
     if program.unsupported:
         raise ValueError(f"compiled_elimination: {program.unsupported}")
-    Fw, batch = factor_workspace(graph, program)
-    floor, factors = _graph_floor(graph), graph.factors
+    Fw, batch, largest = factor_workspace(graph, program)
+    floor, factors = SCALE_FLOOR * largest, graph.factors
     lin_g = {i: f.g for i, f in enumerate(factors) if isinstance(f, Quadratic)}
     lin_b = {i: f.b for i, f in enumerate(factors) if isinstance(f, LinearEquality)}
     Lin, Lmag, full = _linear_workspace(program, len(factors), lin_g, lin_b, batch)
@@ -665,13 +673,6 @@ def factorize(graph: FactorGraph, plan: Plan, rule: Callable = eliminate_gaussia
     return fact
 
 
-def _graph_floor(graph: FactorGraph) -> float:
-    """SCALE_FLOOR times the largest diagonal magnitude of the graph's quadratic factors."""
-    largest = max((float(np.max(np.abs(np.diagonal(f.H, axis1=-2, axis2=-1)), initial=0.0))
-                   for f in graph.factors if isinstance(f, Quadratic)), default=0.0)
-    return SCALE_FLOOR * largest
-
-
 def _compiled(graph: FactorGraph, plan: Plan, rule: Callable, backend: str):
     """The compiled factorization, or ``None`` for the numpy path (``"auto"`` on a plan the program does
     not cover, or a pivot that fails: the numpy path then names the variables)."""
@@ -681,8 +682,8 @@ def _compiled(graph: FactorGraph, plan: Plan, rule: Callable, backend: str):
             why = program.unsupported or "a custom elimination rule runs on numpy only"
             raise ValueError(f"factorize(backend='numba'): {why}; use backend='numpy' or 'auto'")
         return None
-    Fw, batch = factor_workspace(graph, program)
-    C, ratio, weak, failed = run_factorize(program, Fw, _graph_floor(graph))
+    Fw, batch, largest = factor_workspace(graph, program)
+    C, ratio, weak, failed = run_factorize(program, Fw, SCALE_FLOOR * largest)
     if np.any(failed != -1):  # a refused pivot (named by the numpy rule), or rows found dependent (re-planned there)
         return None
     worst = int(np.argmin(ratio)) if ratio.size else 0

@@ -66,6 +66,26 @@ class _Maps:
 
 
 @dataclass(frozen=True)
+class FactorGroup:
+    """The graph's factors of one shape, laid out together in the factor workspace.
+
+    ``members`` (factor indices) have ``rows x n`` matrices (``rows = n`` for
+    quadratic factors) stored side by side from offset ``start``, and their
+    ``rows`` scales each side by side from ``scales``; their linear terms
+    (``g``, or ``b`` for hard factors) side by side from ``linear`` in the
+    linear workspace.
+    """
+
+    hard: bool
+    members: tuple
+    start: int
+    scales: int
+    rows: int
+    n: int
+    linear: int
+
+
+@dataclass(frozen=True)
 class Program:
     """A lowered plan.
 
@@ -92,6 +112,8 @@ class Program:
         Variable key -> offset of its value.
     unsupported : str
         Why the compiled executor cannot run this plan ("" when it can).
+    groups : tuple of FactorGroup
+        The graph's factors by shape, as laid out in the factor workspace.
     """
 
     plan: Plan
@@ -112,6 +134,7 @@ class Program:
     b_offset: dict
     value_offset: dict
     unsupported: str = ""
+    groups: tuple = ()
     derived: dict = field(default_factory=dict, compare=False, repr=False)
     """What an executor derives from the program once and keeps with it (e.g. maps re-addressed for its
     scratch space); not part of the program's meaning."""
@@ -180,10 +203,17 @@ def lower(plan: Plan) -> Program:
         return start
 
     n_graph = len(structure.factors)
-    for i, f in enumerate(factors):  # linear terms: the graph's factors, then every generated one
+    groups = []
+    for (hard, rows, n), members in _groups(factors[:n_graph], size).items():  # the graph's, filled before the run
+        matrices, scales = take("F", len(members) * rows * n), take("F", len(members) * rows)
+        linear = take("L", len(members) * rows)
+        for j, i in enumerate(members):  # a group side by side: its matrices, its scales, its linear terms
+            offsets["A" if hard else "H"][i] = matrices + j * rows * n
+            offsets["rs" if hard else "scale"][i] = scales + j * rows
+            offsets["b" if hard else "g"][i] = linear + j * rows
+        groups.append(FactorGroup(hard, tuple(members), matrices, scales, rows, n, linear))
+    for i, f in enumerate(factors[n_graph:], start=n_graph):  # the generated factors' linear terms
         offsets["b" if f.hard else "g"][i] = take("L", f.rows if f.hard else size[i])
-    for i in range(n_graph):  # the graph's matrices, filled before the run
-        _place(i, factors[i], size[i], take("F", _matrix_size(factors[i], size[i])), offsets)
     arena = _Arena(cursor["F"])  # generated matrices: live from the step making them to the step using them
     value_offset, start = {}, 0
     for var in structure.variables:
@@ -213,7 +243,17 @@ def lower(plan: Plan) -> Program:
         value_size=start, dropped_size=sizes["drop"], check_rank=not plan.numeric_ranks,
         H_offset=offsets["H"], scale_offset=offsets["scale"], A_offset=offsets["A"], rs_offset=offsets["rs"],
         g_offset=offsets["g"], b_offset=offsets["b"], value_offset=value_offset, unsupported=_unsupported(plan),
+        groups=tuple(groups),
     )
+
+
+def _groups(factors, size: dict) -> dict:
+    """The graph's factors by the shape of their matrices: ``(hard, rows, n) -> [factor index]``, ``rows = n``
+    for quadratic factors; in order of first appearance (see :attr:`Program.groups`)."""
+    groups = {}
+    for i, f in enumerate(factors):
+        groups.setdefault((f.hard, f.rows if f.hard else size[i], size[i]), []).append(i)
+    return groups
 
 
 def _matrix_size(factor, n: int) -> int:

@@ -103,6 +103,7 @@ class FactorGraph:
         self._factors: list = []
         self._roles: list = []
         self._batch_shape: tuple = ()
+        self._structure: GraphStructure | None = None  # made on demand, forgotten when the graph grows
 
     # -- building -------------------------------------------------------------------
     def add_variable(self, variable: Variable) -> None:
@@ -112,6 +113,7 @@ class FactorGraph:
         if variable.key in self._variables:
             raise ValueError(f"variable {variable.key!r} is already in the graph")
         self._variables[variable.key] = variable
+        self._structure = None
 
     def add(self, factor: Quadratic | LinearEquality, role=None) -> int:
         """Add a factor over variables already in the graph; return its index.
@@ -143,6 +145,7 @@ class FactorGraph:
         self._factors.append(factor)
         self._roles.append(role)
         self._batch_shape = batch
+        self._structure = None
         return len(self._factors) - 1
 
     # -- queries --------------------------------------------------------------------
@@ -195,11 +198,13 @@ class FactorGraph:
 
     # -- structure ------------------------------------------------------------------
     def structure(self) -> GraphStructure:
-        """The structure-only view used by the symbolic analysis."""
-        return GraphStructure(
-            self.variables,
-            tuple(replace(f.structure(), role=role) for f, role in zip(self._factors, self._roles)),
-        )
+        """The structure-only view used by the symbolic analysis (kept until the graph changes)."""
+        if self._structure is None:
+            self._structure = GraphStructure(
+                self.variables,
+                tuple(replace(f.structure(), role=role) for f, role in zip(self._factors, self._roles)),
+            )
+        return self._structure
 
     def interaction_graph(self) -> nx.Graph:
         """Variable interaction (Markov) graph: an edge per pair sharing a factor.

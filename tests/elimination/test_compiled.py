@@ -160,17 +160,21 @@ def test_live_factors_never_share_workspace(spec):
         plan = analyze(graph, elimination.resolve_ordering(graph, name))
         program = plan.lowered()
 
+        dims = {v.key: v.dim for v in plan.structure.variables}
+
         def extent(i):
-            start = program.A_offset.get(i, program.H_offset.get(i))
-            stop = program.rs_offset[i] + plan.factors[i].rows if i in program.A_offset else \
-                program.scale_offset[i] + (program.scale_offset[i] - start) ** 0.5
-            return start, int(round(stop))
+            """The ranges of factor i's matrix and of its scales."""
+            factor, n = plan.factors[i], sum(dims[k] for k in plan.factors[i].keys)
+            rows = factor.rows if factor.hard else n
+            start = program.A_offset[i] if factor.hard else program.H_offset[i]
+            scales = program.rs_offset[i] if factor.hard else program.scale_offset[i]
+            return [(start, start + rows * n), (scales, scales + rows)]
 
         alive = set(range(len(graph.factors)))
         for step in plan.steps:
             made = [i for i in (step.new_quadratic, step.new_equality) if i is not None]
             alive -= set(step.factors)
-            ranges = sorted(extent(i) for i in alive | set(made))
+            ranges = sorted(r for i in alive | set(made) for r in extent(i))
             assert all(lo < hi <= program.factor_size for lo, hi in ranges)
             assert all(a[1] <= b[0] for a, b in zip(ranges, ranges[1:])), (name, ranges)
             alive |= set(made)
