@@ -185,6 +185,20 @@ class Quadratic:
         self.g = g
         self.batch_shape = _batch_shape((self.H, 2), (self.g, 1))
 
+    @classmethod
+    def trusted(cls, keys: tuple, H: np.ndarray, g: np.ndarray) -> "Quadratic":
+        """A factor from arrays its builder made itself: float64, ``H`` symmetric ``(..., n, n)``, ``g``
+        ``(..., n)``, ``keys`` a tuple of distinct keys -- not checked, not copied.
+
+        For builders that fill the same factors for every state from validated
+        input (the GPLC layout, from kinematics); anything else should use the
+        constructor, which checks and copies.
+        """
+        factor = cls.__new__(cls)
+        factor.keys, factor.H, factor.g = keys, H, g
+        factor.batch_shape = _batch_shape((H, 2), (g, 1))
+        return factor
+
     @property
     def size(self) -> int:
         """Total dimension ``n`` of the scope."""
@@ -255,6 +269,16 @@ class LinearEquality:
                 )
         self.batch_shape = _batch_shape(*((a, 2) for a in self.A), (self.b, 1))
         self.units = self._checked_units(units)
+
+    @classmethod
+    def trusted(cls, keys: tuple, A: tuple, b: np.ndarray, units: tuple = ()) -> "LinearEquality":
+        """A constraint from arrays its builder made itself (see :meth:`Quadratic.trusted`): float64 blocks
+        ``(..., m, d_k)`` one per key, ``b (..., m)``, and ``units`` declaring blocks the builder made
+        exactly ``+-I`` -- not checked, not copied."""
+        factor = cls.__new__(cls)
+        factor.keys, factor.A, factor.b, factor.units = keys, tuple(A), b, tuple(units)
+        factor.batch_shape = _batch_shape(*((a, 2) for a in factor.A), (b, 1))
+        return factor
 
     def _checked_units(self, units) -> tuple:
         if units is None:

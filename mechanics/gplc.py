@@ -68,26 +68,41 @@ class GPLC:
     layout: "GPLCLayout"
 
 
+_EYE6, _MINUS_EYE6 = np.eye(6), -np.eye(6)
+_EYE6.flags.writeable = _MINUS_EYE6.flags.writeable = False
+
+
 def _link_slots(mechanism: Mechanism, link) -> list:
-    """Prior, torque and tree joint of ``link`` (000 eq. 1a-b)."""
+    """Prior, torque and tree joint of ``link`` (000 eq. 1a-b).
+
+    The factors are made with the trusted constructors (no checks, no copies):
+    their arrays come fresh from the kinematics of a validated state, in shapes
+    fixed here, and the declared ``+-I`` blocks are the constants above.
+    """
     name, parent, nv = link.name, link.parent, link.joint.nv
     a, qdd = LinkAcceleration(name), JointAcceleration(name)
-    slots = [Slot(Prior(name), (a,), 0, lambda s: Quadratic([a], s.kin.inertia[name], s.kin.bias_force[name]))]
+
+    def prior(s: State):
+        H = s.kin.inertia[name]
+        return Quadratic.trusted((a,), 0.5 * (H + np.swapaxes(H, -1, -2)), s.kin.bias_force[name])
+
+    slots = [Slot(Prior(name), (a,), 0, prior)]
     if nv:
-        torque = mechanism.v_slices[name]
-        slots.append(Slot(Torque(name), (qdd,), 0, lambda s: Quadratic([qdd], np.zeros((nv, nv)), s.tau[..., torque])))
+        torque, zero = mechanism.v_slices[name], np.zeros((nv, nv))
+        zero.flags.writeable = False  # shared by every state's factor
+        slots.append(Slot(Torque(name), (qdd,), 0, lambda s: Quadratic.trusted((qdd,), zero, s.tau[..., torque])))
     keys = (a,) + ((LinkAcceleration(parent),) if parent != GROUND else ()) + ((qdd,) if nv else ())
     units = (1,) + ((-1,) if parent != GROUND else ()) + ((0,) if nv else ())
 
     def tree_joint(s: State):
-        blocks, rhs = [np.eye(6)], s.kin.bias_acceleration[name]
+        blocks, rhs = [_EYE6], s.kin.bias_acceleration[name]
         if parent == GROUND:
             rhs = rhs + s.kin.root_acceleration
         else:
-            blocks.append(-np.eye(6))
+            blocks.append(_MINUS_EYE6)
         if nv:
             blocks.append(-s.kin.S[name])
-        return LinearEquality(keys, blocks, rhs, units=units)
+        return LinearEquality.trusted(keys, blocks, rhs, units)
 
     return slots + [Slot(TreeJoint(name), keys, 6, tree_joint, units=units)]
 

@@ -126,3 +126,13 @@ def test_factors_copy_the_callers_arrays():
     for solution in _solutions(graph):
         for key, value in expected.items():
             assert np.allclose(solution[key], value, atol=1e-12), key
+
+
+def test_trusted_factors_hold_their_builders_arrays_as_given():
+    """The unchecked constructors keep the arrays (no copy) and answer as the checked ones do."""
+    H, g = np.array([[2.0, 1.0], [1.0, 3.0]]), np.array([1.0, -1.0])
+    fast, checked = Quadratic.trusted(("x",), H, g), Quadratic(["x"], H, g)
+    assert fast.H is H and fast.g is g and fast.keys == checked.keys and fast.batch_shape == checked.batch_shape
+    A, b = (np.eye(2), -np.ones((2, 1))), np.zeros((3, 2))
+    fast, checked = LinearEquality.trusted(("x", "y"), A, b, (1, 0)), LinearEquality(["x", "y"], list(A), b, units=(1, 0))
+    assert fast.A[0] is A[0] and fast.structure() == checked.structure() and fast.batch_shape == checked.batch_shape == (3,)

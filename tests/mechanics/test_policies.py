@@ -6,6 +6,7 @@ import pytest
 
 import elimination
 import mechanics
+from factorgraph import LinearEquality, Quadratic
 from mechanics import GROUND, Connect, JointAcceleration, LinkAcceleration, Mechanism, Multiplier, Prox, models
 from mechanics.algorithms import early_multipliers, tree_min_degree
 from mechanics.gplc import GPLCLayout
@@ -89,6 +90,13 @@ def test_the_layout_is_the_structure_of_every_filled_graph(model, policy):
         assert (var.role == "max") == isinstance(var.key, Multiplier)
     kinds = {graph.role(i).kind for i in range(len(graph))}
     assert {"prior", "tree joint"} <= kinds and None not in kinds
+    for factor in graph.factors:  # the trusted constructors' contract: what the checking ones would accept as is
+        if isinstance(factor, LinearEquality):
+            checked = LinearEquality(factor.keys, factor.A, factor.b, units=factor.units or None)
+            assert all(np.array_equal(a, c) for a, c in zip(factor.A, checked.A)) and factor.units == checked.units
+        else:
+            assert np.array_equal(factor.H, np.swapaxes(factor.H, -1, -2)) and factor.H.dtype == np.float64
+            assert np.array_equal(Quadratic(factor.keys, factor.H, factor.g).H, factor.H)
 
 
 def test_keys_are_the_tuples_they_replace_and_survive_a_round_trip():
