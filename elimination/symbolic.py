@@ -101,7 +101,6 @@ class Step:
     index: int
     frontal: tuple
     separator: tuple
-    fill_edges: tuple
     frontal_dim: int
     separator_dim: int
     frontal_min_dim: int
@@ -119,6 +118,16 @@ class Step:
     layout: tuple
     positions: tuple
     identity: int = 0
+    _fill: "_Fill | None" = field(default=None, compare=False, repr=False)
+
+    @property
+    def fill_edges(self) -> tuple:
+        """Edges this step adds to the interaction graph, in ``combinations(separator, 2)`` order.
+
+        A diagnostic (pictures, tables): the numeric pass never reads it, so it
+        is worked out for the whole plan at the first request, not by ``analyze``.
+        """
+        return self._fill.of(self.index) if self._fill is not None else ()
 
     @property
     def front_size(self) -> int:
@@ -516,6 +525,29 @@ def _pivot_kind(roles: list, nz: int, substituted: int) -> str:
     return "indefinite" if substituted else "quasidefinite"
 
 
+class _Fill:
+    """The fill edges of every step of one analysis, worked out together at the first request.
+
+    Replays the elimination game on the interaction graph along the steps
+    (:func:`_fill_edges`, :func:`_eliminate`); ``analyze`` itself needs only
+    the separators, which the buckets give.
+    """
+
+    def __init__(self, structure, factors: list, steps: list):
+        self._structure, self._factors, self._steps = structure, factors, steps
+        self._edges = None
+
+    def of(self, index: int) -> tuple:
+        if self._edges is None:
+            adjacency, edges = _adjacency(self._structure.interaction_graph()), []
+            for step in self._steps:
+                clique = _largest_scope(step.factors, self._factors, set(step.frontal))
+                edges.append(_fill_edges(step.separator, adjacency, clique))
+                _eliminate(adjacency, step.frontal, edges[-1])
+            self._edges = edges
+        return self._edges[index]
+
+
 def _adjacency(graph) -> dict:
     """Key -> set of neighbour keys: the elimination graph analyze keeps (sets: the fill test is a set difference)."""
     return {key: set(graph.adj[key]) for key in graph.nodes}
@@ -638,8 +670,8 @@ def analyze(graph, ordering: Ordering, complete: bool = True, hard_rows=None) ->
     order_position = {key: i for i, key in enumerate(eliminated)}
     for i, var in enumerate(structure.variables):
         order_position.setdefault(var.key, len(eliminated) + i)
-    adjacency = _adjacency(structure.interaction_graph())
     steps = []
+    fill = _Fill(structure, factors, steps)
     for index, frontal in enumerate(ordering):
         bucket = sorted(set().union(*(factors_of[key] for key in frontal)))
         for i in bucket:
@@ -647,8 +679,6 @@ def analyze(graph, ordering: Ordering, complete: bool = True, hard_rows=None) ->
                 factors_of[key].discard(i)
         inside = set(frontal)
         separator = tuple(sorted({k for i in bucket for k in factors[i].keys} - inside, key=order_position.get))
-        fill = _fill_edges(separator, adjacency, _largest_scope(bucket, factors, inside))
-        _eliminate(adjacency, frontal, fill)
 
         nF = sum(dims[k] for k in frontal)
         nS = sum(dims[k] for k in separator)
@@ -678,7 +708,7 @@ def analyze(graph, ordering: Ordering, complete: bool = True, hard_rows=None) ->
         starts = _starts(layout, dims)
         steps.append(
             Step(
-                index=index, frontal=tuple(frontal), separator=separator, fill_edges=fill,
+                index=index, frontal=tuple(frontal), separator=separator, _fill=fill,
                 frontal_dim=nF, separator_dim=nS,
                 frontal_min_dim=sum(dims[k] for k in frontal if roles[k] == "min"), hard_rows=m,
                 substituted=rows.substituted, passed_rows=rows.passed, dropped_rows=rows.dropped,
