@@ -338,20 +338,27 @@ class Factorization:
         substitution that this order takes (refinement contracts: 1e-5 then
         1e-10 on LCABA's cycle(320)) or round-off standing in for zero (a
         singular problem: corrections stay as large as the solution).  Steps
-        go on while the correction exceeds ``VERIFY_RTOL`` of the solution and
-        at least halves each time, at most ``SUSPECT_REFINE`` of them.
+        go on while the correction at least halves each time and has not
+        reached round-off (``SETTLED_RTOL`` of the solution), at most
+        ``SUSPECT_REFINE`` of them: a contracting refinement is taken to the
+        end, not stopped at a small correction -- the error left is about the
+        last correction times the rate, 1e-7 on a saddle graph whose pivots
+        had lost every digit at 1e-6.  The solution is refused when its last
+        correction still exceeds ``VERIFY_RTOL`` of it.
         """
         previous = np.inf
         for _ in range(SUSPECT_REFINE):
             values, correction = self._refined(values, lin_g, lin_b, measurements)
             change = _largest(correction.values()) / np.maximum(_largest(values.values()), np.finfo(float).tiny)
-            open_ = suspect & (change > VERIFY_RTOL)
-            if not np.any(open_):
+            contracting = suspect & (change > SETTLED_RTOL) & (change <= 0.5 * previous)
+            if np.any(suspect & (change > VERIFY_RTOL) & ~contracting):
+                break  # large and not shrinking: refused below
+            if not np.any(contracting):
                 return values
-            if np.any(open_ & (change > 0.5 * previous)):
-                break
             previous = change
         bad = suspect & (change > VERIFY_RTOL)
+        if not np.any(bad):
+            return values
         step, worst = self.weakest_step, float(np.min(self.pivot_ratio))
         singular = worst < SINGULAR_RTOL
         roles = {"definite": "min", "negative": "max"}.get(step.pivot, "mixed")
@@ -566,7 +573,8 @@ def _aligned(C: np.ndarray, batch: tuple, full: tuple) -> np.ndarray:
 
 SCALE_FLOOR = 1e-10  # relative to the largest diagonal magnitude of the graph
 VERIFY_RTOL = 1e-6  # a suspect factorization's last refinement step may move the solution by this much
-SUSPECT_REFINE = 8  # refinement steps at most to settle a suspect factorization
+SETTLED_RTOL = 64 * np.finfo(float).eps  # a correction this small is round-off: refinement has settled
+SUSPECT_REFINE = 16  # refinement steps at most to settle a suspect factorization
 
 
 def _checked_override(name: str, index, value, current: np.ndarray) -> np.ndarray:
