@@ -460,13 +460,37 @@ class CompiledFactorization(Factorization):
         super().__init__(plan, graph, [], {}, {}, batch_shape)
         self.program, self.C = program, C
         self.pivot_ratio, self.weakest_step = pivot_ratio, weakest_step
+        self._own_linear = None  # the graph's own linear terms laid out, made at the first solve
 
     def __repr__(self) -> str:
         return f"CompiledFactorization({len(self.plan.steps)} steps, batch={self.graph.batch_shape})"
 
+    def _linear(self, lin_g: dict, lin_b: dict):
+        """``(Lin, Lmag, full)``: the graph's own terms are laid out once; a solve restacks only the groups
+        holding a term that differs from the graph's (an override, the outer iterations' moving terms)."""
+        program, own = self.program, self._own_terms
+        if own is None:  # sweeps without _linear_terms first (not the case in solve): lay everything out
+            return _linear_workspace(program, lin_g, lin_b, self.batch_shape)
+        own_g, own_b = own[0], own[1]
+        if self._own_linear is None:
+            self._own_linear = _linear_workspace(program, own_g, own_b, self.batch_shape)
+        Lin, Lmag, full = self._own_linear
+        changed = [group for group in program.groups
+                   if any((lin_b if group.hard else lin_g)[i] is not (own_b if group.hard else own_g)[i]
+                          for i in group.members)]
+        if len(changed) == len(program.groups):
+            return _linear_workspace(program, lin_g, lin_b, self.batch_shape)
+        terms = [[(lin_b if group.hard else lin_g)[i] for i in group.members] for group in changed]
+        if np.broadcast_shapes(full, *{v.shape[:-1] for values in terms for v in values}) != full:
+            return _linear_workspace(program, lin_g, lin_b, self.batch_shape)
+        Lin, Lmag = Lin.copy(), Lmag.copy()  # the solve writes the generated factors' terms into both
+        for group, values in zip(changed, terms):
+            _store(Lin, Lmag, group, values, full)
+        return Lin, Lmag, full
+
     def _sweeps(self, lin_g: dict, lin_b: dict, check: bool = True) -> dict:
         program, graph = self.program, self.graph
-        Lin, Lmag, full = _linear_workspace(program, len(graph.factors), lin_g, lin_b, self.batch_shape)
+        Lin, Lmag, full = self._linear(lin_g, lin_b)
         X, dropped = run_solve(program, _aligned(self.C, self.batch_shape, full), Lin, Lmag)
         if check:
             self._check_dropped(dropped, full)
@@ -492,7 +516,7 @@ def _value_slices(program, graph) -> list:
     return program.derived["values"]
 
 
-def _linear_workspace(program, n_graph: int, lin_g: dict, lin_b: dict, batch: tuple):
+def _linear_workspace(program, lin_g: dict, lin_b: dict, batch: tuple):
     """``(Lin, Lmag, full)``: the linear terms ``g`` of quadratic and ``b`` of hard factors in the program's
     layout, ``Lmag = |b|`` (what dropped rows are checked against), rows over the broadcast batch ``full``.
 
@@ -502,13 +526,18 @@ def _linear_workspace(program, n_graph: int, lin_g: dict, lin_b: dict, batch: tu
     B = int(np.prod(full))
     Lin, Lmag = np.zeros((B, program.linear_size)), np.zeros((B, program.linear_size))
     for group, values in zip(program.groups, terms):
-        k, rows = len(group.members), group.rows
-        block = Lin[:, group.linear : group.linear + k * rows].reshape(B, k, rows)
-        np.stack([(v if v.shape[:-1] == full else np.broadcast_to(v, full + (rows,))).reshape(B, rows) for v in values],
-                 axis=1, out=block)
-        if group.hard:
-            np.abs(block, out=Lmag[:, group.linear : group.linear + k * rows].reshape(B, k, rows))
+        _store(Lin, Lmag, group, values, full)
     return Lin, Lmag, full
+
+
+def _store(Lin: np.ndarray, Lmag: np.ndarray, group, values: list, full: tuple) -> None:
+    """One group's linear terms (and, for hard factors, their sizes) into the linear workspace."""
+    B, k, rows = Lin.shape[0], len(group.members), group.rows
+    block = Lin[:, group.linear : group.linear + k * rows].reshape(B, k, rows)
+    np.stack([(v if v.shape[:-1] == full else np.broadcast_to(v, full + (rows,))).reshape(B, rows) for v in values],
+             axis=1, out=block)
+    if group.hard:
+        np.abs(block, out=Lmag[:, group.linear : group.linear + k * rows].reshape(B, k, rows))
 
 
 def compiled_elimination(graph: FactorGraph, plan: Plan) -> Callable[[], np.ndarray]:
@@ -551,7 +580,7 @@ def compiled_elimination(graph: FactorGraph, plan: Plan) -> Callable[[], np.ndar
     floor, factors = SCALE_FLOOR * largest, graph.factors
     lin_g = {i: f.g for i, f in enumerate(factors) if isinstance(f, Quadratic)}
     lin_b = {i: f.b for i, f in enumerate(factors) if isinstance(f, LinearEquality)}
-    Lin, Lmag, full = _linear_workspace(program, len(factors), lin_g, lin_b, batch)
+    Lin, Lmag, full = _linear_workspace(program, lin_g, lin_b, batch)
 
     def run() -> np.ndarray:
         C, _, _, failed = run_factorize(program, Fw, floor)
