@@ -536,18 +536,17 @@ def factor_workspace(graph, program):
     from .gaussian import row_norms
 
     factors = graph.factors
-    matrices = [[concat_last(factors[i].A, 2) if group.hard else factors[i].H for i in group.members]
-                for group in program.groups]
+    stacks = [stacked([concat_last(factors[i].A, 2) if group.hard else factors[i].H for i in group.members], 2)
+              for group in program.groups]
     # the matrices' batch only: unbatched matrices with batched linear terms factorize once
-    batch = tuple(np.broadcast_shapes(*{m.shape[:-2] for group in matrices for m in group}))
+    batch = tuple(np.broadcast_shapes(*(b for _, b in stacks)))
     Bm = int(np.prod(batch))
     Fw = np.empty((Bm, program.factor_size))
     largest = 0.0
-    for group, blocks in zip(program.groups, matrices):
+    for group, (stack, _) in zip(program.groups, stacks):
         k, rows, n = len(group.members), group.rows, group.n
         block = Fw[:, group.start : group.start + k * rows * n].reshape(Bm, k, rows, n)
-        np.stack([(m if m.shape[:-2] == batch else np.broadcast_to(m, batch + (rows, n))).reshape(Bm, rows, n)
-                  for m in blocks], axis=1, out=block)
+        block[...] = np.broadcast_to(stack, batch + (k, rows, n)).reshape(Bm, k, rows, n)
         scale = Fw[:, group.scales : group.scales + k * rows].reshape(Bm, k, rows)
         if group.hard:  # unit-origin row scales
             scale[...] = 1.0 / row_norms(block)
@@ -555,6 +554,25 @@ def factor_workspace(graph, program):
             np.abs(np.diagonal(block, axis1=-2, axis2=-1), out=scale)
             largest = max(largest, float(np.max(scale, initial=0.0)))
     return Fw, batch, largest
+
+
+def stacked(arrays: list, core: int) -> tuple:
+    """``(stack, batch)``: ``arrays`` (each ``(*batch_i, *core_shape)``, ``core`` trailing axes) as one array
+    ``(*batch, k, *core_shape)``, ``batch`` their broadcast batch shape.
+
+    Arrays of one shape -- the common case, a graph's factors of one kind -- are copied by one
+    ``np.array`` call in C; mixed batch shapes are broadcast one by one.
+    """
+    try:
+        stack = np.array(arrays)  # (k, *batch, *core); numpy refuses arrays of different shapes
+    except ValueError:
+        stack = None
+    if stack is not None and stack.dtype != object and stack.ndim == arrays[0].ndim + 1:
+        nb = stack.ndim - 1 - core
+        return np.moveaxis(stack, 0, nb), stack.shape[1 : 1 + nb]
+    shapes = {a.shape for a in arrays}
+    batch = tuple(np.broadcast_shapes(*(s[: len(s) - core] for s in shapes)))
+    return np.stack([np.broadcast_to(a, batch + a.shape[a.ndim - core:]) for a in arrays], axis=len(batch)), batch
 
 
 def _scratch_maps(program) -> tuple:

@@ -33,7 +33,7 @@ from .errors import SingularProblemError
 from .gaussian import (
     CONSISTENCY_RTOL, PIVOT_SUSPECT_RTOL, SINGULAR_RTOL, batch_note, eliminate_gaussian, mv, row_norms, singular_advice,
 )
-from .compiled import factor_workspace, run_factorize, run_solve
+from .compiled import factor_workspace, run_factorize, run_solve, stacked
 from .program import F
 from .numeric_rank import NumericHardRows
 from .symbolic import Plan, analyze
@@ -156,9 +156,15 @@ class Factorization:
         Jacobian-form residuals)."""
         factors = self.graph.factors
         if self._own_terms is None:
-            self._own_terms = ({i: f.g for i, f in enumerate(factors) if isinstance(f, Quadratic)},
-                               {i: f.b for i, f in enumerate(factors) if isinstance(f, LinearEquality)},
-                               {i: f.b for i, f in enumerate(factors) if isinstance(f, LeastSquares)})
+            own_g, own_b, own_measurements = {}, {}, {}
+            for i, f in enumerate(factors):  # one pass: graphs of thousands of factors
+                if isinstance(f, LinearEquality):
+                    own_b[i] = f.b
+                else:
+                    own_g[i] = f.g
+                    if isinstance(f, LeastSquares):
+                        own_measurements[i] = f.b
+            self._own_terms = (own_g, own_b, own_measurements)
         lin_g, lin_b, measurements = (dict(table) for table in self._own_terms)
         for i, value in _overrides("b", b):
             if i in lin_b:
@@ -480,12 +486,12 @@ class CompiledFactorization(Factorization):
                           for i in group.members)]
         if len(changed) == len(program.groups):
             return _linear_workspace(program, lin_g, lin_b, self.batch_shape)
-        terms = [[(lin_b if group.hard else lin_g)[i] for i in group.members] for group in changed]
-        if np.broadcast_shapes(full, *{v.shape[:-1] for values in terms for v in values}) != full:
+        stacks = [stacked([(lin_b if group.hard else lin_g)[i] for i in group.members], 1) for group in changed]
+        if np.broadcast_shapes(full, *(b for _, b in stacks)) != full:
             return _linear_workspace(program, lin_g, lin_b, self.batch_shape)
         Lin, Lmag = Lin.copy(), Lmag.copy()  # the solve writes the generated factors' terms into both
-        for group, values in zip(changed, terms):
-            _store(Lin, Lmag, group, values, full)
+        for group, (stack, _) in zip(changed, stacks):
+            _store(Lin, Lmag, group, stack, full)
         return Lin, Lmag, full
 
     def _sweeps(self, lin_g: dict, lin_b: dict, check: bool = True) -> dict:
@@ -521,21 +527,21 @@ def _linear_workspace(program, lin_g: dict, lin_b: dict, batch: tuple):
     layout, ``Lmag = |b|`` (what dropped rows are checked against), rows over the broadcast batch ``full``.
 
     A group of factors of one shape (:class:`elimination.program.FactorGroup`) is one stacked store."""
-    terms = [[(lin_b if group.hard else lin_g)[i] for i in group.members] for group in program.groups]
-    full = tuple(np.broadcast_shapes(batch, *{v.shape[:-1] for group in terms for v in group}))
+    stacks = [stacked([(lin_b if group.hard else lin_g)[i] for i in group.members], 1) for group in program.groups]
+    full = tuple(np.broadcast_shapes(batch, *(b for _, b in stacks)))
     B = int(np.prod(full))
     Lin, Lmag = np.zeros((B, program.linear_size)), np.zeros((B, program.linear_size))
-    for group, values in zip(program.groups, terms):
-        _store(Lin, Lmag, group, values, full)
+    for group, (stack, _) in zip(program.groups, stacks):
+        _store(Lin, Lmag, group, stack, full)
     return Lin, Lmag, full
 
 
-def _store(Lin: np.ndarray, Lmag: np.ndarray, group, values: list, full: tuple) -> None:
-    """One group's linear terms (and, for hard factors, their sizes) into the linear workspace."""
+def _store(Lin: np.ndarray, Lmag: np.ndarray, group, stack: np.ndarray, full: tuple) -> None:
+    """One group's stacked linear terms ``(*batch, k, rows)`` (and, for hard factors, their sizes) into the
+    linear workspace."""
     B, k, rows = Lin.shape[0], len(group.members), group.rows
     block = Lin[:, group.linear : group.linear + k * rows].reshape(B, k, rows)
-    np.stack([(v if v.shape[:-1] == full else np.broadcast_to(v, full + (rows,))).reshape(B, rows) for v in values],
-             axis=1, out=block)
+    block[...] = np.broadcast_to(stack, full + (k, rows)).reshape(B, k, rows)
     if group.hard:
         np.abs(block, out=Lmag[:, group.linear : group.linear + k * rows].reshape(B, k, rows))
 

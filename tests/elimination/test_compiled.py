@@ -178,3 +178,18 @@ def test_live_factors_never_share_workspace(spec):
             assert all(lo < hi <= program.factor_size for lo, hi in ranges)
             assert all(a[1] <= b[0] for a, b in zip(ranges, ranges[1:])), (name, ranges)
             alive |= set(made)
+
+
+def test_stacked_broadcasts_mixed_batches_and_copies_uniform_ones():
+    from elimination.compiled import stacked
+
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(3, 2, 2)), rng.normal(size=(2, 2))  # one batched over 3, one not
+    stack, batch = stacked([a, b], 2)
+    assert batch == (3,) and stack.shape == (3, 2, 2, 2)
+    assert np.array_equal(stack[:, 0], a) and all(np.array_equal(stack[i, 1], b) for i in range(3))
+    stack, batch = stacked([b, 2 * b], 2)
+    assert batch == () and np.array_equal(stack, np.stack([b, 2 * b]))
+    vectors = [rng.normal(size=(3, 4)), rng.normal(size=(3, 4))]
+    stack, batch = stacked(vectors, 1)
+    assert batch == (3,) and np.array_equal(stack, np.stack(vectors, axis=1))
