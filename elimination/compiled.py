@@ -529,24 +529,34 @@ def factor_workspace(graph, program):
 
     The program lays the graph's factors out by shape (:func:`elimination.program.lower`): the
     matrices of one group side by side, then their scales.  So a group is one stacked copy into
-    its block of ``Fw`` and one pass for its scales, whatever the number of factors.
+    its block of ``Fw`` and one pass for its scales, whatever the number of factors: one
+    ``np.array`` call for an unbatched graph, each batched array copied once into place otherwise.
     """
     from factorgraph.factors import concat_last
 
     from .gaussian import row_norms
 
     factors = graph.factors
-    stacks = [stacked([concat_last(factors[i].A, 2) if group.hard else factors[i].H for i in group.members], 2)
-              for group in program.groups]
-    # the matrices' batch only: unbatched matrices with batched linear terms factorize once
-    batch = tuple(np.broadcast_shapes(*(b for _, b in stacks)))
+    matrices = [[concat_last(factors[i].A, 2) if group.hard else factors[i].H for i in group.members]
+                for group in program.groups]
+    if graph.batch_shape == ():  # small arrays: one np.array copy per group, in C
+        stacks = [stacked(blocks, 2)[0][None] for blocks in matrices]
+        batch = ()
+    else:  # large batched arrays: copied once each, straight into place
+        stacks = None
+        # the matrices' batch only: unbatched matrices with batched linear terms factorize once
+        batch = tuple(np.broadcast_shapes(*{m.shape[:-2] for group in matrices for m in group}))
     Bm = int(np.prod(batch))
     Fw = np.empty((Bm, program.factor_size))
     largest = 0.0
-    for group, (stack, _) in zip(program.groups, stacks):
+    for g, (group, blocks) in enumerate(zip(program.groups, matrices)):
         k, rows, n = len(group.members), group.rows, group.n
         block = Fw[:, group.start : group.start + k * rows * n].reshape(Bm, k, rows, n)
-        block[...] = np.broadcast_to(stack, batch + (k, rows, n)).reshape(Bm, k, rows, n)
+        if stacks is not None:
+            block[...] = stacks[g]
+        else:
+            np.stack([(m if m.shape[:-2] == batch else np.broadcast_to(m, batch + (rows, n))).reshape(Bm, rows, n)
+                      for m in blocks], axis=1, out=block)
         scale = Fw[:, group.scales : group.scales + k * rows].reshape(Bm, k, rows)
         if group.hard:  # unit-origin row scales
             scale[...] = 1.0 / row_norms(block)
