@@ -346,20 +346,24 @@ class Factorization:
         singular problem: corrections stay as large as the solution).  Steps
         go on while the correction at least halves each time and has not
         reached round-off (``SETTLED_RTOL`` of the solution), at most
-        ``SUSPECT_REFINE`` of them: a contracting refinement is taken to the
-        end, not stopped at a small correction -- the error left is about the
-        last correction times the rate, 1e-7 on a saddle graph whose pivots
-        had lost every digit at 1e-6.  The solution is refused when its last
-        correction still exceeds ``VERIFY_RTOL`` of it.
+        ``SUSPECT_REFINE`` of them: a contracting refinement is not stopped at
+        the first small correction -- the error left is about the last
+        correction times the rate, 5e-8 on a saddle graph whose pivots had lost
+        every digit when its corrections first fell below 1e-6, 5e-10 two steps later.  The solution is refused when its last
+        correction still exceeds ``VERIFY_RTOL`` of it.  Past ``VERIFY_RTOL`` at most
+        ``FINISHING_REFINE`` more steps are taken: near round-off the corrections
+        of an ill-conditioned problem keep shrinking slowly, and each step is a
+        solve of the whole batch.
         """
-        previous = np.inf
+        previous, small = np.inf, 0
         for _ in range(SUSPECT_REFINE):
             values, correction = self._refined(values, lin_g, lin_b, measurements)
             change = _largest(correction.values()) / np.maximum(_largest(values.values()), np.finfo(float).tiny)
             contracting = suspect & (change > SETTLED_RTOL) & (change <= 0.5 * previous)
             if np.any(suspect & (change > VERIFY_RTOL) & ~contracting):
                 break  # large and not shrinking: refused below
-            if not np.any(contracting):
+            small = small + 1 if not np.any(suspect & (change > VERIFY_RTOL)) else 0
+            if not np.any(contracting) or small > FINISHING_REFINE:
                 return values
             previous = change
         bad = suspect & (change > VERIFY_RTOL)
@@ -610,6 +614,7 @@ SCALE_FLOOR = 1e-10  # relative to the largest diagonal magnitude of the graph
 VERIFY_RTOL = 1e-6  # a suspect factorization's last refinement step may move the solution by this much
 SETTLED_RTOL = 64 * np.finfo(float).eps  # a correction this small is round-off: refinement has settled
 SUSPECT_REFINE = 16  # refinement steps at most to settle a suspect factorization
+FINISHING_REFINE = 2  # of which at most this many once the corrections are below VERIFY_RTOL
 
 
 def _checked_override(name: str, index, value, current: np.ndarray) -> np.ndarray:
