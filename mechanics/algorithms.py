@@ -32,7 +32,7 @@ from elimination.ordering import Precedence
 from .gplc import GPLCLayout
 from .keys import JointAcceleration, LinkAcceleration, Multiplier
 from .mechanism import GROUND, Mechanism
-from .policies import ConstraintPolicy, policy, policy_label, resolve_policies
+from .policies import policy, policy_label, resolve_policies
 
 
 def _link_keys(link) -> tuple:
