@@ -366,23 +366,23 @@ def factorize_kernel(steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed, Fw, C, floo
                     C[b, row[DS] + i] = Dv[i]
                     for j in range(nz):
                         C[b, row[LINV] + i * nz + j] = Li[i, j]
+                # the loops run along rows (j innermost), so that large fronts stream through memory
                 for i in range(nz):  # Y = Linv H_zS
                     for j in range(nS):
-                        t = 0.0
-                        for q in range(nz):
-                            t += Li[i, q] * Hzs[q, j]
-                        X[i, j] = t
-                        C[b, row[Y_] + i * nS + j] = t
-                for i in range(nS):  # H_SS -= Y' D Y ; scale_S += sum Y^2
+                        X[i, j] = 0.0
+                    for q in range(nz):  # (Linv is triangular except for indefinite pivots)
+                        a = Li[i, q]
+                        for j in range(nS):
+                            X[i, j] += a * Hzs[q, j]
                     for j in range(nS):
-                        t = 0.0
-                        for q in range(nz):
-                            t += X[q, i] * Dv[q] * X[q, j]
-                        H[nF + i, nF + j] -= t
-                    grown = 0.0
-                    for q in range(nz):
-                        grown += X[q, i] * X[q, i]
-                    scale[nF + i] += grown
+                        C[b, row[Y_] + i * nS + j] = X[i, j]
+                for q in range(nz):  # H_SS -= Y' D Y ; scale_S += sum Y^2, one row of Y at a time
+                    d = Dv[q]
+                    for i in range(nS):
+                        a = d * X[q, i]
+                        for j in range(nS):
+                            H[nF + i, nF + j] -= a * X[q, j]
+                        scale[nF + i] += X[q, i] * X[q, i]
             if row[OUT_H] >= 0:
                 for i in range(nS):
                     Fw[b, row[OUT_S] + i] = scale[nF + i]
