@@ -157,6 +157,32 @@ def _pivot(Hz, scale, nz, n_min, kind, Li, D, L, Lw, X):
 
 
 @njit(cache=True)
+def _front_times_T(H, T, HFT, nF, nS):
+    """``HFT = H_FF T + H_FS``: the front's rows of the Hessian after the substitution ``x_F = T x_S + ...``."""
+    for i in range(nF):
+        for j in range(nS):
+            t = H[i, nF + j]
+            for q in range(nF):
+                t += H[i, q] * T[q, j]
+            HFT[i, j] = t
+
+
+@njit(cache=True)
+def _substituted_separator(H, T, HFT, scale, nF, nS):
+    """``H_SS += T' HFT + H_FS' T`` and ``scale_S += (T^2)' scale_F``: what the substitution leaves on the separator."""
+    for i in range(nS):
+        for j in range(nS):
+            t = 0.0
+            for q in range(nF):
+                t += T[q, i] * HFT[q, j] + H[q, nF + i] * T[q, j]
+            H[nF + i, nF + j] += t
+        grown = 0.0
+        for q in range(nF):
+            grown += T[q, i] * T[q, i] * scale[q]
+        scale[nF + i] += grown
+
+
+@njit(cache=True)
 def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, HFT, Hz, sz, Hzs):
     """A general substitution (elimination.gaussian.substitution and split_leftover) on the front in
     ``H``, ``A``; fills ``W, N, E_keep, E_drop, T``, the reduced pivot block ``Hz``, ``Hzs`` and its scales,
@@ -206,12 +232,7 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, HFT, Hz, 
             for q in range(m):
                 t -= Wm[i, q] * A[q, nF + j]
             T[i, j] = t
-    for i in range(nF):  # HFT = H_FF T + H_FS
-        for j in range(nS):
-            t = H[i, nF + j]
-            for q in range(nF):
-                t += H[i, q] * T[q, j]
-            HFT[i, j] = t
+    _front_times_T(H, T, HFT, nF, nS)
     for i in range(nz):  # Hz = N' H_FF N, Hzs = N' HFT, sz = (N^2)' scale_F
         for j in range(nz):
             t = 0.0
@@ -228,16 +249,7 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, HFT, Hz, 
         for a in range(nF):
             t += Nm[a, i] * Nm[a, i] * scale[a]
         sz[i] = t
-    for i in range(nS):  # H_SS += T' HFT + H_FS' T ; scale_S += (T^2)' scale_F
-        for j in range(nS):
-            t = 0.0
-            for q in range(nF):
-                t += T[q, i] * HFT[q, j] + H[q, nF + i] * T[q, j]
-            H[nF + i, nF + j] += t
-        grown = 0.0
-        for q in range(nF):
-            grown += T[q, i] * T[q, i] * scale[q]
-        scale[nF + i] += grown
+    _substituted_separator(H, T, HFT, scale, nF, nS)
     return True
 
 
@@ -303,22 +315,8 @@ def factorize_kernel(steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed, Fw, C, floo
                 for i in range(nF):  # T = -W A_S with W = sign I
                     for j in range(nS):
                         T[i, j] = -sgn * A[i, nF + j]
-                for i in range(nF):  # HFT = H_FF T + H_FS
-                    for j in range(nS):
-                        t = H[i, nF + j]
-                        for q in range(nF):
-                            t += H[i, q] * T[q, j]
-                        HFT[i, j] = t
-                for i in range(nS):  # H_SS += T' HFT + H_FS' T ; scale_S += (T^2)' scale_F
-                    for j in range(nS):
-                        t = 0.0
-                        for q in range(nF):
-                            t += T[q, i] * HFT[q, j] + H[q, nF + i] * T[q, j]
-                        H[nF + i, nF + j] += t
-                    grown = 0.0
-                    for q in range(nF):
-                        grown += T[q, i] * T[q, i] * scale[q]
-                    scale[nF + i] += grown
+                _front_times_T(H, T, HFT, nF, nS)
+                _substituted_separator(H, T, HFT, scale, nF, nS)
             elif m:
                 if not _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, HFT, Hz, sz, Hzs):
                     fail_out[b] = -2 - st

@@ -156,15 +156,7 @@ class Factorization:
         Jacobian-form residuals)."""
         factors = self.graph.factors
         if self._own_terms is None:
-            own_g, own_b, own_measurements = {}, {}, {}
-            for i, f in enumerate(factors):  # one pass: graphs of thousands of factors
-                if isinstance(f, LinearEquality):
-                    own_b[i] = f.b
-                else:
-                    own_g[i] = f.g
-                    if isinstance(f, LeastSquares):
-                        own_measurements[i] = f.b
-            self._own_terms = (own_g, own_b, own_measurements)
+            self._own_terms = _graph_terms(factors)
         lin_g, lin_b, measurements = (dict(table) for table in self._own_terms)
         for i, value in _overrides("b", b):
             if i in lin_b:
@@ -478,10 +470,8 @@ class CompiledFactorization(Factorization):
     def _linear(self, lin_g: dict, lin_b: dict):
         """``(Lin, Lmag, full)``: the graph's own terms are laid out once; a solve restacks only the groups
         holding a term that differs from the graph's (an override, the outer iterations' moving terms)."""
-        program, own = self.program, self._own_terms
-        if own is None:  # sweeps without _linear_terms first (not the case in solve): lay everything out
-            return _linear_workspace(program, lin_g, lin_b, self.batch_shape)
-        own_g, own_b = own[0], own[1]
+        program = self.program
+        own_g, own_b, _ = self._own_terms  # read by _linear_terms, which every solve calls first
         if self._own_linear is None:
             self._own_linear = _linear_workspace(program, own_g, own_b, self.batch_shape)
         Lin, Lmag, full = self._own_linear
@@ -517,6 +507,20 @@ class CompiledFactorization(Factorization):
 
     def remaining(self, g: Mapping | None = None, b: Mapping | None = None) -> FactorGraph:
         raise ValueError("a compiled factorization is of a complete plan; use backend='numpy' for partial plans")
+
+
+def _graph_terms(factors) -> tuple:
+    """``(g, b, measurements)``: factor index -> ``g`` of each quadratic factor, ``b`` of each hard one, and the
+    measurements ``b`` of the least-squares ones; one pass (graphs of thousands of factors)."""
+    g, b, measurements = {}, {}, {}
+    for i, f in enumerate(factors):
+        if isinstance(f, LinearEquality):
+            b[i] = f.b
+        else:
+            g[i] = f.g
+            if isinstance(f, LeastSquares):
+                measurements[i] = f.b
+    return g, b, measurements
 
 
 def _value_slices(program, graph) -> list:
@@ -588,8 +592,7 @@ def compiled_elimination(graph: FactorGraph, plan: Plan) -> Callable[[], np.ndar
         raise ValueError(f"compiled_elimination: {program.unsupported}")
     Fw, batch, largest = factor_workspace(graph, program)
     floor, factors = SCALE_FLOOR * largest, graph.factors
-    lin_g = {i: f.g for i, f in enumerate(factors) if isinstance(f, Quadratic)}
-    lin_b = {i: f.b for i, f in enumerate(factors) if isinstance(f, LinearEquality)}
+    lin_g, lin_b, _ = _graph_terms(factors)
     Lin, Lmag, full = _linear_workspace(program, lin_g, lin_b, batch)
 
     def run() -> np.ndarray:

@@ -272,9 +272,11 @@ class PreparedDynamics:
         """Forward dynamics at ``(q, v, tau)`` (shapes and checks as :func:`forward_dynamics`)."""
         return self._run(q, v, tau, forces0, stacklevel=3)
 
-    def _run(self, q, v, tau, forces0, stacklevel: int) -> DynamicsResult:
+    def _run(self, q, v, tau, forces0, stacklevel: int, checked: bool = False) -> DynamicsResult:
+        """``checked``: ``(q, v, tau)`` come from :func:`~mechanics.checks.check_state` already."""
         mechanism, policies, mu = self.mechanism, self.policies, self.mu
-        q, v, tau = check_state(mechanism, q, v, tau)
+        if not checked:
+            q, v, tau = check_state(mechanism, q, v, tau)
         state = {"q": q, "v": v, "tau": tau}
         if forces0 is not None:
             forces0 = check_multipliers(mechanism, forces0, "forces0", state)
@@ -403,9 +405,9 @@ def forward_dynamics(
     >>> res.converged, res.residual < 1e-9
     (True, True)
     """
-    check_state(mechanism, q, v, tau)  # the state's errors before the settings', as always
+    q, v, tau = check_state(mechanism, q, v, tau)  # the state's errors before the settings', as always
     prepared = PreparedDynamics(mechanism, algorithm, mu, tol, max_iter, refine, backend, _stacklevel=3)
-    return prepared._run(q, v, tau, forces0, stacklevel=3)
+    return prepared._run(q, v, tau, forces0, stacklevel=3, checked=True)
 
 
 def delassus(mechanism: Mechanism, q) -> np.ndarray:
