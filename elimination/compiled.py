@@ -254,255 +254,266 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, HFT, Hz, 
 
 
 @njit(cache=True)
-def factorize_kernel(steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed, Fw, C, floor, maxn, check_rank,
-                     ratio_out, weak_out, fail_out):
-    """Every step of the program for every element of ``Fw (B, factor_size)``; conditionals into ``C``.
+def factorize_scratch(maxn):
+    """The scratch matrices of :func:`factorize_one` for fronts up to ``maxn`` wide (made once per run)."""
+    s = (maxn, maxn)
+    return (np.zeros(s), np.zeros(s), np.zeros(maxn), np.zeros(maxn), np.zeros(s), np.zeros(s), np.zeros(s),
+            np.zeros(s), np.zeros(maxn), np.zeros(s), np.zeros(s), np.zeros(s), np.zeros(s), np.zeros(s), np.zeros(s),
+            np.zeros(s), np.zeros(s), np.zeros(maxn))
 
-    Per element: ``ratio_out`` the smallest pivot ratio and ``weak_out`` its step; ``fail_out`` -1, or
-    the step whose pivot the numpy rule refuses, or ``-2 - step`` where the numerical rank of a
+
+@njit(cache=True)
+def factorize_one(steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed, Fw, C, floor, check_rank, scratch):
+    """Every step of the program on one element: its factor workspace ``Fw (factor_size,)``, conditionals
+    into ``C (conditional_size,)``; ``scratch`` from :func:`factorize_scratch`.
+
+    Returns ``(ratio, weakest, failed)``: the smallest pivot ratio and its step; ``failed`` -1, or the
+    step whose pivot the numpy rule refuses, or ``-2 - step`` where the numerical rank of a
     substitution falls short of the plan's (the caller then takes the numpy path).
     """
-    H = np.zeros((maxn, maxn))
-    A = np.zeros((maxn, maxn))
+    H, A, scale, unit, L, Lw, Li, X, Dv, T, HFT, Wm, Nm, Ek, Ed, Hz, Hzs, sz = scratch
+    maxn = H.shape[0]
     Hf, Af = H.reshape(maxn * maxn), A.reshape(maxn * maxn)  # flat views: the gathers' destinations
-    scale = np.zeros(maxn)
-    unit = np.zeros(maxn)
-    L = np.zeros((maxn, maxn))
-    Lw = np.zeros((maxn, maxn))
-    Li = np.zeros((maxn, maxn))
-    X = np.zeros((maxn, maxn))
-    Dv = np.zeros(maxn)
-    T = np.zeros((maxn, maxn))
-    HFT = np.zeros((maxn, maxn))
-    Wm = np.zeros((maxn, maxn))
-    Nm = np.zeros((maxn, maxn))
-    Ek = np.zeros((maxn, maxn))
-    Ed = np.zeros((maxn, maxn))
-    Hz = np.zeros((maxn, maxn))
-    Hzs = np.zeros((maxn, maxn))
-    sz = np.zeros(maxn)
-    for b in range(Fw.shape[0]):
-        ratio_out[b] = np.inf
-        weak_out[b] = -1
-        fail_out[b] = -1
-        for st in range(steps.shape[0]):
-            row = steps[st]
-            nF, nS, m, nz = row[NF], row[NS], row[M], row[NZ]
-            n = nF + nS
-            for i in range(n):
-                scale[i] = 0.0
+    ratio, weak = np.inf, -1
+    for st in range(steps.shape[0]):
+        row = steps[st]
+        nF, nS, m, nz = row[NF], row[NS], row[M], row[NZ]
+        n = nF + nS
+        for i in range(n):
+            scale[i] = 0.0
+            for j in range(n):
+                H[i, j] = 0.0
+        for q in range(row[H0], row[H1]):
+            Hf[hd[q]] += Fw[hs[q]]
+        for q in range(row[S0], row[S1]):
+            scale[sd[q]] += Fw[ss[q]]
+        for i in range(n):
+            scale[i] = max(scale[i], floor)
+        if m:
+            for i in range(m):
                 for j in range(n):
-                    H[i, j] = 0.0
-            for q in range(row[H0], row[H1]):
-                Hf[hd[q]] += Fw[b, hs[q]]
-            for q in range(row[S0], row[S1]):
-                scale[sd[q]] += Fw[b, ss[q]]
-            for i in range(n):
-                scale[i] = max(scale[i], floor)
-            if m:
-                for i in range(m):
-                    for j in range(n):
-                        A[i, j] = 0.0
-                for q in range(row[A0], row[A1]):
-                    Af[ad[q]] = Fw[b, as_[q]]
-                for q in range(row[W0], row[W1]):
-                    unit[wd[q]] = Fw[b, ws[q]]
-                for i in range(n):  # HF, kept for the forward sweep's g - HF t
-                    for j in range(nF):
-                        C[b, row[HF_] + i * nF + j] = H[i, j]
-            if row[IDENTITY] != 0:
-                sgn = float(row[IDENTITY])
-                for i in range(nF):  # T = -W A_S with W = sign I
-                    for j in range(nS):
-                        T[i, j] = -sgn * A[i, nF + j]
-                _front_times_T(H, T, HFT, nF, nS)
-                _substituted_separator(H, T, HFT, scale, nF, nS)
-            elif m:
-                if not _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, HFT, Hz, sz, Hzs):
-                    fail_out[b] = -2 - st
-                    break
-                for i in range(nF):
-                    for j in range(m):
-                        C[b, row[WW] + i * m + j] = Wm[i, j]
-                    for j in range(nz):
-                        C[b, row[NN] + i * nz + j] = Nm[i, j]
-                for i in range(m):
-                    C[b, row[RS] + i] = unit[i]
+                    A[i, j] = 0.0
+            for q in range(row[A0], row[A1]):
+                Af[ad[q]] = Fw[as_[q]]
+            for q in range(row[W0], row[W1]):
+                unit[wd[q]] = Fw[ws[q]]
+            for i in range(n):  # HF, kept for the forward sweep's g - HF t
+                for j in range(nF):
+                    C[row[HF_] + i * nF + j] = H[i, j]
+        if row[IDENTITY] != 0:
+            sgn = float(row[IDENTITY])
+            for i in range(nF):  # T = -W A_S with W = sign I
+                for j in range(nS):
+                    T[i, j] = -sgn * A[i, nF + j]
+            _front_times_T(H, T, HFT, nF, nS)
+            _substituted_separator(H, T, HFT, scale, nF, nS)
+        elif m:
+            if not _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, HFT, Hz, sz, Hzs):
+                return ratio, weak, -2 - st
+            for i in range(nF):
+                for j in range(m):
+                    C[row[WW] + i * m + j] = Wm[i, j]
+                for j in range(nz):
+                    C[row[NN] + i * nz + j] = Nm[i, j]
+            for i in range(m):
+                C[row[RS] + i] = unit[i]
+            for i in range(row[P]):
+                for j in range(m):
+                    C[row[EE] + i * m + j] = Ek[i, j]
+            for i in range(row[D_]):
+                for j in range(m):
+                    C[row[ED] + i * m + j] = Ed[i, j]
+            if row[OUT_A] >= 0:  # the rows passed on, on the plan's equality columns; unit rows
+                k = row[E1] - row[E0]
                 for i in range(row[P]):
-                    for j in range(m):
-                        C[b, row[EE] + i * m + j] = Ek[i, j]
-                for i in range(row[D_]):
-                    for j in range(m):
-                        C[b, row[ED] + i * m + j] = Ed[i, j]
-                if row[OUT_A] >= 0:  # the rows passed on, on the plan's equality columns; unit rows
-                    k = row[E1] - row[E0]
-                    for i in range(row[P]):
-                        Fw[b, row[OUT_A] + row[P] * k + i] = 1.0  # their row scales (right after the block)
-                        for q in range(row[E0], row[E1]):
-                            t = 0.0
-                            for a in range(m):
-                                t += Ek[i, a] * A[a, nF + es[q]]
-                            Fw[b, row[OUT_A] + i * k + ed[q]] = t
-            if m:
-                for i in range(nF):
-                    for j in range(nS):
-                        C[b, row[T_] + i * nS + j] = T[i, j]
-            if nz:
-                if m:  # the reduced block after the substitution
-                    r = _pivot(Hz, sz, nz, row[NMIN], row[PIVOT], Li, Dv, L, Lw, X)
-                else:
-                    for i in range(nz):
-                        for j in range(nS):
-                            Hzs[i, j] = H[i, nF + j]
-                    r = _pivot(H, scale, nz, row[NMIN], row[PIVOT], Li, Dv, L, Lw, X)
-                if r < 0.0:
-                    fail_out[b] = st
-                    break
-                if r < ratio_out[b]:
-                    ratio_out[b], weak_out[b] = r, st
+                    Fw[row[OUT_A] + row[P] * k + i] = 1.0  # their row scales (right after the block)
+                    for q in range(row[E0], row[E1]):
+                        t = 0.0
+                        for a in range(m):
+                            t += Ek[i, a] * A[a, nF + es[q]]
+                        Fw[row[OUT_A] + i * k + ed[q]] = t
+        if m:
+            for i in range(nF):
+                for j in range(nS):
+                    C[row[T_] + i * nS + j] = T[i, j]
+        if nz:
+            if m:  # the reduced block after the substitution
+                r = _pivot(Hz, sz, nz, row[NMIN], row[PIVOT], Li, Dv, L, Lw, X)
+            else:
                 for i in range(nz):
-                    C[b, row[DS] + i] = Dv[i]
-                    for j in range(nz):
-                        C[b, row[LINV] + i * nz + j] = Li[i, j]
-                # the loops run along rows (j innermost), so that large fronts stream through memory
-                for i in range(nz):  # Y = Linv H_zS
                     for j in range(nS):
-                        X[i, j] = 0.0
-                    for q in range(nz):  # (Linv is triangular except for indefinite pivots)
-                        a = Li[i, q]
-                        for j in range(nS):
-                            X[i, j] += a * Hzs[q, j]
+                        Hzs[i, j] = H[i, nF + j]
+                r = _pivot(H, scale, nz, row[NMIN], row[PIVOT], Li, Dv, L, Lw, X)
+            if r < 0.0:
+                return ratio, weak, st
+            if r < ratio:
+                ratio, weak = r, st
+            for i in range(nz):
+                C[row[DS] + i] = Dv[i]
+                for j in range(nz):
+                    C[row[LINV] + i * nz + j] = Li[i, j]
+            # the loops run along rows (j innermost), so that large fronts stream through memory
+            for i in range(nz):  # Y = Linv H_zS
+                for j in range(nS):
+                    X[i, j] = 0.0
+                for q in range(nz):  # (Linv is triangular except for indefinite pivots)
+                    a = Li[i, q]
                     for j in range(nS):
-                        C[b, row[Y_] + i * nS + j] = X[i, j]
-                for q in range(nz):  # H_SS -= Y' D Y ; scale_S += sum Y^2, one row of Y at a time
-                    d = Dv[q]
-                    for i in range(nS):
-                        a = d * X[q, i]
-                        for j in range(nS):
-                            H[nF + i, nF + j] -= a * X[q, j]
-                        scale[nF + i] += X[q, i] * X[q, i]
-            if row[OUT_H] >= 0:
+                        X[i, j] += a * Hzs[q, j]
+                for j in range(nS):
+                    C[row[Y_] + i * nS + j] = X[i, j]
+            for q in range(nz):  # H_SS -= Y' D Y ; scale_S += sum Y^2, one row of Y at a time
+                d = Dv[q]
                 for i in range(nS):
-                    Fw[b, row[OUT_S] + i] = scale[nF + i]
+                    a = d * X[q, i]
                     for j in range(nS):
-                        Fw[b, row[OUT_H] + i * nS + j] = 0.5 * (H[nF + i, nF + j] + H[nF + j, nF + i])
+                        H[nF + i, nF + j] -= a * X[q, j]
+                    scale[nF + i] += X[q, i] * X[q, i]
+        if row[OUT_H] >= 0:
+            for i in range(nS):
+                Fw[row[OUT_S] + i] = scale[nF + i]
+                for j in range(nS):
+                    Fw[row[OUT_H] + i * nS + j] = 0.5 * (H[nF + i, nF + j] + H[nF + j, nF + i])
+
+
+    return ratio, weak, -1
+
+
+@njit(cache=True)
+def factorize_kernel(steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed, Fw, C, floor, maxn, check_rank,
+                     ratio_out, weak_out, fail_out):
+    """:func:`factorize_one` for every element of ``Fw (B, factor_size)``, conditionals into ``C (B, n)``."""
+    scratch = factorize_scratch(maxn)
+    for b in range(Fw.shape[0]):
+        ratio_out[b], weak_out[b], fail_out[b] = factorize_one(steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed, Fw[b],
+                                                               C[b], floor, check_rank, scratch)
+
+
+@njit(cache=True)
+def solve_scratch(maxn):
+    """The scratch vectors of :func:`solve_one`."""
+    return np.zeros(maxn), np.zeros(maxn), np.zeros(maxn), np.zeros(maxn), np.zeros(maxn), np.zeros(maxn)
+
+
+@njit(cache=True)
+def solve_one(steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, C, Lin, Lmag, cache, Xout, dropped, scratch):
+    """Forward sweep of one element's linear terms ``Lin (linear_size,)`` (with ``Lmag``, the size of the
+    right-hand sides each hard row combines) through its conditionals ``C``, and back-substitution into
+    ``Xout (value_size,)``; the dropped rows' residuals and sizes into ``dropped``."""
+    g, bl, bm, x, xs, gz = scratch
+    for st in range(steps.shape[0]):
+        row = steps[st]
+        nF, nS, m, nz = row[NF], row[NS], row[M], row[NZ]
+        n = nF + nS
+        for i in range(n):
+            g[i] = 0.0
+        for q in range(row[G0], row[G1]):
+            g[gd[q]] += Lin[gs[q]]
+        if m:
+            for q in range(row[B0], row[B1]):
+                bl[bd[q]] = Lin[bs[q]]
+                bm[bd[q]] = Lmag[bs[q]]
+            for i in range(nF):  # t = W b
+                if row[IDENTITY] != 0:
+                    t = row[IDENTITY] * bl[i]
+                else:
+                    t = 0.0
+                    for j in range(m):
+                        t += C[row[WW] + i * m + j] * bl[j]
+                cache[row[TC] + i] = t
+            for i in range(n):  # g -= HF t
+                t = 0.0
+                for j in range(nF):
+                    t += C[row[HF_] + i * nF + j] * cache[row[TC] + j]
+                g[i] -= t
+            for j in range(nz):  # g_z = N' g_F
+                t = 0.0
+                for i in range(nF):
+                    t += C[row[NN] + i * nz + j] * g[i]
+                gz[j] = t
+            for j in range(nS):  # g_S += T' g_F
+                t = 0.0
+                for i in range(nF):
+                    t += C[row[T_] + i * nS + j] * g[i]
+                g[nF + j] += t
+            if row[IDENTITY] == 0 and (row[P] or row[D_]):
+                top, total = 0.0, 0.0
+                for j in range(m):
+                    u = C[row[RS] + j] * bm[j]
+                    top = max(top, u)
+                    total += u * u
+                for i in range(row[P]):  # b_sep = E b, and the size it is made of
+                    t = 0.0
+                    for j in range(m):
+                        t += C[row[EE] + i * m + j] * bl[j]
+                    Lin[row[OUT_B] + i] = t
+                    Lmag[row[OUT_B] + i] = top
+                for i in range(row[D_]):  # dropped rows: E_drop b must vanish
+                    t = 0.0
+                    for j in range(m):
+                        t += C[row[ED] + i * m + j] * bl[j]
+                    dropped[row[DROP] + i] = t
+                if row[D_]:
+                    dropped[row[DROP] + row[D_]] = np.sqrt(total)
+        else:
+            for j in range(nz):
+                gz[j] = g[j]
+        if nz:
+            for i in range(nz):  # y = Linv g_z
+                t = 0.0
+                for q in range(nz):
+                    t += C[row[LINV] + i * nz + q] * gz[q]
+                cache[row[YC] + i] = t
+            for j in range(nS):  # g_S -= Y' D y
+                t = 0.0
+                for i in range(nz):
+                    t += C[row[Y_] + i * nS + j] * C[row[DS] + i] * cache[row[YC] + i]
+                g[nF + j] -= t
+        if row[OUT_G] >= 0:
+            for j in range(nS):
+                Lin[row[OUT_G] + j] = g[nF + j]
+    for st in range(steps.shape[0] - 1, -1, -1):
+        row = steps[st]
+        nF, nS, m, nz = row[NF], row[NS], row[M], row[NZ]
+        for q in range(row[XS0], row[XS1]):
+            xs[xsd[q]] = Xout[xss[q]]
+        for i in range(nz):  # z = Linv' D (y - Y x_S)
+            t = cache[row[YC] + i]
+            for j in range(nS):
+                t -= C[row[Y_] + i * nS + j] * xs[j]
+            gz[i] = C[row[DS] + i] * t
+        for i in range(nz):
+            t = 0.0
+            for q in range(nz):
+                t += C[row[LINV] + q * nz + i] * gz[q]
+            g[i] = t
+        if m:  # x = t + T x_S + N z
+            for i in range(nF):
+                t = cache[row[TC] + i]
+                for j in range(nS):
+                    t += C[row[T_] + i * nS + j] * xs[j]
+                if row[IDENTITY] == 0:
+                    for j in range(nz):
+                        t += C[row[NN] + i * nz + j] * g[j]
+                x[i] = t
+        else:
+            for i in range(nF):
+                x[i] = g[i]
+        for q in range(row[XF0], row[XF1]):
+            Xout[xfs[q]] = x[xfd[q]]
+
+
 
 
 @njit(cache=True)
 def solve_kernel(steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, C, Lin, Lmag, cache, Xout, dropped, maxn):
-    """Forward sweep of the linear terms ``Lin (B, linear_size)`` (with ``Lmag``, the size of the
-    right-hand sides each hard row combines) and back-substitution into ``Xout``; the dropped rows'
-    residuals and sizes into ``dropped``.  ``C`` holds the conditionals of ``Bc`` elements; element
-    ``b`` uses ``b % Bc`` (unbatched matrices with batched linear terms)."""
-    g = np.zeros(maxn)
-    bl = np.zeros(maxn)
-    bm = np.zeros(maxn)
-    x = np.zeros(maxn)
-    xs = np.zeros(maxn)
-    gz = np.zeros(maxn)
+    """:func:`solve_one` for every element of ``Lin (B, linear_size)``.  ``C`` holds the conditionals of
+    ``Bc`` elements; element ``b`` uses ``b % Bc`` (unbatched matrices with batched linear terms)."""
+    scratch = solve_scratch(maxn)
     Bc = C.shape[0]
     for b in range(Lin.shape[0]):
-        c = b % Bc
-        for st in range(steps.shape[0]):
-            row = steps[st]
-            nF, nS, m, nz = row[NF], row[NS], row[M], row[NZ]
-            n = nF + nS
-            for i in range(n):
-                g[i] = 0.0
-            for q in range(row[G0], row[G1]):
-                g[gd[q]] += Lin[b, gs[q]]
-            if m:
-                for q in range(row[B0], row[B1]):
-                    bl[bd[q]] = Lin[b, bs[q]]
-                    bm[bd[q]] = Lmag[b, bs[q]]
-                for i in range(nF):  # t = W b
-                    if row[IDENTITY] != 0:
-                        t = row[IDENTITY] * bl[i]
-                    else:
-                        t = 0.0
-                        for j in range(m):
-                            t += C[c, row[WW] + i * m + j] * bl[j]
-                    cache[b, row[TC] + i] = t
-                for i in range(n):  # g -= HF t
-                    t = 0.0
-                    for j in range(nF):
-                        t += C[c, row[HF_] + i * nF + j] * cache[b, row[TC] + j]
-                    g[i] -= t
-                for j in range(nz):  # g_z = N' g_F
-                    t = 0.0
-                    for i in range(nF):
-                        t += C[c, row[NN] + i * nz + j] * g[i]
-                    gz[j] = t
-                for j in range(nS):  # g_S += T' g_F
-                    t = 0.0
-                    for i in range(nF):
-                        t += C[c, row[T_] + i * nS + j] * g[i]
-                    g[nF + j] += t
-                if row[IDENTITY] == 0 and (row[P] or row[D_]):
-                    top, total = 0.0, 0.0
-                    for j in range(m):
-                        u = C[c, row[RS] + j] * bm[j]
-                        top = max(top, u)
-                        total += u * u
-                    for i in range(row[P]):  # b_sep = E b, and the size it is made of
-                        t = 0.0
-                        for j in range(m):
-                            t += C[c, row[EE] + i * m + j] * bl[j]
-                        Lin[b, row[OUT_B] + i] = t
-                        Lmag[b, row[OUT_B] + i] = top
-                    for i in range(row[D_]):  # dropped rows: E_drop b must vanish
-                        t = 0.0
-                        for j in range(m):
-                            t += C[c, row[ED] + i * m + j] * bl[j]
-                        dropped[b, row[DROP] + i] = t
-                    if row[D_]:
-                        dropped[b, row[DROP] + row[D_]] = np.sqrt(total)
-            else:
-                for j in range(nz):
-                    gz[j] = g[j]
-            if nz:
-                for i in range(nz):  # y = Linv g_z
-                    t = 0.0
-                    for q in range(nz):
-                        t += C[c, row[LINV] + i * nz + q] * gz[q]
-                    cache[b, row[YC] + i] = t
-                for j in range(nS):  # g_S -= Y' D y
-                    t = 0.0
-                    for i in range(nz):
-                        t += C[c, row[Y_] + i * nS + j] * C[c, row[DS] + i] * cache[b, row[YC] + i]
-                    g[nF + j] -= t
-            if row[OUT_G] >= 0:
-                for j in range(nS):
-                    Lin[b, row[OUT_G] + j] = g[nF + j]
-        for st in range(steps.shape[0] - 1, -1, -1):
-            row = steps[st]
-            nF, nS, m, nz = row[NF], row[NS], row[M], row[NZ]
-            for q in range(row[XS0], row[XS1]):
-                xs[xsd[q]] = Xout[b, xss[q]]
-            for i in range(nz):  # z = Linv' D (y - Y x_S)
-                t = cache[b, row[YC] + i]
-                for j in range(nS):
-                    t -= C[c, row[Y_] + i * nS + j] * xs[j]
-                gz[i] = C[c, row[DS] + i] * t
-            for i in range(nz):
-                t = 0.0
-                for q in range(nz):
-                    t += C[c, row[LINV] + q * nz + i] * gz[q]
-                g[i] = t
-            if m:  # x = t + T x_S + N z
-                for i in range(nF):
-                    t = cache[b, row[TC] + i]
-                    for j in range(nS):
-                        t += C[c, row[T_] + i * nS + j] * xs[j]
-                    if row[IDENTITY] == 0:
-                        for j in range(nz):
-                            t += C[c, row[NN] + i * nz + j] * g[j]
-                    x[i] = t
-            else:
-                for i in range(nF):
-                    x[i] = g[i]
-            for q in range(row[XF0], row[XF1]):
-                Xout[b, xfs[q]] = x[xfd[q]]
+        solve_one(steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, C[b % Bc], Lin[b], Lmag[b], cache[b], Xout[b], dropped[b],
+                  scratch)
 
 
 def announce_first_compile() -> None:
