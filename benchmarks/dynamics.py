@@ -11,6 +11,8 @@ What is measured, per scene and per algorithm pair (ours <-> Pinocchio's):
 in two modes:
 
 * ``single``: one unbatched ``mechanics.forward_dynamics`` call against one Pinocchio call;
+* ``prep``: one unbatched call of a prepared call (``mechanics.prepare`` made once, outside the timing:
+  validated and planned once, what a simulation loop calls) against one Pinocchio call;
 * ``batch B``: one ``forward_dynamics`` call over ``B`` distinct random states (q, v, tau differ per
   element) against a Python loop of ``B`` Pinocchio calls on the same states.  Pinocchio's
   per-state time is the *sum of per-call* ``perf_counter`` times over the ``B`` calls divided by
@@ -243,15 +245,23 @@ class PinocchioCall:
 OPTIONS = {}  # extra keyword arguments of forward_dynamics (--backend)
 
 
-def ours(mech, algorithm: str, q, v, tau):
-    """(result, seconds) of one ``forward_dynamics`` call."""
+def ours(mech, algorithm: str, q, v, tau, prepared=None):
+    """(result, seconds) of one ``forward_dynamics`` call, or of one call of ``prepared``."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", mechanics.ConvergenceWarning)
         start = time.perf_counter()
-        result = mechanics.forward_dynamics(mech, q, v, tau, algorithm=algorithm, mu=MU, tol=TOL, max_iter=MAX_ITER,
-                                            **OPTIONS)
+        if prepared is not None:
+            result = prepared(q, v, tau)
+        else:
+            result = mechanics.forward_dynamics(mech, q, v, tau, algorithm=algorithm, mu=MU, tol=TOL, max_iter=MAX_ITER,
+                                                **OPTIONS)
         elapsed = time.perf_counter() - start
     return result, elapsed
+
+
+def prepared_call(mech, algorithm: str):
+    """``mechanics.prepare`` with the benchmark's settings (validated and planned once)."""
+    return mechanics.prepare(mech, algorithm, mu=MU, tol=TOL, max_iter=MAX_ITER, **OPTIONS)
 
 
 # -- measuring ------------------------------------------------------------------------------------
@@ -269,23 +279,26 @@ def deviation(qdd, reference) -> float:
     return float(np.max(np.max(np.abs(qdd - reference), axis=1) / scale))
 
 
-def measure_mode(scene: Scene, mech, algorithm: str, pin_call: PinocchioCall, B: int | None, repeat: int, rng) -> dict:
-    """One row: ``B is None`` is the single (unbatched) call, else one batched call over B states."""
-    Q, V, T = scene.sample(1 if B is None else B, rng)
-    args = (Q[0], V[0], T[0]) if B is None else (Q, V, T)
-    n = 1 if B is None else B
-    if B is None or B <= LARGE:  # warm-up
-        ours(mech, algorithm, *args)
+def measure_mode(scene: Scene, mech, algorithm: str, pin_call: PinocchioCall, B, repeat: int, rng) -> dict:
+    """One row: ``B is None`` is the single (unbatched) ``forward_dynamics`` call, ``B == "prepared"`` one
+    unbatched call of a prepared call (:func:`mechanics.prepare`), else one batched call over B states."""
+    single = B is None or B == "prepared"
+    prepared = prepared_call(mech, algorithm) if B == "prepared" else None
+    Q, V, T = scene.sample(1 if single else B, rng)
+    args = (Q[0], V[0], T[0]) if single else (Q, V, T)
+    n = 1 if single else B
+    if single or B <= LARGE:  # warm-up
+        ours(mech, algorithm, *args, prepared=prepared)
         pin_call.run(Q, V, T)
     ours_times, pin_times = [], []
     for _ in range(repeat):  # interleaved
-        result, elapsed = ours(mech, algorithm, *args)
+        result, elapsed = ours(mech, algorithm, *args, prepared=prepared)
         ours_times.append(elapsed / n)
         pin_qdd, pin_iterations, pin_per_state = pin_call.run(Q, V, T)
         pin_times.append(pin_per_state)
     ours_s, pin_s = float(np.median(ours_times)), float(np.median(pin_times))
     return {
-        "mode": "single" if B is None else "batch", "B": n, "repeat": repeat,
+        "mode": "single" if B is None else "prep" if B == "prepared" else "batch", "B": n, "repeat": repeat,
         "ours_s_per_state": ours_s, "pin_s_per_state": pin_s, "ratio": ours_s / pin_s,
         "ours_iterations_span": _span(result.iterations), "pin_iterations_span": _span(pin_iterations),
         "ours_converged": bool(np.all(result.converged)),
@@ -344,12 +357,13 @@ def measure_scene(name: str, algorithms: list, batches: list, repeat: int, repea
         kind = PIN_OF.get(algorithm, "constraintDynamics")
         mech = scene.mech.without_constraints() if algorithm == "aba" else scene.mech
         pin_call = PinocchioCall(scene, kind)
-        for B in [None, *batches]:
-            reps = repeat if B is None or B <= LARGE else repeat_large
+        for B in [None, "prepared", *batches]:
+            reps = repeat if B is None or B == "prepared" or B <= LARGE else repeat_large
             try:
                 row = measure_mode(scene, mech, algorithm, pin_call, B, reps, rng)
             except Exception as error:  # e.g. pv on redundant contacts: SingularProblemError
-                row = {"mode": "single" if B is None else "batch", "B": 1 if B is None else B,
+                row = {"mode": "single" if B is None else "prep" if B == "prepared" else "batch",
+                       "B": 1 if B in (None, "prepared") else B,
                        "error": f"{type(error).__name__}: {str(error).splitlines()[0][:90]}"}
             out["rows"].append({"algorithm": algorithm, "pinocchio": pin_call.name, **row})
             print_row(out["rows"][-1], flush=True)

@@ -15,7 +15,6 @@ import numpy as np
 
 from factorgraph.factors import real_array
 
-from .joints import unit_norm_parts
 from .mechanism import Mechanism
 
 UNIT_NORM_TOL = 1e-4
@@ -101,22 +100,19 @@ def batch_shape(named: dict) -> tuple:
 
 def normalized_configuration(mechanism: Mechanism, q: np.ndarray) -> np.ndarray:
     """``q`` with its quaternions and (cos, sin) pairs normalised; ``ValueError`` if one is far from unit norm."""
-    for link in mechanism.links:
-        start = mechanism.q_slices[link.name].start
-        for part, what in unit_norm_parts(link.joint):
-            cols = slice(start + part.start, start + part.stop)
-            norm = np.linalg.norm(q[..., cols], axis=-1)
-            bad = np.abs(norm**2 - 1.0) > UNIT_NORM_TOL
-            if np.any(bad):
-                where = tuple(int(i) for i in np.argwhere(bad)[0])
-                at = f" at batch index {where}" if where else ""
-                raise ValueError(
-                    f"q: the {what} of link {link.name!r} ({link.joint.kind} joint, q[..., {cols.start}:{cols.stop}]) "
-                    f"has norm {float(norm[where]):.6g}{at}; it must have unit norm (within |norm^2 - 1| <= "
-                    f"{UNIT_NORM_TOL:g}, then it is normalised) -- divide it by its norm, or start from "
-                    f"mechanism.neutral_configuration()"
-                )
-            q[..., cols] /= norm[..., None]
+    for link, cols, what in mechanism.unit_norm_columns:
+        norm = np.linalg.norm(q[..., cols], axis=-1)
+        bad = np.abs(norm**2 - 1.0) > UNIT_NORM_TOL
+        if np.any(bad):
+            where = tuple(int(i) for i in np.argwhere(bad)[0])
+            at = f" at batch index {where}" if where else ""
+            raise ValueError(
+                f"q: the {what} of link {link.name!r} ({link.joint.kind} joint, q[..., {cols.start}:{cols.stop}]) "
+                f"has norm {float(norm[where]):.6g}{at}; it must have unit norm (within |norm^2 - 1| <= "
+                f"{UNIT_NORM_TOL:g}, then it is normalised) -- divide it by its norm, or start from "
+                f"mechanism.neutral_configuration()"
+            )
+        q[..., cols] /= norm[..., None]
     return q
 
 

@@ -21,13 +21,14 @@ import numpy as np
 
 import elimination
 from elimination import Ordering
-from elimination.numeric import BACKENDS
+from elimination.numeric import BACKENDS, check_refine
 
 from .algorithms import layout_of, plan_of, resolve_algorithm, tree_order
 from .checks import check_max_iter, check_mechanism, check_mu, check_multipliers, check_state, check_tol
 from .convergence import (
     RESIDUAL_RTOL, SOFT_CONTRACTION, element_max, element_norm, residual_tolerance, warn_inverse_mu, warn_not_converged,
 )
+from .compiled import CompiledDynamics
 from .gplc import GPLCLayout, split_multipliers
 from .keys import JointAcceleration, LinkAcceleration, Multiplier
 from .kinematics import kinematics
@@ -217,6 +218,25 @@ def _explained(name: str, label: str, policies: dict, mechanism: Mechanism, mu: 
         ) from None
 
 
+def default_refine(policies: dict, plan) -> int:
+    """Refinement steps per solve when the caller names none: the largest of the policies' own (1 for the
+    penalties, 0 for ``prox`` and ``hard``), and at least 1 where the plan eliminates a multiplier before a
+    link or joint acceleration it couples to.
+
+    A multiplier eliminated first leaves ``mu K'K`` (its ``-1/mu`` pivot inverted) on those accelerations,
+    as a penalty does: their pivots then carry inertias of order 1 beside terms of order ``mu``, and the
+    solve loses about ``log10(mu)`` digits that one refinement step restores (proxBBO on a random
+    three-link loop at mu=1e8: 2e-9 from the dense KKT solve without it, 3e-14 with it).  Orders that
+    eliminate the multipliers last (PV, proxPV, proxLTL) keep 0.
+    """
+    refine = max((p.refine for p in policies.values()), default=0)
+    for step in plan.steps:
+        if any(isinstance(k, Multiplier) for k in step.frontal) and any(
+                isinstance(k, (LinkAcceleration, JointAcceleration)) for k in step.separator):
+            return max(refine, 1)
+    return refine
+
+
 def _scalar_if_unbatched(value: np.ndarray, batch: tuple, kind):
     return kind(value) if batch == () else value
 
@@ -257,12 +277,14 @@ class PreparedDynamics:
         self._names = {p.name for p in self.policies.values()}
         self._context = f"forward_dynamics: {self.name} ({self.label} policy, mu={self.mu:g}) on {mechanism.name!r}"
         warn_inverse_mu(self.mu, self._names, self._context, stacklevel=_stacklevel)
-        if refine is None:
-            refine = max((p.refine for p in self.policies.values()), default=0)
-        self.refine = refine  # checked by the solve
         self.plan = plan_of(mechanism, algo, self.layout)
+        self.refine = default_refine(self.policies, self.plan) if refine is None else refine  # checked by the solve
+        self.compiled = None
         if backend != "numpy":
             self.plan.lowered()  # lowered now, not at the first call
+            self.refine = check_refine(self.refine)
+            compiled = CompiledDynamics(mechanism, self.layout, self.plan)
+            self.compiled = None if compiled.unsupported else compiled
 
     def __repr__(self) -> str:
         return (f"PreparedDynamics({self.name!r} on {self.mechanism.name!r}, mu={self.mu:g}, tol={self.tol:g}, "
@@ -282,6 +304,10 @@ class PreparedDynamics:
             forces0 = check_multipliers(mechanism, forces0, "forces0", state)
             state["forces0"] = forces0
         batch = tuple(np.broadcast_shapes(*(a.shape[:-1] for a in state.values())))
+        if self.compiled is not None:
+            result = self._run_compiled(state, batch, stacklevel + 1)
+            if result is not None:
+                return result
         lam = split_multipliers(mechanism, None if forces0 is None else -forces0, batch)
         gplc = self.layout.fill(kinematics(mechanism, q, v), tau, mu, lam)
         with _explained(self.name, self.label, policies, mechanism, mu):
@@ -300,6 +326,40 @@ class PreparedDynamics:
             iterations=_scalar_if_unbatched(iterations, batch, int),
             residual=_scalar_if_unbatched(worst, batch, float),
             link_accelerations={l.name: x[LinkAcceleration(l.name)] for l in mechanism.links},
+            algorithm=self.name,
+            converged=_scalar_if_unbatched(converged, batch, bool),
+        )
+
+
+    def _run_compiled(self, state: dict, batch: tuple, stacklevel: int) -> DynamicsResult | None:
+        """Every state in one trip into compiled code (:mod:`mechanics.compiled`); ``None`` where a state needs
+        the numpy path (it then answers for the whole call, naming what is singular)."""
+        mechanism, B = self.mechanism, int(np.prod(batch))
+
+        def rows(array: np.ndarray) -> np.ndarray:
+            return np.ascontiguousarray(np.broadcast_to(array, batch + array.shape[-1:]).reshape(B, array.shape[-1]))
+
+        forces0 = state.get("forces0", np.zeros(mechanism.constraint_dim))
+        qdd, lam, iterations, residual, k, converged, accelerations, status = self.compiled.run(
+            rows(state["q"]), rows(state["v"]), rows(state["tau"]), rows(-forces0), self.mu, self.tol, self.max_iter,
+            self.refine)
+        if np.any(status != 0):
+            return None
+        hard = self.compiled.hard_rows
+        if hard.any() and (np.max(np.abs(residual[:, hard]), initial=0.0)
+                           > HARD_RESIDUAL_RTOL * (1.0 + np.max(np.abs(k[:, hard]), initial=0.0))):
+            return None  # the numpy path (its refinement decided over the batch) answers, or refuses
+        worst = np.max(np.abs(residual), axis=-1, initial=0.0).reshape(batch)
+        iterations, converged = iterations.reshape(batch), converged.reshape(batch)
+        warn_not_converged(self._context, self._names, self.tol, self.max_iter, converged, iterations, worst,
+                           stacklevel=stacklevel)
+        accelerations = accelerations.reshape(batch + accelerations.shape[1:])
+        return DynamicsResult(
+            qdd=qdd.reshape(batch + qdd.shape[-1:]),
+            forces=-lam.reshape(batch + lam.shape[-1:]),
+            iterations=_scalar_if_unbatched(iterations, batch, int),
+            residual=_scalar_if_unbatched(worst, batch, float),
+            link_accelerations={l.name: accelerations[..., i, :] for i, l in enumerate(mechanism.links)},
             algorithm=self.name,
             converged=_scalar_if_unbatched(converged, batch, bool),
         )
@@ -364,8 +424,9 @@ def forward_dynamics(
         pivots; one refinement step against the penalty's Jacobian-form
         residual restores the accuracy the paper's LCABA loses at large mu
         (see ``benchmarks/mu_sweep.py``).  Default: the largest of the
-        policies' own (1 for ``alm`` and ``soft``, 0 for ``prox`` and ``hard``,
-        whose orders are stable).
+        policies' own (1 for ``alm`` and ``soft``, 0 for ``prox`` and
+        ``hard``), and 1 where the order eliminates a multiplier before the
+        accelerations it couples (proxBBO): see :func:`default_refine`.
     backend : {"numpy", "numba", "auto"}
         Executor of the elimination (:func:`elimination.factorize`): the
         compiled one covers the tree-ordered algorithms (ABA, PV, proxPV,

@@ -20,7 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .joints import Joint, integrate, neutral, random_configuration
+from .joints import Joint, integrate, neutral, random_configuration, unit_norm_parts
 from .spatial import spatial_inertia
 
 GROUND = "ground"
@@ -260,6 +260,9 @@ class Mechanism:
         self.q_slices = {l.name: slice(a, b) for l, a, b in zip(self.links, offsets_q, offsets_q[1:])}
         self.v_slices = {l.name: slice(a, b) for l, a, b in zip(self.links, offsets_v, offsets_v[1:])}
         self.nq, self.nv = offsets_q[-1], offsets_v[-1]
+        self.unit_norm_columns = tuple(  # (link, columns of q, what): the parts of q that have unit norm
+            (link, slice(self.q_slices[link.name].start + part.start, self.q_slices[link.name].start + part.stop), what)
+            for link in self.links for part, what in unit_norm_parts(link.joint))
 
     def _checked(self, j: int, c):
         if not isinstance(c, (Weld, Connect, General)):

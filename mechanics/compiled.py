@@ -1,0 +1,772 @@
+"""Constrained forward dynamics in one trip into compiled code: kinematics, fill, elimination, outer loop.
+
+:class:`CompiledDynamics` is made once per prepared call
+(:func:`mechanics.prepare` with a compiled backend).  It lays the mechanism,
+its constraints and the GPLC graph's factor slots out as integer and float
+tables -- what :mod:`mechanics.kinematics`, :mod:`mechanics.gplc` and
+:mod:`mechanics.policies` compute, as data -- next to the plan's lowered
+program (:mod:`elimination.program`).  One numba kernel then runs, per state:
+
+1. the kinematics pass (world-frame poses, motion subspaces ``S_i``,
+   velocities, bias accelerations ``a_b,i``, inertias ``H_i``, bias forces
+   ``f_i``) and the constraint terms ``K a = k`` (Weld, Connect, General);
+2. the fill: every factor's matrix and linear term written straight into the
+   program's workspaces (no factor objects);
+3. the factorization and the solves of :mod:`elimination.compiled`
+   (:func:`~elimination.compiled.factorize_one`, :func:`~elimination.compiled.solve_one`),
+   with the numpy path's refinement, verification of suspect pivots and
+   consistency check of dropped rows;
+4. the outer iterations of :func:`mechanics.dynamics.outer_iterations` (000
+   Algorithms 3 and 6) and the convergence status of
+   :mod:`mechanics.convergence`, per state.
+
+It is the numpy path's arithmetic, not a new one: the tests compare the two on
+every algorithm.  One difference of scope: the scale floor of a variable with
+no information is taken per state here (``SCALE_FLOOR`` times the state's
+largest diagonal magnitude), over the whole batch on the numpy path; only
+states with such variables can see it, at round-off.  Where the kernel meets
+what only the numpy path can report or repair -- a pivot it refuses, hard rows
+found dependent (re-planned there), a suspect factorization whose refinement
+does not settle, dropped rows that contradict each other -- it says so per
+state and the caller runs the numpy path, which names the variables.
+
+Built-in constraint policies only (``alm``, ``prox``, ``hard``, ``soft``): a
+policy subclass runs on the numpy path (:attr:`CompiledDynamics.unsupported`).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from elimination.compiled import announce_first_compile, factorize_one, factorize_scratch, max_front, solve_one, solve_scratch
+from elimination.gaussian import CONSISTENCY_RTOL, PIVOT_SUSPECT_RTOL
+from elimination.numeric import FINISHING_REFINE, SCALE_FLOOR, SETTLED_RTOL, SUSPECT_REFINE, VERIFY_RTOL
+from elimination.program import F
+
+from .convergence import RESIDUAL_RTOL, SOFT_CONTRACTION
+from .keys import JointAcceleration, LinkAcceleration, LoopTerm, Multiplier, Penalty, Prior, ProximalPrior, Torque, TreeJoint
+from .mechanism import GROUND, Connect, Weld
+from .policies import ALM, Hard, Prox, Soft
+
+JOINTS = {"fixed": 0, "revolute": 1, "revolute_unbounded": 2, "prismatic": 3, "spherical": 4, "planar": 5, "free": 6}
+POLICY_CODES = {ALM: 0, Prox: 1, Hard: 2, Soft: 3}
+PRIOR, TORQUE, TREE, PENALTY, LOOP, PROXIMAL = range(6)  # factor kinds
+WELD, CONNECT, GENERAL = range(3)  # constraint kinds
+ROLES = {Prior: PRIOR, Torque: TORQUE, TreeJoint: TREE, Penalty: PENALTY, LoopTerm: LOOP, ProximalPrior: PROXIMAL}
+
+# columns of the link table
+PARENT, JOINT, Q0, V0, NV, ACC, QDD = range(7)
+# columns of the constraint table
+CKIND, L1, L2, CDIM, ROW0, PAIR0, NPAIR, POLICY, MULT, MOVING = range(10)
+# columns of the factor table
+FKIND, WHO, PAIR, FIRST, MAT, SCL, LIN, SC0, SC1, FN = range(10)
+
+OK, FALLBACK = 0, 1  # per-state status: the kernel's answer, or the numpy path's to take
+
+
+class CompiledDynamics:
+    """A mechanism's GPLC graph under one plan, as tables for :func:`dynamics_kernel`.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+    layout : mechanics.gplc.GPLCLayout
+    plan : elimination.Plan
+        Complete plan of ``layout.structure()``.
+
+    Attributes
+    ----------
+    unsupported : str
+        Why the kernel cannot run this mechanism / policy choice ("" when it can).
+    """
+
+    def __init__(self, mechanism, layout, plan):
+        self.mechanism, self.layout, self.plan = mechanism, layout, plan
+        self.program = program = plan.lowered()
+        self.unsupported = program.unsupported or _unsupported(mechanism, layout)
+        if self.unsupported:
+            return
+        index = {link.name: i for i, link in enumerate(mechanism.links)}
+        index[GROUND] = len(mechanism.links)
+        self.model = _model_tables(mechanism, index, program)
+        self.constraints, pairs, self.general = _constraint_tables(mechanism, layout, index, program)
+        self.factors, self.scope = _factor_tables(layout, program, self.constraints, pairs, mechanism, index)
+        maps = program.maps
+        drops = program.steps[program.steps[:, F["d"]] > 0][:, [F["drop"], F["d"]]]
+        self.program_arrays = (program.steps, *maps["H"], *maps["scale"], *maps["A"], *maps["rs"], *maps["eq"],
+                               *maps["g"], *maps["b"], *maps["xf"], *maps["xs"], np.ascontiguousarray(drops, dtype=np.int64))
+        self._scratch_maps()
+        self.sizes = np.array([program.factor_size, program.conditional_size, program.linear_size, program.cache_size,
+                               program.value_size, program.dropped_size, max_front(program), int(program.check_rank)],
+                              dtype=np.int64)
+        self.iterating = any(p.iterates for p in layout.policies.values())
+        self.hard_rows = np.concatenate([np.full(c.dim, layout.policies[c.name].name == "hard")
+                                         for c in mechanism.constraints] or [np.zeros(0, bool)])
+
+    def _scratch_maps(self) -> None:
+        """The program's ``H`` and ``A`` gather maps re-addressed for the kernel's scratch (as the batch kernel)."""
+        from elimination.compiled import _scratch_maps
+
+        (hs, hd), (as_, ad) = _scratch_maps(self.program)
+        arrays = list(self.program_arrays)
+        arrays[1:3], arrays[5:7] = (hs, hd), (as_, ad)
+        self.program_arrays = tuple(arrays)
+
+    def run(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, lam0: np.ndarray, mu: float, tol: float,
+            max_iter: int, refine: int):
+        """Every state of ``q (B, nq)``, ``v, tau (B, nv)``, ``lam0 (B, m)`` (papers' sign).
+
+        Returns ``(qdd (B, nv), lam (B, m), iterations (B,), residual (B, m), k (B, m), converged (B,),
+        accelerations (B, n_links, 6), status (B,))``; ``status`` is ``FALLBACK`` where the numpy path
+        must answer.
+        """
+        B, mech = q.shape[0], self.mechanism
+        m = mech.constraint_dim
+        out = (np.empty((B, mech.nv)), np.empty((B, m)), np.empty(B, dtype=np.int64), np.empty((B, m)),
+               np.empty((B, m)), np.empty(B, dtype=np.bool_), np.empty((B, len(mech.links), 6)),
+               np.empty(B, dtype=np.int64))
+        announce_first_compile()
+        dynamics_kernel(self.model, self.constraints, self.general, self.factors, self.scope, self.program_arrays,
+                        self.sizes, q, v, tau, lam0, float(mu), float(tol), int(max_iter), int(refine), self.iterating,
+                        out)
+        return out
+
+
+def _unsupported(mechanism, layout) -> str:
+    for name, policy in layout.policies.items():
+        if type(policy) not in POLICY_CODES:
+            return f"constraint {name!r} has the policy {policy!r}, which runs on the numpy path only"
+    for c in mechanism.constraints:
+        links = [l for l in c.links if l != GROUND]
+        if len(set(links)) != len(links):
+            return f"constraint {c.name!r} names a link twice"
+    for slot in layout.slots:
+        if type(slot.role) not in ROLES:
+            return f"factor role {slot.role!r} runs on the numpy path only"
+    return ""
+
+
+def _model_tables(mechanism, index: dict, program) -> tuple:
+    """Links (``PARENT, JOINT, Q0, V0, NV, ACC, QDD`` columns) and their constant geometry and inertia."""
+    n = len(mechanism.links)
+    table = np.zeros((n, 7), dtype=np.int64)
+    axis, place_R, place_p = np.zeros((n, 3)), np.zeros((n, 3, 3)), np.zeros((n, 3))
+    inertia, S_local = np.zeros((n, 6, 6)), np.zeros((n, 6, 6))
+    from .joints import motion_subspace
+
+    for i, link in enumerate(mechanism.links):
+        joint = link.joint
+        qdd = program.value_offset[JointAcceleration(link.name)] if joint.nv else -1
+        table[i] = (index[link.parent], JOINTS[joint.kind], mechanism.q_slices[link.name].start,
+                    mechanism.v_slices[link.name].start, joint.nv, program.value_offset[LinkAcceleration(link.name)], qdd)
+        if joint.axis is not None:
+            axis[i] = joint.axis
+        place_R[i], place_p[i] = link.placement.rotation, link.placement.translation
+        inertia[i] = link.spatial_inertia
+        S_local[i, :, : joint.nv] = motion_subspace(joint)
+    root = np.concatenate([np.zeros(3), -np.asarray(mechanism.gravity, dtype=float)])
+    return table, axis, place_R, place_p, inertia, S_local, root
+
+
+def _constraint_tables(mechanism, layout, index: dict, program) -> tuple:
+    """Constraints (columns ``CKIND ... MOVING``), their pairs ``(constraint, link)`` in the order of the
+    policies' slots, and the float tables: axes, frame placements, General's constant ``K`` and ``k``."""
+    constraints = mechanism.constraints
+    nc = len(constraints)
+    table = np.full((max(nc, 1), 10), -1, dtype=np.int64)[:nc]
+    axes = np.zeros((max(nc, 1), 6), dtype=np.int64)
+    place_R, place_p = np.zeros((max(nc, 1), 2, 3, 3)), np.zeros((max(nc, 1), 2, 3))
+    pairs, K_const, k_const, row = [], [], np.zeros(mechanism.constraint_dim), 0
+    root = np.concatenate([np.zeros(3), -np.asarray(mechanism.gravity, dtype=float)])
+    for j, c in enumerate(constraints):
+        policy = layout.policies[c.name]
+        links = [l for l in c.links if l != GROUND]
+        kind = WELD if isinstance(c, Weld) else CONNECT if isinstance(c, Connect) else GENERAL
+        mult = program.value_offset.get(Multiplier(c.name), -1)
+        l1, l2 = (index[c.link1], index[c.link2]) if kind != GENERAL else (-1, -1)
+        table[j] = (kind, l1, l2, c.dim, row, len(pairs), len(links), POLICY_CODES[type(policy)], mult,
+                    layout.moving.get(c.name, -1))
+        blocks = dict(zip(c.links, c.K)) if kind == GENERAL else {}
+        for link in links:
+            pairs.append((j, index[link]))
+            K_const.append(np.pad(blocks[link], ((0, 6 - c.dim), (0, 0))) if kind == GENERAL else np.zeros((6, 6)))
+        if kind == GENERAL:
+            k = c.k - (blocks[GROUND] @ root if GROUND in blocks else 0.0)
+            k_const[row : row + c.dim] = k
+        else:
+            axes[j, : c.dim] = c.axes
+            place_R[j] = (c.placement1.rotation, c.placement2.rotation)
+            place_p[j] = (c.placement1.translation, c.placement2.translation)
+        row += c.dim
+    pair_table = np.asarray(pairs, dtype=np.int64).reshape(len(pairs), 2)
+    K_const = np.asarray(K_const, dtype=float).reshape(len(pairs), 6, 6)
+    return (table, axes, pair_table), pair_table, (place_R, place_p, K_const, k_const)
+
+
+def _factor_tables(layout, program, constraints: tuple, pairs: np.ndarray, mechanism, index: dict) -> tuple:
+    """One row per graph factor (columns ``FKIND ... FN``) and the values each one's scope reads."""
+    table, cidx = constraints[0], {c.name: j for j, c in enumerate(mechanism.constraints)}
+    dims = {v.key: v.dim for v in layout.variables}
+    rows, scope, start = [], [], 0
+    for f, slot in enumerate(layout.slots):
+        kind, role = ROLES[type(slot.role)], slot.role
+        hard = slot.rows > 0
+        who = index[role.link] if kind in (PRIOR, TORQUE, TREE) else cidx[role.constraint]
+        pair, first = -1, 0
+        if kind == LOOP:
+            j = cidx[role.constraint]
+            local = [p for p in range(table[j, PAIR0], table[j, PAIR0] + table[j, NPAIR])]
+            pair = next(p for p in local if pairs[p, 1] == index[role.link])
+            first = int(pair == local[0])
+        values = np.concatenate([np.arange(program.value_offset[k], program.value_offset[k] + dims[k]) for k in slot.keys])
+        scope.append(values)
+        mat = program.A_offset[f] if hard else program.H_offset[f]
+        scl = program.rs_offset[f] if hard else program.scale_offset[f]
+        lin = program.b_offset[f] if hard else program.g_offset[f]
+        rows.append((kind, who, pair, first, mat, scl, lin, start, start + len(values), len(values)))
+        start += len(values)
+    return np.asarray(rows, dtype=np.int64).reshape(len(rows), 10), np.concatenate(scope).astype(np.int64)
+
+
+# -- kinematics -----------------------------------------------------------------------------------------------
+
+@njit(cache=True)
+def _rotation_about(axis, angle, R):
+    """Rodrigues, as :func:`mechanics.spatial.rotation_about`: ``I + sin K + (1 - cos) K^2``."""
+    s, c = np.sin(angle), np.cos(angle)
+    K = np.zeros((3, 3))
+    K[0, 1], K[0, 2], K[1, 0], K[1, 2], K[2, 0], K[2, 1] = -axis[2], axis[1], axis[2], -axis[0], -axis[1], axis[0]
+    for i in range(3):
+        for j in range(3):
+            KK = K[i, 0] * K[0, j] + K[i, 1] * K[1, j] + K[i, 2] * K[2, j]
+            R[i, j] = (1.0 if i == j else 0.0) + s * K[i, j] + (1.0 - c) * KK
+
+
+@njit(cache=True)
+def _quaternion_matrix(x, y, z, w, R):
+    R[0, 0], R[0, 1], R[0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)
+    R[1, 0], R[1, 1], R[1, 2] = 2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)
+    R[2, 0], R[2, 1], R[2, 2] = 2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)
+
+
+@njit(cache=True)
+def _joint_pose(kind, axis, q, R, p):
+    """:func:`mechanics.joints.jcalc` for one joint: ``(R, p)`` of the child frame, ``q`` its configuration."""
+    for i in range(3):
+        p[i] = 0.0
+        for j in range(3):
+            R[i, j] = 1.0 if i == j else 0.0
+    if kind == 1:
+        _rotation_about(axis, q[0], R)
+    elif kind == 2:
+        _rotation_about(axis, np.arctan2(q[1], q[0]), R)
+    elif kind == 3:
+        for i in range(3):
+            p[i] = q[0] * axis[i]
+    elif kind == 4:
+        _quaternion_matrix(q[0], q[1], q[2], q[3], R)
+    elif kind == 5:
+        _rotation_about(np.array([0.0, 0.0, 1.0]), np.arctan2(q[3], q[2]), R)
+        p[0], p[1] = q[0], q[1]
+    elif kind == 6:
+        _quaternion_matrix(q[3], q[4], q[5], q[6], R)
+        p[0], p[1], p[2] = q[0], q[1], q[2]
+
+
+@njit(cache=True)
+def _compose(R1, p1, R2, p2, R, p):
+    """``(R, p) = (R1 R2, p1 + R1 p2)`` (:func:`mechanics.spatial.compose`)."""
+    for i in range(3):
+        p[i] = p1[i] + R1[i, 0] * p2[0] + R1[i, 1] * p2[1] + R1[i, 2] * p2[2]
+        for j in range(3):
+            R[i, j] = R1[i, 0] * R2[0, j] + R1[i, 1] * R2[1, j] + R1[i, 2] * R2[2, j]
+
+
+@njit(cache=True)
+def _inverse_transform(R, p, X):
+    """:func:`mechanics.spatial.inverse_motion_transform`: ``[[R', 0], [-R' [p]x, R']]``."""
+    for i in range(6):
+        for j in range(6):
+            X[i, j] = 0.0
+    for i in range(3):
+        for j in range(3):
+            X[i, j] = X[3 + i, 3 + j] = R[j, i]
+    for i in range(3):  # -R' [p]x: row i is -(R[:, i] x ...) applied to the unit vectors: -(R' skew(p))
+        a0, a1, a2 = R[0, i], R[1, i], R[2, i]
+        X[3 + i, 0] = -(a1 * p[2] - a2 * p[1])
+        X[3 + i, 1] = -(a2 * p[0] - a0 * p[2])
+        X[3 + i, 2] = -(a0 * p[1] - a1 * p[0])
+
+
+@njit(cache=True)
+def _cross_motion(m, x, out):
+    """``out = m x x`` (:func:`mechanics.spatial.crm`), motion vectors ``[omega; v]``."""
+    w0, w1, w2, v0, v1, v2 = m[0], m[1], m[2], m[3], m[4], m[5]
+    out[0] = w1 * x[2] - w2 * x[1]
+    out[1] = w2 * x[0] - w0 * x[2]
+    out[2] = w0 * x[1] - w1 * x[0]
+    out[3] = v1 * x[2] - v2 * x[1] + w1 * x[5] - w2 * x[4]
+    out[4] = v2 * x[0] - v0 * x[2] + w2 * x[3] - w0 * x[5]
+    out[5] = v0 * x[1] - v1 * x[0] + w0 * x[4] - w1 * x[3]
+
+
+@njit(cache=True)
+def _kinematics(model, q, v, R, p, S, vel, bias, Iw, fb):
+    """:func:`mechanics.kinematics.kinematics` for one state; the ground is the last row of ``R, p, vel``."""
+    links, axis, place_R, place_p, inertia, S_local, root = model
+    n = links.shape[0]
+    for i in range(3):
+        p[n, i] = 0.0
+        for j in range(3):
+            R[n, i, j] = 1.0 if i == j else 0.0
+    vel[n, :] = 0.0
+    Rj, pj, Rf, pf = np.zeros((3, 3)), np.zeros(3), np.zeros((3, 3)), np.zeros(3)
+    X, T, jv = np.zeros((6, 6)), np.zeros((6, 6)), np.zeros(6)
+    for l in range(n):
+        parent, q0, v0, nv = links[l, PARENT], links[l, Q0], links[l, V0], links[l, NV]
+        _joint_pose(links[l, JOINT], axis[l], q[q0:], Rj, pj)
+        _compose(R[parent], p[parent], place_R[l], place_p[l], Rf, pf)
+        _compose(Rf, pf, Rj, pj, R[l], p[l])
+        for c in range(nv):  # S = [[R, 0], [p x R, R]] S_local
+            for i in range(3):
+                w, u = 0.0, 0.0
+                for k in range(3):
+                    w += R[l, i, k] * S_local[l, k, c]
+                    u += R[l, i, k] * S_local[l, 3 + k, c]
+                S[l, i, c], S[l, 3 + i, c] = w, u
+            for i in range(3):
+                i1, i2 = (i + 1) % 3, (i + 2) % 3
+                S[l, 3 + i, c] += p[l, i1] * S[l, i2, c] - p[l, i2] * S[l, i1, c]
+        for i in range(6):
+            t = 0.0
+            for c in range(nv):
+                t += S[l, i, c] * v[v0 + c]
+            jv[i] = t
+            vel[l, i] = vel[parent, i] + t
+        _cross_motion(vel[l], jv, bias[l])
+        _inverse_transform(R[l], p[l], X)  # H = X' I X
+        for i in range(6):
+            for j in range(6):
+                t = 0.0
+                for k in range(6):
+                    t += inertia[l, i, k] * X[k, j]
+                T[i, j] = t
+        for i in range(6):
+            for j in range(6):
+                t = 0.0
+                for k in range(6):
+                    t += X[k, i] * T[k, j]
+                Iw[l, i, j] = t
+        for i in range(6):  # momentum h = H v
+            t = 0.0
+            for k in range(6):
+                t += Iw[l, i, k] * vel[l, k]
+            jv[i] = t
+        # f = -v x* h = crm(v)' h: [-(w x n) - (u x f); -(w x f)]
+        w, u = vel[l, :3], vel[l, 3:]
+        fb[l, 0] = -(w[1] * jv[2] - w[2] * jv[1]) - (u[1] * jv[5] - u[2] * jv[4])
+        fb[l, 1] = -(w[2] * jv[0] - w[0] * jv[2]) - (u[2] * jv[3] - u[0] * jv[5])
+        fb[l, 2] = -(w[0] * jv[1] - w[1] * jv[0]) - (u[0] * jv[4] - u[1] * jv[3])
+        fb[l, 3] = -(w[1] * jv[5] - w[2] * jv[4])
+        fb[l, 4] = -(w[2] * jv[3] - w[0] * jv[5])
+        fb[l, 5] = -(w[0] * jv[4] - w[1] * jv[3])
+
+
+@njit(cache=True)
+def _constraint_terms(constraints, general, root, R, p, vel, Kbuf, k):
+    """:func:`mechanics.kinematics.constraint_terms` of every constraint: ``K`` per pair into ``Kbuf`` (rows
+    ``0..m``), ``k`` (ground terms folded in, as there) stacked in constraint order."""
+    table, axes, pairs = constraints
+    place_R, place_p, K_const, k_const = general
+    ground = R.shape[0] - 1
+    R1, p1, R2, p2 = np.zeros((3, 3)), np.zeros(3), np.zeros((3, 3)), np.zeros(3)
+    X, drift, Kl = np.zeros((6, 6)), np.zeros(6), np.zeros((6, 6))
+    for j in range(table.shape[0]):
+        kind, m, r0, pair = table[j, CKIND], table[j, CDIM], table[j, ROW0], table[j, PAIR0]
+        if kind == GENERAL:
+            for q in range(table[j, NPAIR]):
+                Kbuf[pair + q] = K_const[pair + q]
+            for r in range(m):
+                k[r0 + r] = k_const[r0 + r]
+            continue
+        a, b = table[j, L1], table[j, L2]
+        _compose(R[a], p[a], place_R[j, 0], place_p[j, 0], R1, p1)
+        for r in range(m):
+            k[r0 + r] = 0.0
+        for side in range(2):
+            link, sign = (a, 1.0) if side == 0 else (b, -1.0)
+            if kind == WELD:  # C (a_1 - a_2) = -C (v_1 x v_2), C the rows of X^-1(R1, p1) in [linear; angular]
+                _inverse_transform(R1, p1, X)
+                for r in range(m):
+                    row = (axes[j, r] + 3) % 6  # kinematics.LINEAR_FIRST: [linear; angular] rows
+                    for c in range(6):
+                        Kl[r, c] = sign * X[row, c]
+                if side == 0:
+                    _cross_motion(vel[a], vel[b], drift)
+                    for r in range(m):
+                        t = 0.0
+                        for c in range(6):
+                            t += Kl[r, c] * drift[c]
+                        k[r0 + r] -= t
+            else:  # Connect: K = sign R1' [-p x, I], drift sign * w x (J v)
+                if side == 1:
+                    _compose(R[b], p[b], place_R[j, 1], place_p[j, 1], R2, p2)
+                point = p1 if side == 0 else p2
+                vl = vel[link]
+                Jv0 = vl[3] + vl[1] * point[2] - vl[2] * point[1]
+                Jv1 = vl[4] + vl[2] * point[0] - vl[0] * point[2]
+                Jv2 = vl[5] + vl[0] * point[1] - vl[1] * point[0]
+                d0 = vl[1] * Jv2 - vl[2] * Jv1
+                d1 = vl[2] * Jv0 - vl[0] * Jv2
+                d2 = vl[0] * Jv1 - vl[1] * Jv0
+                for r in range(m):
+                    ax = axes[j, r]
+                    e0, e1, e2 = R1[0, ax], R1[1, ax], R1[2, ax]  # row ax of R1'
+                    Kl[r, 0] = -sign * (e1 * point[2] - e2 * point[1])  # e' (-[p]x) = -(e x p)'
+                    Kl[r, 1] = -sign * (e2 * point[0] - e0 * point[2])
+                    Kl[r, 2] = -sign * (e0 * point[1] - e1 * point[0])
+                    Kl[r, 3], Kl[r, 4], Kl[r, 5] = sign * e0, sign * e1, sign * e2
+                    k[r0 + r] -= sign * (e0 * d0 + e1 * d1 + e2 * d2)
+            if link == ground:  # the ground's known acceleration to the right-hand side
+                for r in range(m):
+                    t = 0.0
+                    for c in range(6):
+                        t += Kl[r, c] * root[c]
+                    k[r0 + r] -= t
+            else:
+                for r in range(m):
+                    for c in range(6):
+                        Kbuf[pair, r, c] = Kl[r, c]
+                pair += 1
+
+
+# -- the graph's numbers ----------------------------------------------------------------------------------------
+
+@njit(cache=True)
+def _penalty_information(factors, f, constraints, Kbuf, mu, e, out):
+    """``out = A' (mu e)`` for the penalty factor ``f``: ``A = [K_l ...]`` over its links (``LeastSquares.information``)."""
+    table = constraints[0]
+    j = factors[f, WHO]
+    m, pair0 = table[j, CDIM], table[j, PAIR0]
+    for q in range(table[j, NPAIR]):
+        for c in range(6):
+            t = 0.0
+            for r in range(m):
+                t += Kbuf[pair0 + q, r, c] * (mu * e[r])
+            out[6 * q + c] = t
+
+
+@njit(cache=True)
+def _fill(model, constraints, factors, S, bias, Iw, fb, Kbuf, k, tau, lam, mu, Fw, Lin, Lmag, meas):
+    """Every graph factor's matrix, scales and linear term into the program's workspaces, as the slots of
+    :class:`mechanics.gplc.GPLCLayout` and the policies build them; returns the largest diagonal magnitude
+    of the quadratic factors (the scale floor's reference)."""
+    links, root = model[0], model[6]
+    table = constraints[0]
+    ground = links.shape[0]
+    largest = 0.0
+    for f in range(factors.shape[0]):
+        kind, who, n = factors[f, FKIND], factors[f, WHO], factors[f, FN]
+        mat, scl, lin = factors[f, MAT], factors[f, SCL], factors[f, LIN]
+        if kind == TREE:  # [I, -I, -S] (a_i, a_parent, qdd_i) = a_b,i (+ a_0 on the ground)
+            parent, nv = links[who, PARENT], links[who, NV]
+            on_ground = parent == ground
+            c0 = 6 if on_ground else 12
+            for r in range(6):
+                for j in range(n):
+                    Fw[mat + r * n + j] = 0.0
+                Fw[mat + r * n + r] = 1.0
+                norm2 = 1.0
+                if not on_ground:
+                    Fw[mat + r * n + 6 + r] = -1.0
+                    norm2 += 1.0
+                for j in range(nv):
+                    s = S[who, r, j]
+                    Fw[mat + r * n + c0 + j] = -s
+                    norm2 += s * s
+                Fw[scl + r] = 1.0 / np.sqrt(norm2)
+                b = bias[who, r] + root[r] if on_ground else bias[who, r]
+                Lin[lin + r], Lmag[lin + r] = b, abs(b)
+            continue
+        for i in range(n):
+            for j in range(n):
+                Fw[mat + i * n + j] = 0.0
+            Lin[lin + i] = 0.0
+        if kind == PRIOR:
+            for i in range(6):
+                Lin[lin + i] = fb[who, i]
+                for j in range(6):
+                    Fw[mat + i * 6 + j] = 0.5 * (Iw[who, i, j] + Iw[who, j, i])
+        elif kind == TORQUE:
+            v0 = links[who, V0]
+            for i in range(n):
+                Lin[lin + i] = tau[v0 + i]
+        elif kind == PENALTY:  # LeastSquares: H = A' (mu A), g = A' (mu b), b = k - lambda / mu
+            m, r0, pair0 = table[who, CDIM], table[who, ROW0], table[who, PAIR0]
+            for r in range(m):
+                meas[r0 + r] = k[r0 + r] - lam[r0 + r] / mu
+            for a in range(n):
+                qa, ca = a // 6, a % 6
+                for c in range(n):
+                    qc, cc = c // 6, c % 6
+                    t = 0.0
+                    for r in range(m):
+                        t += Kbuf[pair0 + qa, r, ca] * (mu * Kbuf[pair0 + qc, r, cc])
+                    Fw[mat + a * n + c] = t
+            _penalty_information(factors, f, constraints, Kbuf, mu, meas[r0:], Lin[lin:])
+        elif kind == LOOP:  # [[0, K], [K', 0]] on (lambda, a_l); -lambda' k carried by the first link's
+            m, r0, pair = table[who, CDIM], table[who, ROW0], factors[f, PAIR]
+            for r in range(m):
+                for c in range(6):
+                    Fw[mat + r * n + m + c] = Fw[mat + (m + c) * n + r] = Kbuf[pair, r, c]
+                if factors[f, FIRST]:
+                    Lin[lin + r] = k[r0 + r]
+        else:  # PROXIMAL: -I / mu, g = -lambda / mu
+            r0 = table[who, ROW0]
+            for i in range(n):
+                Fw[mat + i * n + i] = -1.0 / mu
+                Lin[lin + i] = -lam[r0 + i] / mu
+        for i in range(n):
+            Fw[scl + i] = abs(Fw[mat + i * n + i])
+            largest = max(largest, Fw[scl + i])
+    return largest
+
+
+@njit(cache=True)
+def _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas):
+    """Constraint ``j``'s moving term for ``lambda`` (:meth:`~mechanics.policies.ConstraintPolicy.moving_term`):
+    the penalty's target ``k - lambda / mu`` (``alm``, ``soft``) or the proximal prior's ``-lambda / mu``."""
+    table = constraints[0]
+    f, m, r0 = table[j, MOVING], table[j, CDIM], table[j, ROW0]
+    if table[j, POLICY] == 1:
+        for r in range(m):
+            Lin[factors[f, LIN] + r] = -lam[r0 + r] / mu
+    else:
+        for r in range(m):
+            meas[r0 + r] = k[r0 + r] - lam[r0 + r] / mu
+        _penalty_information(factors, f, constraints, Kbuf, mu, meas[r0:], Lin[factors[f, LIN]:])
+
+
+@njit(cache=True)
+def _residual_terms(factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, x, Lres, e):
+    """``g - H x`` and ``b - A x`` per graph factor (``A' mu (b - A x)`` for penalties), as
+    :meth:`elimination.Factorization._residual_terms`: refinement's right-hand sides."""
+    table = constraints[0]
+    for f in range(factors.shape[0]):
+        kind, n, s0 = factors[f, FKIND], factors[f, FN], factors[f, SC0]
+        mat, lin = factors[f, MAT], factors[f, LIN]
+        if kind == PENALTY:
+            j = factors[f, WHO]
+            m, r0, pair0 = table[j, CDIM], table[j, ROW0], table[j, PAIR0]
+            for r in range(m):
+                t = meas[r0 + r]
+                for c in range(n):
+                    t -= Kbuf[pair0 + c // 6, r, c % 6] * x[scope[s0 + c]]
+                e[r] = t
+            _penalty_information(factors, f, constraints, Kbuf, mu, e, Lres[lin:])
+            continue
+        rows = 6 if kind == TREE else n
+        for i in range(rows):
+            t = Lin[lin + i]
+            for c in range(n):
+                t -= Fw[mat + i * n + c] * x[scope[s0 + c]]
+            Lres[lin + i] = t
+
+
+@njit(cache=True)
+def _largest(a):
+    top = 0.0
+    for i in range(a.shape[0]):
+        top = max(top, abs(a[i]))
+    return top
+
+
+@njit(cache=True)
+def _refine_step(prog, sscr, work, C, Lmag, x):
+    """One step of iterative refinement of ``x`` in place; the size of the correction relative to ``x``."""
+    steps, gs, gd, bs, bd, xfs, xfd, xss, xsd = prog[0], prog[11], prog[12], prog[13], prog[14], prog[15], prog[16], \
+        prog[17], prog[18]
+    factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, Lres, e, corr, cache, dropped = work
+    _residual_terms(factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, x, Lres, e)
+    solve_one(steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, C, Lres, Lmag, cache, corr, dropped, sscr)
+    for i in range(x.shape[0]):
+        x[i] += corr[i]
+    return _largest(corr) / max(_largest(x), 2.2250738585072014e-308)
+
+
+@njit(cache=True)
+def _solve(prog, sscr, work, C, Lmag, x, suspect, refine):
+    """:meth:`elimination.Factorization.solve` for the linear terms in ``work``: the sweeps, the dropped
+    rows' consistency, ``refine`` steps, and the verification of a suspect factorization.  False where the
+    numpy path must answer (inconsistent dropped rows, refinement that does not settle)."""
+    steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, drops = prog[0], prog[11], prog[12], prog[13], prog[14], prog[15], \
+        prog[16], prog[17], prog[18], prog[19]
+    Lin, cache, dropped = work[7], work[11], work[12]
+    solve_one(steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, C, Lin, Lmag, cache, x, dropped, sscr)
+    for q in range(drops.shape[0]):
+        off, d = drops[q, 0], drops[q, 1]
+        for i in range(d):
+            if abs(dropped[off + i]) > CONSISTENCY_RTOL * dropped[off + d]:
+                return False
+    for _ in range(refine):
+        _refine_step(prog, sscr, work, C, Lmag, x)
+    if not suspect:
+        return True
+    previous, small, change = np.inf, 0, np.inf
+    for _ in range(SUSPECT_REFINE):
+        change = _refine_step(prog, sscr, work, C, Lmag, x)
+        contracting = change > SETTLED_RTOL and change <= 0.5 * previous
+        if change > VERIFY_RTOL and not contracting:
+            return False
+        small = small + 1 if change <= VERIFY_RTOL else 0
+        if not contracting or small > FINISHING_REFINE:
+            return True
+        previous = change
+    return not change > VERIFY_RTOL
+
+
+# -- the outer loop ---------------------------------------------------------------------------------------------
+
+@njit(cache=True)
+def _constraint_residual(constraints, Kbuf, k, links, x, res):
+    """``K a - k`` of every constraint row at the solution ``x``."""
+    table, pairs = constraints[0], constraints[2]
+    for j in range(table.shape[0]):
+        m, r0, pair0 = table[j, CDIM], table[j, ROW0], table[j, PAIR0]
+        for r in range(m):
+            t = -k[r0 + r]
+            for q in range(table[j, NPAIR]):
+                acc = links[pairs[pair0 + q, 1], ACC]
+                for c in range(6):
+                    t += Kbuf[pair0 + q, r, c] * x[acc + c]
+            res[r0 + r] = t
+
+
+@njit(cache=True)
+def _update(constraints, x, res, mu, lam):
+    """Every constraint's ``lambda`` after a solve (the policies' ``update``: 000 eq. 33, eq. 42, the
+    multiplier, the penalty force)."""
+    table = constraints[0]
+    for j in range(table.shape[0]):
+        m, r0, policy, mult = table[j, CDIM], table[j, ROW0], table[j, POLICY], table[j, MULT]
+        for r in range(m):
+            if policy == 0:
+                lam[r0 + r] += mu * res[r0 + r]
+            elif policy == 3:
+                lam[r0 + r] = mu * res[r0 + r]
+            else:
+                lam[r0 + r] = x[mult + r]
+
+
+@njit(cache=True)
+def _qdd_step(links, x, qdd, set_qdd):
+    """``max |qdd(x) - qdd|``; with ``set_qdd`` also ``qdd = qdd(x)``."""
+    step = 0.0
+    for l in range(links.shape[0]):
+        v0, off = links[l, V0], links[l, QDD]
+        for i in range(links[l, NV]):
+            step = max(step, abs(x[off + i] - qdd[v0 + i]))
+            if set_qdd:
+                qdd[v0 + i] = x[off + i]
+    return step
+
+
+@njit(cache=True)
+def _rows_max(table, res, soft):
+    """``max |res|`` over the rows of the iterating constraints (``alm``, ``prox``), or with ``soft`` of the
+    ``soft`` ones (0 if none)."""
+    top = 0.0
+    for j in range(table.shape[0]):
+        if (table[j, POLICY] == 3) if soft else (table[j, POLICY] <= 1):
+            for r in range(table[j, ROW0], table[j, ROW0] + table[j, CDIM]):
+                top = max(top, abs(res[r]))
+    return top
+
+
+@njit(cache=True)
+def _soft_norm(table, res):
+    total = 0.0
+    for j in range(table.shape[0]):
+        if table[j, POLICY] == 3:
+            for r in range(table[j, ROW0], table[j, ROW0] + table[j, CDIM]):
+                total += res[r] * res[r]
+    return np.sqrt(total)
+
+
+@njit(cache=True)
+def dynamics_kernel(model, constraints, general, factors, scope, prog, sizes, Q, V, TAU, LAM0, mu, tol, max_iter,
+                    refine, iterating, out):
+    """Forward dynamics of every state ``Q (B, nq), V, TAU (B, nv)``, warm start ``LAM0 (B, m)``, into
+    ``out`` (:meth:`CompiledDynamics.run`)."""
+    qdd_o, lam_o, iter_o, res_o, k_o, conv_o, acc_o, status_o = out
+    factor_size, conditional_size, linear_size, cache_size, value_size, dropped_size, maxn, check_rank = sizes
+    links, table = model[0], constraints[0]
+    n, m = links.shape[0], LAM0.shape[1]
+    R, p, vel = np.zeros((n + 1, 3, 3)), np.zeros((n + 1, 3)), np.zeros((n + 1, 6))
+    S, bias, Iw, fb = np.zeros((n, 6, 6)), np.zeros((n, 6)), np.zeros((n, 6, 6)), np.zeros((n, 6))
+    Kbuf = np.zeros((max(constraints[2].shape[0], 1), 6, 6))
+    k, meas, meas0, res, e = np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(6)
+    Fw, C = np.zeros(factor_size), np.zeros(conditional_size)
+    Lin, Lin0, Lmag, Lres = np.zeros(linear_size), np.zeros(linear_size), np.zeros(linear_size), np.zeros(linear_size)
+    cache, dropped = np.zeros(cache_size), np.zeros(dropped_size)
+    x, xn, corr = np.zeros(value_size), np.zeros(value_size), np.zeros(value_size)
+    fscr, sscr = factorize_scratch(maxn), solve_scratch(maxn)
+    steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed = prog[:11]
+    work = (factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, Lres, e, corr, cache, dropped)
+    has_soft = False
+    for j in range(table.shape[0]):
+        has_soft = has_soft or table[j, POLICY] == 3
+    for b in range(Q.shape[0]):
+        status_o[b] = FALLBACK
+        lam, qdd, res = lam_o[b], qdd_o[b], res_o[b]
+        lam[:] = LAM0[b]
+        _kinematics(model, Q[b], V[b], R, p, S, vel, bias, Iw, fb)
+        _constraint_terms(constraints, general, model[6], R, p, vel, Kbuf, k)
+        largest = _fill(model, constraints, factors, S, bias, Iw, fb, Kbuf, k, TAU[b], lam, mu, Fw, Lin, Lmag, meas)
+        Lin0[:] = Lin
+        meas0[:] = meas
+        ratio, weak, failed = factorize_one(steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed, Fw, C, SCALE_FLOOR * largest,
+                                            check_rank != 0, fscr)
+        if failed != -1:
+            continue
+        suspect = ratio < PIVOT_SUSPECT_RTOL
+        if not _solve(prog, sscr, work, C, Lmag, x, suspect, refine):
+            continue
+        _qdd_step(links, x, qdd, True)
+        _constraint_residual(constraints, Kbuf, k, links, x, res)
+        iterations, step, ok = 1, np.inf, True
+        while True:  # outer_iterations, for one element
+            _update(constraints, x, res, mu, lam)
+            if min(step, _largest(res)) < tol or not iterating or iterations >= max_iter:
+                break
+            for j in range(table.shape[0]):
+                if table[j, POLICY] <= 1:  # alm, prox
+                    _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas)
+            if not _solve(prog, sscr, work, C, Lmag, xn, suspect, refine):
+                ok = False
+                break
+            step = _qdd_step(links, xn, qdd, True)
+            iterations += 1
+            x[:] = xn
+            _constraint_residual(constraints, Kbuf, k, links, x, res)
+        if not ok:
+            continue
+        tolerance = max(tol, RESIDUAL_RTOL * (1.0 + _largest(k)))
+        converged = _rows_max(table, res, False) <= tolerance
+        if has_soft and not _rows_max(table, res, True) <= tolerance:  # does one ALM correction halve it?
+            Lin[:] = Lin0
+            meas[:] = meas0
+            for j in range(table.shape[0]):
+                if table[j, POLICY] == 3:
+                    _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas)
+            if not _solve(prog, sscr, work, C, Lmag, xn, suspect, refine):
+                continue
+            corrected = k_o[b]  # scratch until k is written below
+            _constraint_residual(constraints, Kbuf, k, links, xn, corrected)
+            converged = converged and _soft_norm(table, corrected) <= SOFT_CONTRACTION * _soft_norm(table, res)
+        k_o[b] = k
+        conv_o[b], iter_o[b] = converged, iterations
+        for l in range(n):
+            for c in range(6):
+                acc_o[b, l, c] = x[links[l, ACC] + c]
+        status_o[b] = OK

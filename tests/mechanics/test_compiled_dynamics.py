@@ -1,0 +1,177 @@
+"""The fused compiled dynamics (mechanics.compiled): one kernel per call, answering as the numpy path.
+
+The oracle is the numpy reference path (``backend="numpy"``: Python kinematics, factor objects, the
+step-by-step elimination rule), itself checked against Pinocchio and the dense KKT solve elsewhere;
+here also directly against Pinocchio's dense solve on random mechanisms of every joint kind.
+"""
+import warnings
+
+import numpy as np
+import pinocchio as pin
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import elimination
+import mechanics
+from mechanics import GROUND, General, Joint, Link, Mechanism, Weld, at, models
+from mechanics.compiled import FALLBACK, OK
+from tests.mechanics.pinocchio_oracle import ALM_MU, constraint_jacobian, dense_reference, pinocchio_model_of
+from tests.mechanics.random_mechanisms import mechanisms, random_state
+
+ALGORITHMS = ["pv", "proxpv", "proxbbo", "lcaba", "pv_soft", "proxltl", "min_degree", "min_fill"]
+
+
+def relative(a, b) -> float:
+    return float(np.max(np.abs(a - b), initial=0.0) / max(1.0, np.max(np.abs(b), initial=0.0)))
+
+
+def _quiet(call, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return call(*args, **kwargs)
+
+
+def _kernel_status(prepared, q, v, tau) -> np.ndarray:
+    """The fused kernel's per-state status (OK: its own answer; FALLBACK: the numpy path's)."""
+    B = q.shape[0]
+    lam0 = np.zeros((B, prepared.mechanism.constraint_dim))
+    return prepared.compiled.run(q, v, tau, lam0, prepared.mu, prepared.tol, prepared.max_iter, prepared.refine)[-1]
+
+
+@pytest.mark.parametrize("model, rtol", [("fig4", 1e-12), ("four_bar", 1e-12), ("cycle", 1e-12), ("ladder", 1e-12),
+                                         ("digit_leg", 1e-12), ("branching", 1e-10), ("worst_case", 1e-10)])
+def test_the_fused_kernel_answers_every_algorithm_as_the_numpy_path(model, rtol):
+    """Every state answered by the kernel itself (no fallback), to round-off: accelerations, forces (mu times
+    round-off for the penalty policies, whose force is mu times a residual), iterations, convergence.
+    branching and worst_case (000's deep chain, accelerations over four orders of magnitude) are
+    ill-conditioned: the numpy path and the batch kernels of elimination.compiled differ by 1e-11 there too."""
+    mech = models.MODELS[model]()
+    q, v, tau = random_state(mech, np.random.default_rng(3), (3,))
+    for name in ALGORITHMS:
+        mu = ALM_MU if name == "lcaba" else 1e6
+        fused = mechanics.prepare(mech, name, mu=mu, backend="numba")
+        assert fused.compiled is not None, name
+        assert np.all(_kernel_status(fused, q, v, tau) == OK), name
+        got = fused(q, v, tau)
+        ref = mechanics.prepare(mech, name, mu=mu, backend="numpy")(q, v, tau)
+        assert relative(got.qdd, ref.qdd) < rtol, name
+        penalty = name in ("lcaba", "pv_soft")
+        assert relative(got.forces, ref.forces) < (mu * 1e-13 if penalty else 100 * rtol), name
+        assert np.array_equal(got.converged, ref.converged), name
+        if rtol <= 1e-12:  # where round-off is 1e-11, it can move a residual across tol=1e-10: one more iteration
+            assert np.array_equal(got.iterations, ref.iterations), name
+        for link in mech.links:
+            assert relative(got.link_accelerations[link.name], ref.link_accelerations[link.name]) < rtol, name
+        assert np.allclose(got.residual, ref.residual, rtol=0, atol=1e-9), name
+
+
+def kkt_condition(model, cms, q) -> float:
+    """Condition number of the dense KKT matrix ``[[M, J'], [J, 0]]`` at ``q`` (Pinocchio's M and J)."""
+    data = model.createData()
+    M = pin.crba(model, data, q)
+    M = np.triu(M) + np.triu(M, 1).T
+    J = constraint_jacobian(model, data, cms, q)
+    m = J.shape[0]
+    return float(np.linalg.cond(np.block([[M, J.T], [J, np.zeros((m, m))]])))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mechanisms(max_links=6, max_constraints=2), st.integers(0, 2**31 - 1),
+       st.sampled_from(["proxbbo", "lcaba", "pv_soft", "proxltl"]))
+def test_random_mechanisms_of_every_joint_kind_equal_pinocchio_and_the_numpy_path(mech, seed, name):
+    """Kinematics of every joint kind, Weld and Connect to links and to the ground, through the kernel: the
+    numpy path's answer to round-off times the KKT condition (random inertias and poses make nearly
+    singular mechanisms: the forward error of two stable solves differs by that much; 1e-11 at least, as
+    the penalty policies' mu K'K is not in Pinocchio's KKT matrix); Pinocchio's dense solve to 1e-5."""
+    q, v, tau = random_state(mech, np.random.default_rng(seed), (2,))
+    try:
+        ref = _quiet(mechanics.forward_dynamics, mech, q, v, tau, algorithm=name, mu=1e8)
+    except elimination.SingularProblemError:
+        with pytest.raises(elimination.SingularProblemError):
+            _quiet(mechanics.forward_dynamics, mech, q, v, tau, algorithm=name, mu=1e8, backend="numba")
+        return
+    got = _quiet(mechanics.forward_dynamics, mech, q, v, tau, algorithm=name, mu=1e8, backend="numba")
+    assert np.array_equal(got.converged, ref.converged)
+    if not np.all(ref.converged):  # inconsistent constraints: where max_iter stops an oscillation is round-off
+        return
+    model, cms = pinocchio_model_of(mech)
+    condition = max(kkt_condition(model, cms, q[i]) for i in range(2))
+    assert relative(got.qdd, ref.qdd) < min(1e-6, max(1e-11, 1e-15 * condition))  # ~10 eps times the condition
+    if not mech.constraints or name == "pv_soft":  # soft answers are 1/mu away from the constrained one
+        return
+    ddq, _ = dense_reference(model, cms, q[0], v[0], tau[0])
+    if np.all(np.isfinite(ddq)):
+        assert relative(got.qdd[0], ddq) < 1e-5
+
+
+def test_general_constraints_with_the_ground_folded_in():
+    """General rows on two links and on a link and the ground (the ground's acceleration moves to k)."""
+    mech = models.fig4()
+    rows = np.eye(6)[[1, 5]]
+    mech = mech.with_constraints(list(mech.constraints) + [General(("6", "8"), (rows, -rows), np.array([0.3, -0.2]), "pair"),
+                                                           General(("11", GROUND), (rows, -rows), np.zeros(2), "ground")])
+    q, v, tau = random_state(mech, np.random.default_rng(4), (2,))
+    for name in ("proxbbo", "lcaba", "pv_soft"):
+        fused = mechanics.prepare(mech, name, mu=1e7, backend="numba")
+        assert np.all(_kernel_status(fused, q, v, tau) == OK)
+        got, ref = _quiet(fused, q, v, tau), _quiet(mechanics.prepare(mech, name, mu=1e7), q, v, tau)
+        assert relative(got.qdd, ref.qdd) < 1e-12 and np.array_equal(got.converged, ref.converged), name
+
+
+def test_a_batch_element_equals_its_unbatched_call_bit_for_bit():
+    """Each state runs on its own in the kernel: its answer depends neither on the batch nor on call history."""
+    mech = models.digit_leg()
+    q, v, tau = random_state(mech, np.random.default_rng(8), (5,))
+    fused = mechanics.prepare(mech, "lcaba", backend="numba")
+    batched = fused(q, v, tau)
+    for i in reversed(range(5)):
+        single = fused(q[i], v[i], tau[i])
+        assert np.array_equal(single.qdd, batched.qdd[i]) and np.array_equal(single.forces, batched.forces[i])
+        assert single.iterations == batched.iterations[i] and isinstance(single.iterations, int)
+
+
+def test_warm_start_and_broadcast_batches_go_through_the_kernel():
+    mech = models.four_bar()
+    q, v, tau = random_state(mech, np.random.default_rng(9), (4,))
+    fused = mechanics.prepare(mech, "proxbbo", backend="numba")
+    cold = fused(q, v, tau)
+    warm = fused(q, v, tau, forces0=cold.forces)
+    assert np.all(warm.iterations <= cold.iterations) and relative(warm.qdd, cold.qdd) < 1e-9
+    shared = fused(q[0], v, tau[None, 0])  # q unbatched, v batched, tau (1, nv)
+    ref = mechanics.prepare(mech, "proxbbo")(q[0], v, tau[None, 0])
+    assert shared.qdd.shape == (4, mech.nv) and relative(shared.qdd, ref.qdd) < 1e-12
+
+
+def _welded_twice():
+    links = [Link("upper", GROUND, Joint("revolute", "z")), Link("lower", "upper", Joint("revolute", "x"), at(1.0))]
+    return Mechanism(links, [Weld("lower", GROUND, at(0.5), at(1.5)), Weld("lower", GROUND, at(1.0), at(2.0))])
+
+
+def test_what_only_the_numpy_path_can_answer_is_left_to_it():
+    """Dependent hard rows: the kernel says FALLBACK and the call raises the numpy path's named error; an
+    inconsistent soft problem is answered by the kernel and reported not converged, as there."""
+    mech = _welded_twice()
+    q, v, tau = random_state(mech, np.random.default_rng(1), (2,))
+    fused = mechanics.prepare(mech, "pv", backend="numba")
+    assert np.all(_kernel_status(fused, q, v, tau) == FALLBACK)
+    with pytest.raises(elimination.SingularProblemError) as compiled_error:
+        fused(q, v, tau)
+    with pytest.raises(elimination.SingularProblemError) as numpy_error:
+        mechanics.prepare(mech, "pv")(q, v, tau)
+    assert str(compiled_error.value) == str(numpy_error.value)
+    soft = mechanics.prepare(mech, "pv_soft", backend="numba")
+    with pytest.warns(mechanics.ConvergenceWarning):
+        got = soft(q, v, tau)
+    ref = _quiet(mechanics.prepare(mech, "pv_soft"), q, v, tau)
+    assert np.array_equal(got.converged, ref.converged) and not np.any(got.converged)
+
+
+def test_a_policy_of_its_own_runs_on_the_numpy_path():
+    class Stiff(mechanics.Prox):
+        name = "stiff"
+
+    mech = models.four_bar()
+    fused = mechanics.prepare(mech, (Stiff(), mechanics.ALGORITHMS["proxbbo"].ordering), backend="numba")
+    assert fused.compiled is None
+    q, v, tau = random_state(mech, np.random.default_rng(2))
+    assert relative(fused(q, v, tau).qdd, mechanics.prepare(mech, "proxbbo")(q, v, tau).qdd) < 1e-12
