@@ -35,7 +35,7 @@ from .symbolic import Plan, Step, analyze
 from .library import amd, constrained_first, constrained_last, metis  # registers "amd", "metis" in ORDERINGS
 
 
-def solve(graph, ordering="min_fill", refine: int = 1) -> dict:
+def solve(graph, ordering="min_fill", refine: int = 1, backend: str = "auto") -> dict:
     """Analyze, factorize and solve in one call.
 
     Parameters
@@ -46,6 +46,8 @@ def solve(graph, ordering="min_fill", refine: int = 1) -> dict:
         (``"natural"``, ``"min_degree"``, ``"min_fill"``).
     refine : int
         Steps of iterative refinement (see :meth:`Factorization.solve`).
+    backend : {"auto", "numba", "numpy"}
+        Executor (:func:`factorize`).
 
     Returns
     -------
@@ -53,7 +55,7 @@ def solve(graph, ordering="min_fill", refine: int = 1) -> dict:
         Variable key -> value.
     """
     plan = analyze(graph, resolve_ordering(graph, ordering))
-    return factorize(graph, plan).solve(refine=refine)
+    return factorize(graph, plan, backend=backend).solve(refine=refine)
 
 
 __all__ = [

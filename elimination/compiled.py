@@ -33,7 +33,7 @@ from numba import njit
 from .gaussian import RANK_RTOL, SINGULAR_RTOL  # numba freezes module globals: the numpy rule's tolerances
 from .program import F
 
-_ANNOUNCED = [False]
+_ANNOUNCED: set = set()  # modules announced in this process
 
 NF, NS, IDENTITY, PIVOT, NMIN, M, R, P, D_, NZ = (F[k] for k in ("nF", "nS", "identity", "pivot", "n_min", "m", "r", "p", "d", "nz"))
 H0, H1, S0, S1, A0, A1, W0, W1 = (F[k] for k in ("h0", "h1", "s0", "s1", "a0", "a1", "w0", "w1"))
@@ -516,14 +516,15 @@ def solve_kernel(steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, C, Lin, Lmag, cache,
                   scratch)
 
 
-def announce_first_compile() -> None:
-    """Say once per process, on stderr, that the kernels are being compiled (only when no disk cache exists)."""
-    if _ANNOUNCED[0]:
+def announce_first_compile(module: str = __file__, what: str = "the elimination kernels") -> None:
+    """Say once per process and module, on stderr, that ``what`` is being compiled (only when the module
+    has no disk cache yet: numba keeps it in ``__pycache__`` beside the module)."""
+    if module in _ANNOUNCED:
         return
-    _ANNOUNCED[0] = True
-    cache = Path(__file__).parent / "__pycache__"
-    if not any(cache.glob("compiled.*.nbi")):
-        print("gaussgraph: compiling the elimination kernels (once; cached on disk)...", file=sys.stderr, flush=True)
+    _ANNOUNCED.add(module)
+    path = Path(module)
+    if not any((path.parent / "__pycache__").glob(f"{path.stem}.*.nbi")):
+        print(f"gaussgraph: compiling {what} (once; cached on disk, about a minute)...", file=sys.stderr, flush=True)
 
 
 def max_front(program) -> int:

@@ -630,7 +630,7 @@ def _checked_override(name: str, index, value, current: np.ndarray) -> np.ndarra
 BACKENDS = ("numpy", "numba", "auto")
 
 
-def factorize(graph: FactorGraph, plan: Plan, rule: Callable = eliminate_gaussian, backend: str = "numpy") -> Factorization:
+def factorize(graph: FactorGraph, plan: Plan, rule: Callable = eliminate_gaussian, backend: str = "auto") -> Factorization:
     """Numeric elimination of ``graph`` along ``plan``.
 
     Parameters
@@ -645,11 +645,15 @@ def factorize(graph: FactorGraph, plan: Plan, rule: Callable = eliminate_gaussia
         :func:`elimination.gaussian.eliminate_gaussian` (use
         ``functools.partial(eliminate_gaussian, pivot_rtol=...)`` to change its
         singularity tolerance).
-    backend : {"numpy", "numba", "auto"}
-        ``"numpy"`` runs the rule step by step; ``"numba"`` runs the plan's
-        lowered program (:func:`elimination.program.lower`) in compiled code
-        and refuses plans its instruction set does not cover yet; ``"auto"``
-        takes numba where it can.  Both give the same numbers to round-off.
+    backend : {"auto", "numba", "numpy"}
+        ``"numpy"`` runs the rule step by step (the reference); ``"numba"``
+        runs the plan's lowered program (:func:`elimination.program.lower`) in
+        compiled code and refuses plans its instruction set does not cover
+        (partial plans, a custom ``rule``); ``"auto"`` (the default) takes
+        numba where it can.  Both give the same numbers to round-off; an
+        element whose pivot the compiled kernel refuses, or whose hard rows
+        it finds dependent, is factorized by the numpy rule (which names the
+        variables or re-plans it).
 
     Returns
     -------

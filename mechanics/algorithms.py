@@ -256,8 +256,15 @@ def resolve_algorithm(algorithm) -> tuple:
 
 
 def layout_of(mechanism: Mechanism, algorithm: Algorithm) -> GPLCLayout:
-    """The GPLC layout (structure, no numbers) of ``mechanism`` under ``algorithm``'s policies."""
-    return GPLCLayout(mechanism, resolve_policies(algorithm.policies, mechanism))
+    """The GPLC layout (structure, no numbers) of ``mechanism`` under ``algorithm``'s policies, kept in
+    ``mechanism.derived`` (a layout depends on the policies' types only)."""
+    policies = resolve_policies(algorithm.policies, mechanism)
+    return mechanism.derived.get(("layout", policy_types(policies)), lambda: GPLCLayout(mechanism, policies))
+
+
+def policy_types(policies: dict) -> tuple:
+    """``(constraint, policy class)`` pairs: what structure derived from a choice of policies depends on."""
+    return tuple((c, type(p)) for c, p in policies.items())
 
 
 def plan_key(layout: GPLCLayout, algorithm: Algorithm) -> tuple:
@@ -268,7 +275,9 @@ def plan_key(layout: GPLCLayout, algorithm: Algorithm) -> tuple:
 def plan_of(mechanism: Mechanism, algorithm: Algorithm, layout: GPLCLayout | None = None) -> elimination.Plan:
     """The symbolic plan of ``algorithm`` on ``mechanism``, from structure alone, kept in ``mechanism.plans``."""
     layout = layout if layout is not None else layout_of(mechanism, algorithm)
-    structure = layout.structure()
-    return mechanism.plans.get(
-        plan_key(layout, algorithm), lambda: elimination.analyze(structure, algorithm.ordering(mechanism, structure))
-    )
+
+    def make() -> elimination.Plan:
+        structure = layout.structure()
+        return elimination.analyze(structure, algorithm.ordering(mechanism, structure))
+
+    return mechanism.plans.get(plan_key(layout, algorithm), make)

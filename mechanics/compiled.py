@@ -125,7 +125,7 @@ class CompiledDynamics:
         out = (np.empty((B, mech.nv)), np.empty((B, m)), np.empty(B, dtype=np.int64), np.empty((B, m)),
                np.empty((B, m)), np.empty(B, dtype=np.bool_), np.empty((B, len(mech.links), 6)),
                np.empty(B, dtype=np.int64))
-        announce_first_compile()
+        announce_first_compile(__file__, "the dynamics kernel")
         dynamics_kernel(self.model, self.constraints, self.general, self.factors, self.scope, self.program_arrays,
                         self.sizes, q, v, tau, lam0, float(mu), float(tol), int(max_iter), int(refine), self.iterating,
                         out)

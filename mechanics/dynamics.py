@@ -23,7 +23,7 @@ import elimination
 from elimination import Ordering
 from elimination.numeric import BACKENDS, check_refine
 
-from .algorithms import layout_of, plan_of, resolve_algorithm, tree_order
+from .algorithms import layout_of, plan_of, policy_types, resolve_algorithm, tree_order
 from .checks import check_max_iter, check_mechanism, check_mu, check_multipliers, check_state, check_tol
 from .convergence import (
     RESIDUAL_RTOL, SOFT_CONTRACTION, element_max, element_norm, residual_tolerance, warn_inverse_mu, warn_not_converged,
@@ -265,7 +265,7 @@ class PreparedDynamics:
     """
 
     def __init__(self, mechanism: Mechanism, algorithm="lcaba", mu: float = 1e6, tol: float = 1e-10,
-                 max_iter: int = 50, refine: int | None = None, backend: str = "numpy", *, _stacklevel: int = 3):
+                 max_iter: int = 50, refine: int | None = None, backend: str = "auto", *, _stacklevel: int = 3):
         self.mu, self.tol, self.max_iter = check_mu(mu), check_tol(tol), check_max_iter(max_iter)
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
@@ -278,12 +278,16 @@ class PreparedDynamics:
         self._context = f"forward_dynamics: {self.name} ({self.label} policy, mu={self.mu:g}) on {mechanism.name!r}"
         warn_inverse_mu(self.mu, self._names, self._context, stacklevel=_stacklevel)
         self.plan = plan_of(mechanism, algo, self.layout)
-        self.refine = default_refine(self.policies, self.plan) if refine is None else refine  # checked by the solve
+        if refine is None:
+            refine = mechanism.derived.get(("refine", policy_types(self.policies), algo.ordering),
+                                           lambda: default_refine(self.policies, self.plan))
+        self.refine = refine  # checked by the solve
         self.compiled = None
         if backend != "numpy":
             self.plan.lowered()  # lowered now, not at the first call
             self.refine = check_refine(self.refine)
-            compiled = CompiledDynamics(mechanism, self.layout, self.plan)
+            key = ("compiled", policy_types(self.policies), algo.ordering)  # tables kept with the mechanism
+            compiled = mechanism.derived.get(key, lambda: CompiledDynamics(mechanism, self.layout, self.plan))
             self.compiled = None if compiled.unsupported else compiled
 
     def __repr__(self) -> str:
@@ -366,7 +370,7 @@ class PreparedDynamics:
 
 
 def prepare(mechanism: Mechanism, algorithm="lcaba", mu: float = 1e6, tol: float = 1e-10, max_iter: int = 50,
-            refine: int | None = None, backend: str = "numpy") -> PreparedDynamics:
+            refine: int | None = None, backend: str = "auto") -> PreparedDynamics:
     """Forward dynamics validated and planned once: a callable ``(q, v, tau, forces0=None) -> DynamicsResult``.
 
     Parameters are those of :func:`forward_dynamics` less the state; the
@@ -386,7 +390,7 @@ def prepare(mechanism: Mechanism, algorithm="lcaba", mu: float = 1e6, tol: float
 
 def forward_dynamics(
     mechanism: Mechanism, q, v, tau, algorithm="lcaba", mu: float = 1e6, tol: float = 1e-10,
-    max_iter: int = 50, forces0=None, refine: int | None = None, backend: str = "numpy",
+    max_iter: int = 50, forces0=None, refine: int | None = None, backend: str = "auto",
 ) -> DynamicsResult:
     """Constrained forward dynamics by bucket elimination of the GPLC graph.
 
@@ -427,10 +431,15 @@ def forward_dynamics(
         policies' own (1 for ``alm`` and ``soft``, 0 for ``prox`` and
         ``hard``), and 1 where the order eliminates a multiplier before the
         accelerations it couples (proxBBO): see :func:`default_refine`.
-    backend : {"numpy", "numba", "auto"}
-        Executor of the elimination (:func:`elimination.factorize`): the
-        compiled one covers the tree-ordered algorithms (ABA, PV, proxPV,
-        proxBBO, LCABA, PV-soft) today; ``"auto"`` uses it where it can.
+    backend : {"auto", "numba", "numpy"}
+        ``"auto"`` (the default) and ``"numba"`` run each state in one trip
+        into compiled code (:mod:`mechanics.compiled`: kinematics, fill,
+        elimination, outer iterations; compiled once, announced on stderr and
+        cached on disk); ``"numpy"`` is the reference path (Python
+        kinematics, factor objects, the elimination rule step by step).
+        States the kernel cannot answer -- a refused pivot, dependent hard
+        rows, refinement that does not settle -- and constraint policies of
+        one's own run on the numpy path.  The two agree to round-off.
 
     Returns
     -------

@@ -255,6 +255,7 @@ class Mechanism:
         self._loops: dict = {}  # constraint name -> (SL(j), lowest common ancestor or None), filled on demand
         self._supported: dict | None = None  # link name -> LS(i), filled on first use
         self.plans = PlanCache()
+        self.derived = PlanCache()  # GPLC layouts and compiled tables: structure derived once per choice of policies
         offsets_q = list(accumulate((link.joint.nq for link in self.links), initial=0))
         offsets_v = list(accumulate((link.joint.nv for link in self.links), initial=0))
         self.q_slices = {l.name: slice(a, b) for l, a, b in zip(self.links, offsets_q, offsets_q[1:])}

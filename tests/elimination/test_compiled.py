@@ -13,7 +13,7 @@ RTOL = 1e-12
 
 def _both(graph, ordering, **solve):
     plan = analyze(graph, ordering)
-    numpy_values = factorize(graph, plan).solve(**solve)
+    numpy_values = factorize(graph, plan, backend="numpy").solve(**solve)
     compiled = factorize(graph, plan, backend="numba")
     assert type(compiled).__name__ == "CompiledFactorization"
     return numpy_values, compiled.solve(**solve)
@@ -31,7 +31,7 @@ def test_random_graphs_equal_the_numpy_rule(spec):
         for name in elimination.ORDERINGS:
             ordering = elimination.resolve_ordering(graph, name)
             try:
-                numpy_values = factorize(graph, analyze(graph, ordering)).solve()
+                numpy_values = factorize(graph, analyze(graph, ordering), backend="numpy").solve()
             except SingularProblemError:  # an unregularized multiplier ordered first: refused on both sides
                 with pytest.raises(SingularProblemError):
                     factorize(graph, analyze(graph, ordering), backend="numba").solve()
@@ -69,7 +69,7 @@ def test_identity_substitutions_and_batched_linear_terms():
     plan = analyze(graph, ordering)
     fact = factorize(graph, plan, backend="numba")  # matrices unbatched, new linear terms batched (5, 4)
     g = {i: np.random.default_rng(1).normal(size=(5, 4, 2)) for i, f in enumerate(graph.factors) if isinstance(f, Quadratic)}
-    assert max_relative_error(fact.solve(g=g), factorize(graph, plan).solve(g=g)) < RTOL
+    assert max_relative_error(fact.solve(g=g), factorize(graph, plan, backend="numpy").solve(g=g)) < RTOL
 
 
 def test_partial_plans_are_named_or_left_to_numpy():

@@ -85,7 +85,7 @@ def test_random_mechanisms_of_every_joint_kind_equal_pinocchio_and_the_numpy_pat
     the penalty policies' mu K'K is not in Pinocchio's KKT matrix); Pinocchio's dense solve to 1e-5."""
     q, v, tau = random_state(mech, np.random.default_rng(seed), (2,))
     try:
-        ref = _quiet(mechanics.forward_dynamics, mech, q, v, tau, algorithm=name, mu=1e8)
+        ref = _quiet(mechanics.forward_dynamics, mech, q, v, tau, algorithm=name, mu=1e8, backend="numpy")
     except elimination.SingularProblemError:
         with pytest.raises(elimination.SingularProblemError):
             _quiet(mechanics.forward_dynamics, mech, q, v, tau, algorithm=name, mu=1e8, backend="numba")
@@ -114,7 +114,7 @@ def test_general_constraints_with_the_ground_folded_in():
     for name in ("proxbbo", "lcaba", "pv_soft"):
         fused = mechanics.prepare(mech, name, mu=1e7, backend="numba")
         assert np.all(_kernel_status(fused, q, v, tau) == OK)
-        got, ref = _quiet(fused, q, v, tau), _quiet(mechanics.prepare(mech, name, mu=1e7), q, v, tau)
+        got, ref = _quiet(fused, q, v, tau), _quiet(mechanics.prepare(mech, name, mu=1e7, backend="numpy"), q, v, tau)
         assert relative(got.qdd, ref.qdd) < 1e-12 and np.array_equal(got.converged, ref.converged), name
 
 
@@ -138,7 +138,7 @@ def test_warm_start_and_broadcast_batches_go_through_the_kernel():
     warm = fused(q, v, tau, forces0=cold.forces)
     assert np.all(warm.iterations <= cold.iterations) and relative(warm.qdd, cold.qdd) < 1e-9
     shared = fused(q[0], v, tau[None, 0])  # q unbatched, v batched, tau (1, nv)
-    ref = mechanics.prepare(mech, "proxbbo")(q[0], v, tau[None, 0])
+    ref = mechanics.prepare(mech, "proxbbo", backend="numpy")(q[0], v, tau[None, 0])
     assert shared.qdd.shape == (4, mech.nv) and relative(shared.qdd, ref.qdd) < 1e-12
 
 
@@ -157,12 +157,12 @@ def test_what_only_the_numpy_path_can_answer_is_left_to_it():
     with pytest.raises(elimination.SingularProblemError) as compiled_error:
         fused(q, v, tau)
     with pytest.raises(elimination.SingularProblemError) as numpy_error:
-        mechanics.prepare(mech, "pv")(q, v, tau)
+        mechanics.prepare(mech, "pv", backend="numpy")(q, v, tau)
     assert str(compiled_error.value) == str(numpy_error.value)
     soft = mechanics.prepare(mech, "pv_soft", backend="numba")
     with pytest.warns(mechanics.ConvergenceWarning):
         got = soft(q, v, tau)
-    ref = _quiet(mechanics.prepare(mech, "pv_soft"), q, v, tau)
+    ref = _quiet(mechanics.prepare(mech, "pv_soft", backend="numpy"), q, v, tau)
     assert np.array_equal(got.converged, ref.converged) and not np.any(got.converged)
 
 
@@ -174,4 +174,4 @@ def test_a_policy_of_its_own_runs_on_the_numpy_path():
     fused = mechanics.prepare(mech, (Stiff(), mechanics.ALGORITHMS["proxbbo"].ordering), backend="numba")
     assert fused.compiled is None
     q, v, tau = random_state(mech, np.random.default_rng(2))
-    assert relative(fused(q, v, tau).qdd, mechanics.prepare(mech, "proxbbo")(q, v, tau).qdd) < 1e-12
+    assert relative(fused(q, v, tau).qdd, mechanics.prepare(mech, "proxbbo", backend="numpy")(q, v, tau).qdd) < 1e-12

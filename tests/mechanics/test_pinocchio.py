@@ -16,17 +16,21 @@ def relative(a, b) -> float:
     return float(np.max(np.abs(a - b)) / max(1.0, np.max(np.abs(b))))
 
 
+BACKENDS = ["auto", "numpy"]  # the compiled path (the default) and the numpy reference, both against Pinocchio
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("robot", ["ur5", "talos", "solo12", "anymal", "allegro"])
-def test_aba_equals_pinocchio_aba(robot):
+def test_aba_equals_pinocchio_aba(robot, backend):
     model = load_pinocchio_robot(robot)
     mech = from_pinocchio(model)
     rng = np.random.default_rng(hash(robot) % 2**31)
     states = [random_state(model, rng) for _ in range(4)]
     for q, v, tau in states:
         reference = pin.aba(model, model.createData(), q, v, tau)
-        assert relative(mechanics.forward_dynamics(mech, q, v, tau, algorithm="aba").qdd, reference) < 1e-9
+        assert relative(mechanics.forward_dynamics(mech, q, v, tau, algorithm="aba", backend=backend).qdd, reference) < 1e-9
     Q, V, T = (np.stack(x) for x in zip(*states))  # the same states as one batch, one plan
-    batched = mechanics.forward_dynamics(mech, Q, V, T, algorithm="aba").qdd
+    batched = mechanics.forward_dynamics(mech, Q, V, T, algorithm="aba", backend=backend).qdd
     for i, (q, v, tau) in enumerate(states):
         assert relative(batched[i], pin.aba(model, model.createData(), q, v, tau)) < 1e-9
 
@@ -42,9 +46,10 @@ def test_the_dense_oracle_agrees_with_pinocchio_constraint_dynamics():
         assert relative(ddq, ddq_pin) < 1e-10 and relative(forces, forces_pin) < 1e-10
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", SCENARIOS)
 @pytest.mark.parametrize("algorithm", [a for a in mechanics.ALGORITHMS if a not in ("aba", "pv_soft")])
-def test_constrained_algorithms_equal_the_pinocchio_reference(name, algorithm):
+def test_constrained_algorithms_equal_the_pinocchio_reference(name, algorithm, backend):
     rng = np.random.default_rng(7)
     model, cms, q = scenario(name, rng=rng)
     _, v, tau = random_state(model, rng)
@@ -54,7 +59,7 @@ def test_constrained_algorithms_equal_the_pinocchio_reference(name, algorithm):
             mechanics.forward_dynamics(mech, q, v, tau, algorithm=algorithm)
         return
     mu = ALM_MU if mechanics.ALGORITHMS[algorithm].policies == "alm" else 1e6
-    result = mechanics.forward_dynamics(mech, q, v, tau, algorithm=algorithm, mu=mu, tol=1e-12)
+    result = mechanics.forward_dynamics(mech, q, v, tau, algorithm=algorithm, mu=mu, tol=1e-12, backend=backend)
     ddq, forces = dense_reference(model, cms, q, v, tau)
     assert relative(result.qdd, ddq) < 1e-8
     assert relative(result.forces, forces) < 1e-8

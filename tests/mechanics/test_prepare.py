@@ -66,16 +66,17 @@ def test_prepare_plans_once_and_checks_its_settings_once():
         dynamics(np.zeros(mech.nq + 1), np.zeros(mech.nv), np.zeros(mech.nv))
 
 
-def test_warnings_point_at_the_callers_line():
+@pytest.mark.parametrize("backend", ["auto", "numpy"])
+def test_warnings_point_at_the_callers_line(backend):
     """MuConventionWarning at prepare, ConvergenceWarning at the call: both name this file, for
-    forward_dynamics too."""
+    forward_dynamics too, on the compiled path and on the numpy path."""
     mech = models.four_bar()
     q, v, tau = mech.neutral_configuration(), np.ones(mech.nv), np.ones(mech.nv)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        dynamics = mechanics.prepare(mech, "proxbbo", mu=0.5, max_iter=1)
+        dynamics = mechanics.prepare(mech, "proxbbo", mu=0.5, max_iter=1, backend=backend)
         dynamics(q, v, tau)
-        mechanics.forward_dynamics(mech, q, v, tau, algorithm="proxbbo", mu=0.5, max_iter=1)
+        mechanics.forward_dynamics(mech, q, v, tau, algorithm="proxbbo", mu=0.5, max_iter=1, backend=backend)
     kinds = [(w.category.__name__, w.filename) for w in caught]
     assert ("MuConventionWarning", __file__) in kinds and ("ConvergenceWarning", __file__) in kinds
     assert all(filename == __file__ for _, filename in kinds), kinds
