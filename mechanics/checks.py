@@ -100,6 +100,10 @@ def batch_shape(named: dict) -> tuple:
 
 def normalized_configuration(mechanism: Mechanism, q: np.ndarray) -> np.ndarray:
     """``q`` with its quaternions and (cos, sin) pairs normalised; ``ValueError`` if one is far from unit norm."""
+    if q.ndim == 1 and all(abs(float(q[cols] @ q[cols]) - 1.0) <= UNIT_NORM_TOL for _, cols, _ in mechanism.unit_norm_columns):
+        for _, cols, _ in mechanism.unit_norm_columns:  # one state (the common call): scalar arithmetic
+            q[cols] /= np.sqrt(q[cols] @ q[cols])
+        return q
     for link, cols, what in mechanism.unit_norm_columns:
         norm = np.linalg.norm(q[..., cols], axis=-1)
         bad = np.abs(norm**2 - 1.0) > UNIT_NORM_TOL
@@ -116,12 +120,22 @@ def normalized_configuration(mechanism: Mechanism, q: np.ndarray) -> np.ndarray:
     return q
 
 
+def _one_plain_state(mechanism: Mechanism, q, v, tau) -> bool:
+    """One unbatched state of float64 arrays of the right sizes, all finite (a sum is finite only if every
+    term is; one that overflows takes the general path, which says where a NaN or inf is, if any)."""
+    plain = all(type(a) is np.ndarray and a.dtype == np.float64 and a.ndim == 1 for a in (q, v, tau))
+    return (plain and q.shape[0] == mechanism.nq and v.shape[0] == mechanism.nv == tau.shape[0]
+            and bool(np.isfinite(q.sum() + v.sum() + tau.sum())))
+
+
 def check_state(mechanism: Mechanism, q, v, tau):
     """Validated float copies ``q (..., nq)`` (unit parts normalised), ``v (..., nv)``, ``tau (..., nv)``.
 
     Their batch shapes must broadcast against each other.
     """
     check_mechanism(mechanism)
+    if _one_plain_state(mechanism, q, v, tau):  # the common call, checked without temporaries
+        return normalized_configuration(mechanism, q.copy()), v.copy(), tau.copy()
     arrays = {
         "q": state_array(mechanism, q, "q", mechanism.nq),
         "v": state_array(mechanism, v, "v", mechanism.nv),

@@ -100,8 +100,10 @@ class CompiledDynamics:
                                program.value_size, program.dropped_size, max_front(program), int(program.check_rank)],
                               dtype=np.int64)
         self.iterating = any(p.iterates for p in layout.policies.values())
-        self.hard_rows = np.concatenate([np.full(c.dim, layout.policies[c.name].name == "hard")
-                                         for c in mechanism.constraints] or [np.zeros(0, bool)])
+        hard = np.concatenate([np.full(c.dim, layout.policies[c.name].name == "hard")
+                               for c in mechanism.constraints] or [np.zeros(0, bool)])
+        self.hard_rows = hard if hard.any() else None  # constraint rows under the hard policy (None: no such rows)
+        self.link_index = {link.name: i for i, link in enumerate(mechanism.links)}
 
     def _scratch_maps(self) -> None:
         """The program's ``H`` and ``A`` gather maps re-addressed for the kernel's scratch (as the batch kernel)."""
@@ -122,6 +124,9 @@ class CompiledDynamics:
         """
         B, mech = q.shape[0], self.mechanism
         m = mech.constraint_dim
+        if not (v.shape[0] == tau.shape[0] == lam0.shape[0] == B and lam0.shape[1] == m):  # numba reads unchecked
+            raise ValueError(f"CompiledDynamics.run: {B} states but v, tau, lam0 of shapes {v.shape}, {tau.shape}, "
+                             f"{lam0.shape}")
         out = (np.empty((B, mech.nv)), np.empty((B, m)), np.empty(B, dtype=np.int64), np.empty((B, m)),
                np.empty((B, m)), np.empty(B, dtype=np.bool_), np.empty((B, len(mech.links), 6)),
                np.empty(B, dtype=np.int64))

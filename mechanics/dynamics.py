@@ -15,6 +15,7 @@ validated by :mod:`mechanics.checks`.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,7 +68,7 @@ class DynamicsResult:
         ``soft``: the soft constraints hold (consistent, and mu large enough).  See
         :mod:`mechanics.convergence`; a False element also issued a
         :class:`~mechanics.ConvergenceWarning`.
-    link_accelerations : dict
+    link_accelerations : Mapping
         Link name -> world-frame spatial acceleration (*batch, 6), gravity
         offset included (``a_0 = -a_grav``).
     algorithm : str
@@ -77,9 +78,29 @@ class DynamicsResult:
     forces: np.ndarray
     iterations: int | np.ndarray
     residual: float | np.ndarray
-    link_accelerations: dict
+    link_accelerations: Mapping
     algorithm: str
     converged: bool | np.ndarray
+
+
+class LinkAccelerations(Mapping):
+    """Link name -> world-frame spatial acceleration ``(*batch, 6)``: views into one array
+    ``(*batch, n_links, 6)``, made on access (what the compiled path returns)."""
+
+    def __init__(self, index: dict, array: np.ndarray):
+        self._index, self._array = index, array
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self._array[..., self._index[name], :]
+
+    def __iter__(self):
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __repr__(self) -> str:
+        return f"LinkAccelerations({list(self._index)}, shape {self._array.shape})"
 
 
 def algorithm_plan(mechanism: Mechanism, algorithm):
@@ -307,7 +328,8 @@ class PreparedDynamics:
         if forces0 is not None:
             forces0 = check_multipliers(mechanism, forces0, "forces0", state)
             state["forces0"] = forces0
-        batch = tuple(np.broadcast_shapes(*(a.shape[:-1] for a in state.values())))
+        one = all(a.ndim == 1 for a in state.values())
+        batch = () if one else tuple(np.broadcast_shapes(*(a.shape[:-1] for a in state.values())))
         if self.compiled is not None:
             result = self._run_compiled(state, batch, stacklevel + 1)
             if result is not None:
@@ -341,31 +363,35 @@ class PreparedDynamics:
         mechanism, B = self.mechanism, int(np.prod(batch))
 
         def rows(array: np.ndarray) -> np.ndarray:
+            if array.ndim == 1 and B == 1:  # one state: the checked copy, as a row
+                return array[None]
             return np.ascontiguousarray(np.broadcast_to(array, batch + array.shape[-1:]).reshape(B, array.shape[-1]))
 
-        forces0 = state.get("forces0", np.zeros(mechanism.constraint_dim))
+        lam0 = -state["forces0"] if "forces0" in state else np.zeros(mechanism.constraint_dim)
         qdd, lam, iterations, residual, k, converged, accelerations, status = self.compiled.run(
-            rows(state["q"]), rows(state["v"]), rows(state["tau"]), rows(-forces0), self.mu, self.tol, self.max_iter,
+            rows(state["q"]), rows(state["v"]), rows(state["tau"]), rows(lam0), self.mu, self.tol, self.max_iter,
             self.refine)
-        if np.any(status != 0):
+        if status.any():
             return None
         hard = self.compiled.hard_rows
-        if hard.any() and (np.max(np.abs(residual[:, hard]), initial=0.0)
-                           > HARD_RESIDUAL_RTOL * (1.0 + np.max(np.abs(k[:, hard]), initial=0.0))):
+        if hard is not None and (np.max(np.abs(residual[:, hard]), initial=0.0)
+                                 > HARD_RESIDUAL_RTOL * (1.0 + np.max(np.abs(k[:, hard]), initial=0.0))):
             return None  # the numpy path (its refinement decided over the batch) answers, or refuses
-        worst = np.max(np.abs(residual), axis=-1, initial=0.0).reshape(batch)
-        iterations, converged = iterations.reshape(batch), converged.reshape(batch)
-        warn_not_converged(self._context, self._names, self.tol, self.max_iter, converged, iterations, worst,
-                           stacklevel=stacklevel)
-        accelerations = accelerations.reshape(batch + accelerations.shape[1:])
+        worst = np.max(np.abs(residual), axis=-1, initial=0.0)
+        if batch:
+            worst, iterations, converged = worst.reshape(batch), iterations.reshape(batch), converged.reshape(batch)
+        if not converged.all():
+            warn_not_converged(self._context, self._names, self.tol, self.max_iter, converged, iterations, worst,
+                               stacklevel=stacklevel)
         return DynamicsResult(
             qdd=qdd.reshape(batch + qdd.shape[-1:]),
             forces=-lam.reshape(batch + lam.shape[-1:]),
-            iterations=_scalar_if_unbatched(iterations, batch, int),
-            residual=_scalar_if_unbatched(worst, batch, float),
-            link_accelerations={l.name: accelerations[..., i, :] for i, l in enumerate(mechanism.links)},
+            iterations=iterations if batch else int(iterations[0]),
+            residual=worst if batch else float(worst[0]),
+            link_accelerations=LinkAccelerations(self.compiled.link_index,
+                                                 accelerations.reshape(batch + accelerations.shape[1:])),
             algorithm=self.name,
-            converged=_scalar_if_unbatched(converged, batch, bool),
+            converged=converged if batch else bool(converged[0]),
         )
 
 

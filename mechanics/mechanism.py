@@ -247,6 +247,7 @@ class Mechanism:
         if len(set(names)) != len(names):
             raise ValueError(f"constraint names must be unique, got {names}")
         self._constraint_index = {c.name: c for c in self.constraints}
+        self._constraint_dim = sum(c.dim for c in self.constraints)
         children = {link.name: [] for link in self.links}
         for link in self.links:  # topological order, so each tuple is too
             if link.parent != GROUND:
@@ -382,7 +383,8 @@ class Mechanism:
 
     @property
     def constraint_dim(self) -> int:
-        return sum(c.dim for c in self.constraints)
+        """Rows of all the constraints, ``m``."""
+        return self._constraint_dim
 
     # -- states -------------------------------------------------------------------------
     def neutral_configuration(self) -> np.ndarray:
