@@ -401,42 +401,48 @@ def solve_one(steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, C, Lin, Lmag, cache, Xo
     right-hand sides each hard row combines) through its conditionals ``C``, and back-substitution into
     ``Xout (value_size,)``; the dropped rows' residuals and sizes into ``dropped``."""
     g, bl, bm, x, xs, gz = scratch
+    # offsets are read into locals once per step: LLVM cannot keep them in registers across the stores
     for st in range(steps.shape[0]):
         row = steps[st]
-        nF, nS, m, nz = row[NF], row[NS], row[M], row[NZ]
+        nF, nS, m, nz, ident = row[NF], row[NS], row[M], row[NZ], row[IDENTITY]
         n = nF + nS
         for i in range(n):
             g[i] = 0.0
         for q in range(row[G0], row[G1]):
             g[gd[q]] += Lin[gs[q]]
         if m:
+            tc, hf, ts = row[TC], row[HF_], row[T_]
             for q in range(row[B0], row[B1]):
                 bl[bd[q]] = Lin[bs[q]]
                 bm[bd[q]] = Lmag[bs[q]]
-            for i in range(nF):  # t = W b
-                if row[IDENTITY] != 0:
-                    t = row[IDENTITY] * bl[i]
-                else:
+            if ident != 0:  # t = W b with W = sign I
+                for i in range(nF):
+                    cache[tc + i] = ident * bl[i]
+            else:
+                w = row[WW]
+                for i in range(nF):
                     t = 0.0
                     for j in range(m):
-                        t += C[row[WW] + i * m + j] * bl[j]
-                cache[row[TC] + i] = t
+                        t += C[w + i * m + j] * bl[j]
+                    cache[tc + i] = t
             for i in range(n):  # g -= HF t
                 t = 0.0
                 for j in range(nF):
-                    t += C[row[HF_] + i * nF + j] * cache[row[TC] + j]
+                    t += C[hf + i * nF + j] * cache[tc + j]
                 g[i] -= t
-            for j in range(nz):  # g_z = N' g_F
-                t = 0.0
+            if nz:  # g_z = N' g_F
+                nn = row[NN]
+                for j in range(nz):
+                    gz[j] = 0.0
                 for i in range(nF):
-                    t += C[row[NN] + i * nz + j] * g[i]
-                gz[j] = t
-            for j in range(nS):  # g_S += T' g_F
-                t = 0.0
-                for i in range(nF):
-                    t += C[row[T_] + i * nS + j] * g[i]
-                g[nF + j] += t
-            if row[IDENTITY] == 0 and (row[P] or row[D_]):
+                    gi = g[i]
+                    for j in range(nz):
+                        gz[j] += C[nn + i * nz + j] * gi
+            for i in range(nF):  # g_S += T' g_F, along the rows of T
+                gi = g[i]
+                for j in range(nS):
+                    g[nF + j] += C[ts + i * nS + j] * gi
+            if ident == 0 and (row[P] or row[D_]):
                 top, total = 0.0, 0.0
                 for j in range(m):
                     u = C[row[RS] + j] * bm[j]
@@ -459,50 +465,53 @@ def solve_one(steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, C, Lin, Lmag, cache, Xo
             for j in range(nz):
                 gz[j] = g[j]
         if nz:
+            li, yy, ds, yc = row[LINV], row[Y_], row[DS], row[YC]
             for i in range(nz):  # y = Linv g_z
                 t = 0.0
                 for q in range(nz):
-                    t += C[row[LINV] + i * nz + q] * gz[q]
-                cache[row[YC] + i] = t
-            for j in range(nS):  # g_S -= Y' D y
-                t = 0.0
-                for i in range(nz):
-                    t += C[row[Y_] + i * nS + j] * C[row[DS] + i] * cache[row[YC] + i]
-                g[nF + j] -= t
-        if row[OUT_G] >= 0:
+                    t += C[li + i * nz + q] * gz[q]
+                cache[yc + i] = t
+            for i in range(nz):  # g_S -= Y' D y, along the rows of Y
+                a = C[ds + i] * cache[yc + i]
+                for j in range(nS):
+                    g[nF + j] -= C[yy + i * nS + j] * a
+        out = row[OUT_G]
+        if out >= 0:
             for j in range(nS):
-                Lin[row[OUT_G] + j] = g[nF + j]
+                Lin[out + j] = g[nF + j]
     for st in range(steps.shape[0] - 1, -1, -1):
         row = steps[st]
         nF, nS, m, nz = row[NF], row[NS], row[M], row[NZ]
         for q in range(row[XS0], row[XS1]):
             xs[xsd[q]] = Xout[xss[q]]
-        for i in range(nz):  # z = Linv' D (y - Y x_S)
-            t = cache[row[YC] + i]
-            for j in range(nS):
-                t -= C[row[Y_] + i * nS + j] * xs[j]
-            gz[i] = C[row[DS] + i] * t
-        for i in range(nz):
-            t = 0.0
-            for q in range(nz):
-                t += C[row[LINV] + q * nz + i] * gz[q]
-            g[i] = t
-        if m:  # x = t + T x_S + N z
-            for i in range(nF):
-                t = cache[row[TC] + i]
+        if nz:
+            li, yy, ds, yc = row[LINV], row[Y_], row[DS], row[YC]
+            for i in range(nz):  # z = D (y - Y x_S)
+                t = cache[yc + i]
                 for j in range(nS):
-                    t += C[row[T_] + i * nS + j] * xs[j]
+                    t -= C[yy + i * nS + j] * xs[j]
+                gz[i] = C[ds + i] * t
+            for i in range(nz):  # Linv' z, along the rows of Linv
+                g[i] = 0.0
+            for q in range(nz):
+                zq = gz[q]
+                for i in range(nz):
+                    g[i] += C[li + q * nz + i] * zq
+        if m:  # x = t + T x_S + N z
+            tc, ts, nn = row[TC], row[T_], row[NN]
+            for i in range(nF):
+                t = cache[tc + i]
+                for j in range(nS):
+                    t += C[ts + i * nS + j] * xs[j]
                 if row[IDENTITY] == 0:
                     for j in range(nz):
-                        t += C[row[NN] + i * nz + j] * g[j]
+                        t += C[nn + i * nz + j] * g[j]
                 x[i] = t
         else:
             for i in range(nF):
                 x[i] = g[i]
         for q in range(row[XF0], row[XF1]):
             Xout[xfs[q]] = x[xfd[q]]
-
-
 
 
 @njit(cache=True)

@@ -35,9 +35,12 @@ policy subclass runs on the numpy path (:attr:`CompiledDynamics.unsupported`).
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from numba import njit
 
+import elimination.compiled as elimination_compiled
 from elimination.compiled import announce_first_compile, factorize_one, factorize_scratch, max_front, solve_one, solve_scratch
 from elimination.gaussian import CONSISTENCY_RTOL, PIVOT_SUSPECT_RTOL
 from elimination.numeric import FINISHING_REFINE, SCALE_FLOOR, SETTLED_RTOL, SUSPECT_REFINE, VERIFY_RTOL
@@ -62,6 +65,22 @@ CKIND, L1, L2, CDIM, ROW0, PAIR0, NPAIR, POLICY, MULT, MOVING = range(10)
 FKIND, WHO, PAIR, FIRST, MAT, SCL, LIN, SC0, SC1, FN = range(10)
 
 OK, FALLBACK = 0, 1  # per-state status: the kernel's answer, or the numpy path's to take
+
+
+def _drop_stale_cache() -> None:
+    """Delete this module's numba cache where it is older than :mod:`elimination.compiled`.
+
+    numba keys a cached function on its own file's timestamp only; the kernel here compiles the
+    elimination kernels into itself, so a change there would otherwise leave a stale kernel in use.
+    """
+    here, dependency = Path(__file__), Path(elimination_compiled.__file__)
+    changed = dependency.stat().st_mtime
+    for cached in (here.parent / "__pycache__").glob(f"{here.stem}.*.nb[ic]"):
+        if cached.stat().st_mtime < changed:
+            cached.unlink(missing_ok=True)
+
+
+_drop_stale_cache()
 
 
 class CompiledDynamics:
