@@ -289,8 +289,9 @@ def run_compare(args) -> int:
         rows = cmp.compare(mech, _algorithms(args.algorithms), mu=args.mu, tol=args.tol, repeat=args.repeat,
                            on_step=progress)
     print(cmp.format_table(rows, f"{mech}  (mu={args.mu:g}, tol={args.tol:g})"))
-    print("deviation: relative to the dense KKT solve; ms/solve: forward_dynamics on the compiled executor (kinematics, "
-          "graph building and outer iterations included, plan cached); elim ms: one compiled factorization + solve")
+    print("deviation: relative to the dense KKT solve; ms/solve: one forward_dynamics call, one trip into compiled code "
+          "(kinematics, filling, factorization, outer iterations; plan cached); elim ms: one compiled factorization + "
+          "solve")
     if args.json:
         cmp.write_json(rows, args.json, mechanism=repr(mech), mu=args.mu, tol=args.tol)
     if args.csv:
