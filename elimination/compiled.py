@@ -604,7 +604,7 @@ def stacked(arrays: list, core: int) -> tuple:
     return np.stack([np.broadcast_to(a, batch + a.shape[a.ndim - core:]) for a in arrays], axis=len(batch)), batch
 
 
-def _scratch_maps(program) -> tuple:
+def scratch_maps(program) -> tuple:
     """The ``H`` and ``A`` gather maps with destinations in the kernel's ``maxn``-wide scratch matrices.
 
     The program's maps address a step's ``n``-wide front (``i * n + j``); the kernel's
@@ -630,7 +630,7 @@ def run_factorize(program, Fw: np.ndarray, floor: float):
     C = np.zeros((Bm, program.conditional_size))
     ratio, weak, fail = np.empty(Bm), np.empty(Bm, dtype=np.int64), np.empty(Bm, dtype=np.int64)
     announce_first_compile()
-    (hs, hd), (as_, ad) = _scratch_maps(program)
+    (hs, hd), (as_, ad) = scratch_maps(program)
     factorize_kernel(program.steps, hs, hd, *program.maps["scale"], as_, ad, *program.maps["rs"],
                      *program.maps["eq"], Fw, C, floor, max_front(program), program.check_rank, ratio, weak, fail)
     return C, ratio, weak, fail

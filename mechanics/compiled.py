@@ -41,7 +41,9 @@ import numpy as np
 from numba import njit
 
 import elimination.compiled as elimination_compiled
-from elimination.compiled import announce_first_compile, factorize_one, factorize_scratch, max_front, solve_one, solve_scratch
+from elimination.compiled import (
+    announce_first_compile, factorize_one, factorize_scratch, max_front, scratch_maps, solve_one, solve_scratch,
+)
 from elimination.gaussian import CONSISTENCY_RTOL, PIVOT_SUSPECT_RTOL
 from elimination.numeric import FINISHING_REFINE, SCALE_FLOOR, SETTLED_RTOL, SUSPECT_REFINE, VERIFY_RTOL
 from elimination.program import F
@@ -110,11 +112,11 @@ class CompiledDynamics:
         self.model = _model_tables(mechanism, index, program)
         self.constraints, pairs, self.general = _constraint_tables(mechanism, layout, index, program)
         self.factors, self.scope = _factor_tables(layout, program, self.constraints, pairs, mechanism, index)
-        maps = program.maps
-        drops = program.steps[program.steps[:, F["d"]] > 0][:, [F["drop"], F["d"]]]
-        self.program_arrays = (program.steps, *maps["H"], *maps["scale"], *maps["A"], *maps["rs"], *maps["eq"],
-                               *maps["g"], *maps["b"], *maps["xf"], *maps["xs"], np.ascontiguousarray(drops, dtype=np.int64))
-        self._scratch_maps()
+        maps, steps = program.maps, program.steps
+        (hs, hd), (as_, ad) = scratch_maps(program)  # re-addressed for the kernel's scratch, as the batch kernel's
+        self.factorize_maps = (steps, hs, hd, *maps["scale"], as_, ad, *maps["rs"], *maps["eq"])
+        self.solve_maps = (steps, *maps["g"], *maps["b"], *maps["xf"], *maps["xs"])
+        self.drops = np.ascontiguousarray(steps[steps[:, F["d"]] > 0][:, [F["drop"], F["d"]]], dtype=np.int64)
         self.sizes = np.array([program.factor_size, program.conditional_size, program.linear_size, program.cache_size,
                                program.value_size, program.dropped_size, max_front(program), int(program.check_rank)],
                               dtype=np.int64)
@@ -123,15 +125,6 @@ class CompiledDynamics:
                                for c in mechanism.constraints] or [np.zeros(0, bool)])
         self.hard_rows = hard if hard.any() else None  # constraint rows under the hard policy (None: no such rows)
         self.link_index = {link.name: i for i, link in enumerate(mechanism.links)}
-
-    def _scratch_maps(self) -> None:
-        """The program's ``H`` and ``A`` gather maps re-addressed for the kernel's scratch (as the batch kernel)."""
-        from elimination.compiled import _scratch_maps
-
-        (hs, hd), (as_, ad) = _scratch_maps(self.program)
-        arrays = list(self.program_arrays)
-        arrays[1:3], arrays[5:7] = (hs, hd), (as_, ad)
-        self.program_arrays = tuple(arrays)
 
     def run(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, lam0: np.ndarray, mu: float, tol: float,
             max_iter: int, refine: int):
@@ -150,7 +143,8 @@ class CompiledDynamics:
                np.empty((B, m)), np.empty(B, dtype=np.bool_), np.empty((B, len(mech.links), 6)),
                np.empty(B, dtype=np.int64))
         announce_first_compile(__file__, "the dynamics kernel")
-        dynamics_kernel(self.model, self.constraints, self.general, self.factors, self.scope, self.program_arrays,
+        dynamics_kernel(self.model, self.constraints, self.general, self.factors, self.scope, self.factorize_maps,
+                        self.solve_maps, self.drops,
                         self.sizes, q, v, tau, lam0, float(mu), float(tol), int(max_iter), int(refine), self.iterating,
                         out)
         return out
@@ -606,10 +600,9 @@ def _largest(a):
 
 
 @njit(cache=True)
-def _refine_step(prog, sscr, work, C, Lmag, x):
+def _refine_step(solve_maps, sscr, work, C, Lmag, x):
     """One step of iterative refinement of ``x`` in place; the size of the correction relative to ``x``."""
-    steps, gs, gd, bs, bd, xfs, xfd, xss, xsd = prog[0], prog[11], prog[12], prog[13], prog[14], prog[15], prog[16], \
-        prog[17], prog[18]
+    steps, gs, gd, bs, bd, xfs, xfd, xss, xsd = solve_maps
     factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, Lres, e, corr, cache, dropped = work
     _residual_terms(factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, x, Lres, e)
     solve_one(steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, C, Lres, Lmag, cache, corr, dropped, sscr)
@@ -619,12 +612,11 @@ def _refine_step(prog, sscr, work, C, Lmag, x):
 
 
 @njit(cache=True)
-def _solve(prog, sscr, work, C, Lmag, x, suspect, refine):
+def _solve(solve_maps, drops, sscr, work, C, Lmag, x, suspect, refine):
     """:meth:`elimination.Factorization.solve` for the linear terms in ``work``: the sweeps, the dropped
     rows' consistency, ``refine`` steps, and the verification of a suspect factorization.  False where the
     numpy path must answer (inconsistent dropped rows, refinement that does not settle)."""
-    steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, drops = prog[0], prog[11], prog[12], prog[13], prog[14], prog[15], \
-        prog[16], prog[17], prog[18], prog[19]
+    steps, gs, gd, bs, bd, xfs, xfd, xss, xsd = solve_maps
     Lin, cache, dropped = work[7], work[11], work[12]
     solve_one(steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, C, Lin, Lmag, cache, x, dropped, sscr)
     for q in range(drops.shape[0]):
@@ -633,12 +625,12 @@ def _solve(prog, sscr, work, C, Lmag, x, suspect, refine):
             if abs(dropped[off + i]) > CONSISTENCY_RTOL * dropped[off + d]:
                 return False
     for _ in range(refine):
-        _refine_step(prog, sscr, work, C, Lmag, x)
+        _refine_step(solve_maps, sscr, work, C, Lmag, x)
     if not suspect:
         return True
     previous, small, change = np.inf, 0, np.inf
     for _ in range(SUSPECT_REFINE):
-        change = _refine_step(prog, sscr, work, C, Lmag, x)
+        change = _refine_step(solve_maps, sscr, work, C, Lmag, x)
         contracting = change > SETTLED_RTOL and change <= 0.5 * previous
         if change > VERIFY_RTOL and not contracting:
             return False
@@ -718,8 +710,8 @@ def _soft_norm(table, res):
 
 
 @njit(cache=True)
-def dynamics_kernel(model, constraints, general, factors, scope, prog, sizes, Q, V, TAU, LAM0, mu, tol, max_iter,
-                    refine, iterating, out):
+def dynamics_kernel(model, constraints, general, factors, scope, factorize_maps, solve_maps, drops, sizes, Q, V, TAU,
+                    LAM0, mu, tol, max_iter, refine, iterating, out):
     """Forward dynamics of every state ``Q (B, nq), V, TAU (B, nv)``, warm start ``LAM0 (B, m)``, into
     ``out`` (:meth:`CompiledDynamics.run`)."""
     qdd_o, lam_o, iter_o, res_o, k_o, conv_o, acc_o, status_o = out
@@ -735,7 +727,7 @@ def dynamics_kernel(model, constraints, general, factors, scope, prog, sizes, Q,
     cache, dropped = np.zeros(cache_size), np.zeros(dropped_size)
     x, xn, corr = np.zeros(value_size), np.zeros(value_size), np.zeros(value_size)
     fscr, sscr = factorize_scratch(maxn), solve_scratch(maxn)
-    steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed = prog[:11]
+    steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed = factorize_maps
     work = (factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, Lres, e, corr, cache, dropped)
     has_soft = False
     for j in range(table.shape[0]):
@@ -754,7 +746,7 @@ def dynamics_kernel(model, constraints, general, factors, scope, prog, sizes, Q,
         if failed != -1:
             continue
         suspect = ratio < PIVOT_SUSPECT_RTOL
-        if not _solve(prog, sscr, work, C, Lmag, x, suspect, refine):
+        if not _solve(solve_maps, drops, sscr, work, C, Lmag, x, suspect, refine):
             continue
         _qdd_step(links, x, qdd, True)
         _constraint_residual(constraints, Kbuf, k, links, x, res)
@@ -766,7 +758,7 @@ def dynamics_kernel(model, constraints, general, factors, scope, prog, sizes, Q,
             for j in range(table.shape[0]):
                 if table[j, POLICY] <= 1:  # alm, prox
                     _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas)
-            if not _solve(prog, sscr, work, C, Lmag, xn, suspect, refine):
+            if not _solve(solve_maps, drops, sscr, work, C, Lmag, xn, suspect, refine):
                 ok = False
                 break
             step = _qdd_step(links, xn, qdd, True)
@@ -783,7 +775,7 @@ def dynamics_kernel(model, constraints, general, factors, scope, prog, sizes, Q,
             for j in range(table.shape[0]):
                 if table[j, POLICY] == 3:
                     _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas)
-            if not _solve(prog, sscr, work, C, Lmag, xn, suspect, refine):
+            if not _solve(solve_maps, drops, sscr, work, C, Lmag, xn, suspect, refine):
                 continue
             corrected = k_o[b]  # scratch until k is written below
             _constraint_residual(constraints, Kbuf, k, links, xn, corrected)
