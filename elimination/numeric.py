@@ -153,10 +153,13 @@ class Factorization:
     def _linear_terms(self, g: Mapping | None, b: Mapping | None):
         """Tables of the linear terms: ``g`` of quadratic factors, ``b`` of hard
         ones, and the measurements ``b`` of least-squares factors (kept for
-        Jacobian-form residuals)."""
+        Jacobian-form residuals); the graph's own tables themselves (read only) when
+        nothing is overridden."""
         factors = self.graph.factors
         if self._own_terms is None:
             self._own_terms = _graph_terms(factors)
+        if not g and not b:
+            return self._own_terms
         lin_g, lin_b, measurements = (dict(table) for table in self._own_terms)
         for i, value in _overrides("b", b):
             if i in lin_b:
@@ -405,7 +408,7 @@ class Factorization:
                 "left over differ in structure from the others'; factorize those elements separately "
                 "(elimination.numeric.element_graph) to get theirs"
             )
-        _, lin_g, lin_b = self._forward(*self._linear_terms(g, b)[:2])
+        _, lin_g, lin_b = self._forward(*(dict(table) for table in self._linear_terms(g, b)[:2]))  # extended here
         rest = FactorGraph()
         for key in self.plan.remaining:
             var = self.graph.variable(key)
@@ -475,6 +478,8 @@ class CompiledFactorization(Factorization):
         if self._own_linear is None:
             self._own_linear = _linear_workspace(program, own_g, own_b, self.batch_shape)
         Lin, Lmag, full = self._own_linear
+        if lin_g is own_g and lin_b is own_b:  # no override: the graph's own terms, as laid out
+            return Lin.copy(), Lmag.copy(), full  # (the solve writes the generated factors' terms into both)
         changed = [group for group in program.groups
                    if any((lin_b if group.hard else lin_g)[i] is not (own_b if group.hard else own_g)[i]
                           for i in group.members)]
