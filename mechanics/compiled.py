@@ -169,7 +169,7 @@ def _model_tables(mechanism, index: dict, program) -> tuple:
     n = len(mechanism.links)
     table = np.zeros((n, 7), dtype=np.int64)
     axis, place_R, place_p = np.zeros((n, 3)), np.zeros((n, 3, 3)), np.zeros((n, 3))
-    inertia, S_local = np.zeros((n, 6, 6)), np.zeros((n, 6, 6))
+    body, S_local = np.zeros((n, 13)), np.zeros((n, 6, 6))
     from .joints import motion_subspace
 
     for i, link in enumerate(mechanism.links):
@@ -180,10 +180,10 @@ def _model_tables(mechanism, index: dict, program) -> tuple:
         if joint.axis is not None:
             axis[i] = joint.axis
         place_R[i], place_p[i] = link.placement.rotation, link.placement.translation
-        inertia[i] = link.spatial_inertia
+        body[i] = (link.mass, *link.com, *np.asarray(link.inertia).ravel())
         S_local[i, :, : joint.nv] = motion_subspace(joint)
     root = np.concatenate([np.zeros(3), -np.asarray(mechanism.gravity, dtype=float)])
-    return table, axis, place_R, place_p, inertia, S_local, root
+    return table, axis, place_R, place_p, body, S_local, root
 
 
 def _constraint_tables(mechanism, layout, index: dict, program) -> tuple:
@@ -249,15 +249,14 @@ def _factor_tables(layout, program, constraints: tuple, pairs: np.ndarray, mecha
 # -- kinematics -----------------------------------------------------------------------------------------------
 
 @njit(cache=True)
-def _rotation_about(axis, angle, R):
-    """Rodrigues, as :func:`mechanics.spatial.rotation_about`: ``I + sin K + (1 - cos) K^2``."""
+def _rotation_about(a0, a1, a2, angle, R):
+    """Rodrigues, as :func:`mechanics.spatial.rotation_about`: ``I + sin K + (1 - cos) K^2``, ``K = [a]x``
+    (``K^2 = a a' - I`` for a unit axis; written out: no temporaries in the per-link loop)."""
     s, c = np.sin(angle), np.cos(angle)
-    K = np.zeros((3, 3))
-    K[0, 1], K[0, 2], K[1, 0], K[1, 2], K[2, 0], K[2, 1] = -axis[2], axis[1], axis[2], -axis[0], -axis[1], axis[0]
-    for i in range(3):
-        for j in range(3):
-            KK = K[i, 0] * K[0, j] + K[i, 1] * K[1, j] + K[i, 2] * K[2, j]
-            R[i, j] = (1.0 if i == j else 0.0) + s * K[i, j] + (1.0 - c) * KK
+    v = 1.0 - c
+    R[0, 0], R[0, 1], R[0, 2] = 1.0 + v * (a0 * a0 - 1.0), -s * a2 + v * a0 * a1, s * a1 + v * a0 * a2
+    R[1, 0], R[1, 1], R[1, 2] = s * a2 + v * a0 * a1, 1.0 + v * (a1 * a1 - 1.0), -s * a0 + v * a1 * a2
+    R[2, 0], R[2, 1], R[2, 2] = -s * a1 + v * a0 * a2, s * a0 + v * a1 * a2, 1.0 + v * (a2 * a2 - 1.0)
 
 
 @njit(cache=True)
@@ -275,16 +274,16 @@ def _joint_pose(kind, axis, q, R, p):
         for j in range(3):
             R[i, j] = 1.0 if i == j else 0.0
     if kind == 1:
-        _rotation_about(axis, q[0], R)
+        _rotation_about(axis[0], axis[1], axis[2], q[0], R)
     elif kind == 2:
-        _rotation_about(axis, np.arctan2(q[1], q[0]), R)
+        _rotation_about(axis[0], axis[1], axis[2], np.arctan2(q[1], q[0]), R)
     elif kind == 3:
         for i in range(3):
             p[i] = q[0] * axis[i]
     elif kind == 4:
         _quaternion_matrix(q[0], q[1], q[2], q[3], R)
     elif kind == 5:
-        _rotation_about(np.array([0.0, 0.0, 1.0]), np.arctan2(q[3], q[2]), R)
+        _rotation_about(0.0, 0.0, 1.0, np.arctan2(q[3], q[2]), R)
         p[0], p[1] = q[0], q[1]
     elif kind == 6:
         _quaternion_matrix(q[3], q[4], q[5], q[6], R)
@@ -329,9 +328,41 @@ def _cross_motion(m, x, out):
 
 
 @njit(cache=True)
+def _world_inertia(body, R, p, out):
+    """The spatial inertia of a link with pose ``(R, p)`` at the world origin (``X' I X`` of
+    :func:`mechanics.spatial.inertia_to_parent`), from ``body = (mass, com (3), inertia about the com
+    (3x3, row-major))`` in the link frame: Featherstone's ``[[I_c + m [c]x [c]x', m [c]x], [m [c]x', m 1]]``
+    with the com ``c = p + R com`` and ``I_c = R I_com R'`` in world coordinates (a quarter of the flops)."""
+    m = body[0]
+    c0 = p[0] + R[0, 0] * body[1] + R[0, 1] * body[2] + R[0, 2] * body[3]
+    c1 = p[1] + R[1, 0] * body[1] + R[1, 1] * body[2] + R[1, 2] * body[3]
+    c2 = p[2] + R[2, 0] * body[1] + R[2, 1] * body[2] + R[2, 2] * body[3]
+    for i in range(3):  # R I_com R', a row of R I_com at a time (into the bottom-left block, free until the end)
+        for j in range(3):
+            out[3 + j, 0] = R[i, 0] * body[4 + j] + R[i, 1] * body[7 + j] + R[i, 2] * body[10 + j]
+        for j in range(3):
+            out[i, j] = out[3, 0] * R[j, 0] + out[4, 0] * R[j, 1] + out[5, 0] * R[j, 2]
+    for i in range(3):
+        for j in range(3):
+            out[3 + i, 3 + j] = m if i == j else 0.0
+    # m [c]x [c]x' = m (|c|^2 I - c c')
+    cc = c0 * c0 + c1 * c1 + c2 * c2
+    c = (c0, c1, c2)
+    for i in range(3):
+        for j in range(3):
+            out[i, j] += m * ((cc if i == j else 0.0) - c[i] * c[j])
+    out[0, 3], out[0, 4], out[0, 5] = 0.0, -m * c2, m * c1  # m [c]x
+    out[1, 3], out[1, 4], out[1, 5] = m * c2, 0.0, -m * c0
+    out[2, 3], out[2, 4], out[2, 5] = -m * c1, m * c0, 0.0
+    for i in range(3):
+        for j in range(3):
+            out[3 + i, j] = out[j, 3 + i]  # m [c]x'
+
+
+@njit(cache=True)
 def _kinematics(model, q, v, R, p, S, vel, bias, Iw, fb):
     """:func:`mechanics.kinematics.kinematics` for one state; the ground is the last row of ``R, p, vel``."""
-    links, axis, place_R, place_p, inertia, S_local, root = model
+    links, axis, place_R, place_p, body, S_local, root = model
     n = links.shape[0]
     for i in range(3):
         p[n, i] = 0.0
@@ -339,7 +370,7 @@ def _kinematics(model, q, v, R, p, S, vel, bias, Iw, fb):
             R[n, i, j] = 1.0 if i == j else 0.0
     vel[n, :] = 0.0
     Rj, pj, Rf, pf = np.zeros((3, 3)), np.zeros(3), np.zeros((3, 3)), np.zeros(3)
-    X, T, jv = np.zeros((6, 6)), np.zeros((6, 6)), np.zeros(6)
+    jv = np.zeros(6)
     for l in range(n):
         parent, q0, v0, nv = links[l, PARENT], links[l, Q0], links[l, V0], links[l, NV]
         _joint_pose(links[l, JOINT], axis[l], q[q0:], Rj, pj)
@@ -362,19 +393,7 @@ def _kinematics(model, q, v, R, p, S, vel, bias, Iw, fb):
             jv[i] = t
             vel[l, i] = vel[parent, i] + t
         _cross_motion(vel[l], jv, bias[l])
-        _inverse_transform(R[l], p[l], X)  # H = X' I X
-        for i in range(6):
-            for j in range(6):
-                t = 0.0
-                for k in range(6):
-                    t += inertia[l, i, k] * X[k, j]
-                T[i, j] = t
-        for i in range(6):
-            for j in range(6):
-                t = 0.0
-                for k in range(6):
-                    t += X[k, i] * T[k, j]
-                Iw[l, i, j] = t
+        _world_inertia(body[l], R[l], p[l], Iw[l])
         for i in range(6):  # momentum h = H v
             t = 0.0
             for k in range(6):
