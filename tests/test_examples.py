@@ -73,6 +73,28 @@ def test_pose_graph_equals_gtsam():
         assert np.allclose(pose, expected.at(k), atol=1e-9)
 
 
+def test_the_pose_graph_loop_closure_leaves_the_error_the_posterior_covariance_predicts():
+    """Over 2000 noise draws (fixed seeds): dead reckoning's mean squared position error is its
+    random-walk variance, 2 sigma^2 mean(k); the loop closure's is the trace of the posterior
+    covariance of the positions, from the information matrix written out here per axis (anchor, an
+    odometry chain, one closure between the ends); and it is about a third lower."""
+    module = load("pose_graph")
+    stats = module.over_draws(2000)
+    n = len(module.measurements()["truth"])
+    sigma, sigma_loop = module.SIGMA_ODOMETRY[0], module.SIGMA_LOOP[0]
+    assert module.SIGMA_ODOMETRY[1] == sigma and module.SIGMA_LOOP[1] == sigma_loop
+    H = np.zeros((n, n))
+    H[0, 0] += 1e6
+    for k in range(n - 1):
+        H[k : k + 2, k : k + 2] += np.array([[1.0, -1.0], [-1.0, 1.0]]) / sigma**2
+    H[np.ix_([0, n - 1], [0, n - 1])] += np.array([[1.0, -1.0], [-1.0, 1.0]]) / sigma_loop**2
+    predicted = 2 * np.trace(np.linalg.inv(H)) / n  # x and y alike
+    assert abs(stats["mse_dead_reckoning"] / (2 * sigma**2 * np.mean(np.arange(n))) - 1) < 0.05
+    assert abs(stats["mse_loop"] / predicted - 1) < 0.05
+    assert stats["mse_loop"] < 0.5 * stats["mse_dead_reckoning"] and stats["fraction_better"] > 0.7
+    assert abs(module.posterior_position_mse(module.measurements()) / predicted - 1) < 1e-9
+
+
 def riccati_gain(T):
     """K_0 of the T-step LQR by the textbook backward Riccati recursion."""
     lqr = load("lqr")
