@@ -34,8 +34,12 @@ def _build(dims, factors, seed):
     for k, d in enumerate(dims):
         ours.add_variable(Variable(k, d))
     specs = [((k,), d, False) for k, d in enumerate(dims)] + list(factors)  # a prior on every variable
-    for keys, rows, hard in specs:
-        blocks = [rng.normal(size=(rows, dims[k])) + (np.eye(rows, dims[k]) * 2 if len(keys) == 1 else 0) for k in keys]
+    for index, (keys, rows, hard) in enumerate(specs):
+        if index < len(dims):  # the priors: singular values in [0.5, 2], so every graph drawn is one GTSAM accepts
+            Q = np.linalg.qr(rng.normal(size=(rows, rows)))[0]
+            blocks = [Q * rng.uniform(0.5, 2.0, rows)]
+        else:
+            blocks = [rng.normal(size=(rows, dims[k])) + (np.eye(rows, dims[k]) * 2 if len(keys) == 1 else 0) for k in keys]
         b = rng.normal(size=rows)
         if hard:
             ours.add(LinearEquality(list(keys), blocks, b))

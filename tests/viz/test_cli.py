@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from mechanics.pinocchio_io import ROBOTS, example_robot_data_dir
+from tests.viz import needs_dot
 
 SCRIPT = Path(sys.executable).with_name("gaussgraph")
 
@@ -50,12 +51,16 @@ def test_compare_a_sized_builtin_and_render(tmp_path):
     assert (tmp_path / "mechanism.dot").exists() and (tmp_path / "lcaba" / "overview.dot").exists()
 
 
-def test_list_and_render_and_scale(tmp_path):
-    listing = gaussgraph("list")
-    assert listing.returncode == 0 and "chain_of_loops" in listing.stdout and "proxbbo" in listing.stdout
+@needs_dot
+def test_render_writes_svg_pictures(tmp_path):
     render = gaussgraph("render", "four_bar", "--algorithm", "proxbbo", "--out", tmp_path, "--format", "svg")
     assert render.returncode == 0, render.stderr
     assert (tmp_path / "proxbbo" / "frame_00.svg").exists() and (tmp_path / "factor_graph_prox.svg").exists()
+
+
+def test_list_and_scale(tmp_path):
+    listing = gaussgraph("list")
+    assert listing.returncode == 0 and "chain_of_loops" in listing.stdout and "proxbbo" in listing.stdout
     scale = gaussgraph("scale", "cycle", "--sizes", "7,8", "--algorithms", "proxbbo", "--plot", tmp_path / "s.png")
     assert scale.returncode == 0, scale.stderr
     assert (tmp_path / "s.png").exists() and scale.stderr == ""  # no progress when stderr is not a terminal

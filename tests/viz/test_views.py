@@ -9,6 +9,7 @@ from factorgraph import FactorNode
 from mechanics import GROUND, algorithm_plan, gplc_graph, models
 from viz import compare as cmp
 from viz.dot import overview_dot, render, to_dot
+from tests.viz import needs_dot
 from viz.views import clique_tree_view, elimination_frames, factor_graph_view, link_group, mechanism_view
 
 
@@ -96,6 +97,7 @@ def test_render_always_writes_dot_and_says_how_to_get_graphviz(tmp_path, monkeyp
     assert "apt-get install graphviz" in capsys.readouterr().err
 
 
+@needs_dot
 def test_render_makes_svg_when_dot_is_installed(tmp_path):
     written = render(to_dot(mechanism_view(models.four_bar())), tmp_path / "pic", ("svg",), warn=None)
     assert (tmp_path / "pic.svg") in written and "<svg" in (tmp_path / "pic.svg").read_text()
