@@ -16,6 +16,7 @@ array([1., 2.])
 from __future__ import annotations
 
 from .errors import OrderingError, SingularProblemError
+from factorgraph import __version__
 from .gaussian import CONSISTENCY_RTOL, PIVOT_RTOL, RANK_RTOL, Eliminated, GaussianConditional, eliminate_gaussian
 from .numeric import Factorization, compiled_elimination, element_graph, factorize
 from .numeric_rank import NumericHardRows
@@ -59,6 +60,7 @@ def solve(graph, ordering="min_fill", refine: int = 1, backend: str = "auto") ->
 
 
 __all__ = [
+    "__version__",
     "CONSISTENCY_RTOL",
     "ORDERINGS",
     "PIVOT_RTOL",

@@ -16,6 +16,8 @@ that ``ALGORITHMS["aba"]`` performs as an elimination.  Depends on
 >>> res.qdd.shape, res.converged, res.residual < 1e-9
 ((11,), True, True)
 """
+from factorgraph import __version__
+
 from . import models
 from .algorithms import ALGORITHMS, Algorithm, resolve_algorithm
 from .convergence import ConvergenceWarning, MuConventionWarning
@@ -30,6 +32,7 @@ from .pinocchio_io import from_pinocchio, load_mjcf, load_urdf
 from .sdf import load_sdf
 
 __all__ = [
+    "__version__",
     "PreparedDynamics",
     "prepare",
     "ALGORITHMS",

@@ -15,6 +15,8 @@ library is imported inside :func:`main`, so that this holds while it loads too.
 from __future__ import annotations
 
 import argparse
+import difflib
+import importlib.util
 import inspect
 import json
 import os
@@ -24,6 +26,8 @@ import sys
 import threading
 import warnings
 from pathlib import Path
+
+from factorgraph import __version__
 
 DEFAULT_MECHANISM = "fig4"
 FILE_LOADERS = {".urdf": "load_urdf", ".sdf": "load_sdf", ".xml": "load_mjcf", ".mjcf": "load_mjcf"}
@@ -96,6 +100,35 @@ def _algorithms(text: str | None):
         except ValueError as error:
             raise UsageError(str(error)) from None
     return names
+
+
+def _positive_int(text: str) -> int:
+    """argparse type: an int >= 1 (``--repeat 0`` would time nothing)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an int >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an int >= 1, got {value}")
+    return value
+
+
+def _output_file(path: str | None) -> None:
+    """Refuse, before any work, an output file whose folder does not exist or cannot be written."""
+    if path is None:
+        return
+    folder = Path(path).resolve().parent
+    if not folder.is_dir():
+        raise UsageError(f"cannot write {path}: no folder {folder} (create it first)")
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"cannot write {path}: the folder {folder} is not writable")
+
+
+def _needs_matplotlib(plot: str | None) -> None:
+    if plot is None:
+        return
+    if importlib.util.find_spec("matplotlib") is None:
+        raise UsageError("--plot needs matplotlib: pip install 'gaussgraph[plot]' (or matplotlib)")
 
 
 def _writable(path: Path) -> Path:
@@ -283,6 +316,8 @@ def run_compare(args) -> int:
     from .dot import INSTALL_DOT, has_dot
     from .gallery import render_gallery
 
+    for path in (args.json, args.csv):
+        _output_file(path)
     with Progress.of(args) as progress:
         progress.status(f"building {args.mechanism}")
         mech = load_mechanism(args.mechanism, args.floating_base)
@@ -357,6 +392,9 @@ def run_scale(args) -> int:
     except ValueError:
         raise UsageError(f"--sizes must be integers separated by commas, got {args.sizes!r}") from None
     load_mechanism(f"{name}:{param}={sizes[0]}")  # validates the parameter before the sweep
+    for path in (args.json, args.plot):
+        _output_file(path)
+    _needs_matplotlib(args.plot)
     with Progress.of(args, param, len(sizes)) as progress:
         points = cmp.scale(name, param, sizes, _algorithms(args.algorithms), mu=args.mu, repeat=args.repeat,
                            progress=None, on_step=progress)
@@ -385,6 +423,7 @@ def parser() -> argparse.ArgumentParser:
         epilog="With no command, runs `gaussgraph compare` on the 000 Fig. 4 mechanism.  Long commands show their "
                "progress on stderr when it is a terminal (-q/--quiet: none); Ctrl-C stops any command (exit status 130).",
     )
+    top.add_argument("--version", action="version", version=f"gaussgraph {__version__}")
     sub = top.add_subparsers(dest="command")
     mech_help = "a built-in (see `gaussgraph list`), with sizes as name:key=value,... , or a .urdf/.sdf/.xml file"
 
@@ -393,7 +432,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--algorithms", help="comma-separated names or POLICY/ORDERING pairs, e.g. lcaba,prox/tree_min_degree (default: all that apply)")
     c.add_argument("--mu", type=float, default=1e6, help="penalty / proximal parameter, larger is stiffer (default 1e6)")
     c.add_argument("--tol", type=float, default=1e-10, help="outer-loop tolerance (default 1e-10)")
-    c.add_argument("--repeat", type=int, default=5, help="timed solves per algorithm (default 5)")
+    c.add_argument("--repeat", type=_positive_int, default=5, help="timed solves per algorithm (default 5)")
     c.add_argument("--render", metavar="DIR", help="also draw every view into DIR")
     c.add_argument("--json", metavar="FILE", help="write the table as JSON")
     c.add_argument("--csv", metavar="FILE", help="write the table as CSV")
@@ -409,8 +448,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--algorithm", default="lcaba", help="whose elimination to draw (default lcaba)")
     r.add_argument("--out", required=True, metavar="DIR", help="output folder")
     r.add_argument("--format", default="svg", help="comma-separated: svg, png (default svg)")
-    r.add_argument("--mu", type=float, default=1e6)
-    r.add_argument("--floating-base", action="store_true")
+    r.add_argument("--mu", type=float, default=1e6,
+                   help="penalty / proximal parameter, larger is stiffer (default 1e6); it sets the numbers, not the plan")
+    r.add_argument("--floating-base", action="store_true", help="URDF files: add a free-flyer root joint")
     r.add_argument(*QUIET, **QUIET_OPTIONS)
     r.set_defaults(run=run_render)
 
@@ -419,24 +459,40 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--sizes", required=True, help="comma-separated sizes, e.g. 2,4,8,16")
     s.add_argument("--param", help="which size parameter to sweep (default: the first one)")
     s.add_argument("--algorithms", help="comma-separated names or POLICY/ORDERING pairs, e.g. lcaba,prox/tree_min_degree (default: all that apply)")
-    s.add_argument("--mu", type=float, default=1e6)
-    s.add_argument("--repeat", type=int, default=3)
+    s.add_argument("--mu", type=float, default=1e6, help="penalty / proximal parameter, larger is stiffer (default 1e6)")
+    s.add_argument("--repeat", type=_positive_int, default=3, help="timed solves per algorithm and size (default 3)")
     s.add_argument("--plot", metavar="FILE", help="log-log plot (needs matplotlib: the `plot` extra)")
-    s.add_argument("--json", metavar="FILE")
+    s.add_argument("--json", metavar="FILE", help="write the points (size, algorithm, flops, seconds) as JSON")
     s.add_argument(*QUIET, **QUIET_OPTIONS)
     s.set_defaults(run=run_scale)
     return top
+
+
+COMMANDS = ("compare", "list", "render", "scale")
+
+
+def _unknown_command(word: str) -> str:
+    close = difflib.get_close_matches(word, COMMANDS, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return (f"unknown command {word!r}{hint}; choose from {', '.join(COMMANDS)} -- e.g. `gaussgraph compare "
+            f"{word}` to compare the algorithms on a mechanism of that name")
 
 
 def main(argv: list[str] | None = None) -> int:
     """The ``gaussgraph`` command: 0 on success, 2 on bad input (one line), 130 on Ctrl-C (one line)."""
     with Interruption() as interruption:
         try:
-            argv = sys.argv[1:] if argv is None else argv
+            argv = list(sys.argv[1:] if argv is None else argv)
             top = parser()
-            args = top.parse_args(argv if argv and argv[0] in ("compare", "list", "render", "scale", "-h", "--help")
-                                  else ["compare"] + list(argv))
+            if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
+                argv = ["compare"] + argv  # no command: compare (the main job), with the options given
+            elif argv[0] not in COMMANDS and not argv[0].startswith("-"):
+                raise UsageError(_unknown_command(argv[0]))
+            args = top.parse_args(argv)
             return args.run(args)
+        except BrokenPipeError:  # `gaussgraph compare | head`: the reader left; nothing more to say
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
         except (UsageError, ValueError, FileNotFoundError, ImportError) as error:
             print(f"gaussgraph: error: {error}", file=sys.stderr)
             return 2

@@ -77,6 +77,9 @@ def test_list_and_scale(tmp_path):
         (("compare", "cycle:rungs=3"), "cycle has no parameter 'rungs'; its parameters: n"),
         (("render", "fig4", "--algorithm", "nope", "--out", "x"), "unknown algorithm 'nope'"),
         (("scale", "fig4", "--sizes", "a,b"), "scale needs|--sizes"),
+        (("lst",), r"unknown command 'lst' \(did you mean list\?\); choose from compare, list, render, scale"),
+        (("compare", "fig4", "--json", "no/such/folder/t.json"), "cannot write no/such/folder/t.json: no folder"),
+        (("scale", "cycle", "--sizes", "7", "--json", "no/such/folder/t.json"), "cannot write .*: no folder"),
     ],
 )
 def test_bad_input_is_one_clear_line_and_exit_status_2(args, message, tmp_path):
@@ -84,6 +87,29 @@ def test_bad_input_is_one_clear_line_and_exit_status_2(args, message, tmp_path):
     assert result.returncode == 2
     assert "gaussgraph: error:" in result.stderr and re.search(message, result.stderr), result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_version_case_insensitive_names_and_positive_repeats(tmp_path):
+    from factorgraph import __version__
+
+    version = gaussgraph("--version")
+    assert version.returncode == 0 and version.stdout.strip() == f"gaussgraph {__version__}" != "gaussgraph unknown"
+    upper = gaussgraph("compare", "four_bar", "--algorithms", "LCABA,ProxBBO", "--repeat", "1", cwd=tmp_path)
+    assert upper.returncode == 0, upper.stderr
+    assert [line.split()[0] for line in upper.stdout.splitlines()[2:4]] == ["lcaba", "proxbbo"]
+    zero = gaussgraph("compare", "four_bar", "--repeat", "0", cwd=tmp_path)
+    assert zero.returncode == 2 and "--repeat: expected an int >= 1, got 0" in zero.stderr
+
+
+def test_a_reader_that_leaves_early_ends_the_command_quietly(tmp_path):
+    """`gaussgraph compare | head -1`: no BrokenPipeError traceback, exit status 0."""
+    proc = subprocess.Popen([str(SCRIPT), "compare", "four_bar", "--repeat", "1"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    status = proc.wait(timeout=600)
+    assert first.startswith("Mechanism(") and status == 0
+    assert "Error" not in proc.stderr.read()
 
 
 def test_unwritable_output_folder(tmp_path):
@@ -97,6 +123,18 @@ def test_help_texts():
     for args in (("--help",), ("compare", "--help"), ("scale", "--help")):
         result = gaussgraph(*args)
         assert result.returncode == 0 and "usage: gaussgraph" in result.stdout
+
+
+def test_every_option_of_every_command_has_help():
+    import argparse
+
+    from viz.cli import parser
+
+    top = parser()
+    commands = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction)).choices
+    for name, command in commands.items():
+        for action in command._actions:
+            assert action.help, f"gaussgraph {name} {'/'.join(action.option_strings) or action.dest} has no help"
 
 
 BAR_PINNED_AT_ITS_TIP = """<mujoco model="bar"><worldbody>
