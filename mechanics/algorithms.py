@@ -184,6 +184,17 @@ class Algorithm(NamedTuple):
                 )
 
 
+PAPERS = {
+    "000": "Sathya & Carpentier, Constrained Articulated Body Algorithms for Closed-Loop Mechanisms (LCABA, proxBBO)",
+    "001": "Sathya et al., Efficient Constrained Dynamics Algorithms based on an Equivalent LQR Formulation "
+           "(PV, PV-soft)",
+    "002": "Carpentier, Budhiraja & Mansard, Proximal and Sparse Resolution of Constrained Dynamic Equations (proxLTL)",
+    "003": "Chignoli et al., Recursive Rigid-Body Dynamics Algorithms for Systems with Kinematic Loops (C-ABA)",
+    "004": "A Propagation Perspective on Recursive Forward Dynamics for Systems with Kinematic Loops",
+}
+"""The papers behind the algorithms, by the codes the descriptions, docstrings and README cite them with
+("000 Sec. V", "001 Fig. 4")."""
+
 ALGORITHMS = {
     "aba": Algorithm("hard", tree_order, "ABA: recursive tree dynamics, no constraints", "tree"),
     "pv": Algorithm("hard", tree_order, "PV (001): hard multipliers, all eliminated last at the root"),

@@ -20,6 +20,7 @@ import importlib.util
 import inspect
 import json
 import os
+import re
 import signal
 import socket
 import sys
@@ -343,20 +344,29 @@ def run_compare(args) -> int:
 
 def run_list(args) -> int:
     from mechanics import ALGORITHMS, POLICIES
-    from mechanics.algorithms import ORDERING_POLICIES
+    from mechanics.algorithms import ORDERING_POLICIES, PAPERS
     from mechanics.models import MODELS
 
     print("built-in mechanisms (name:parameter=value,...):")
     for name, make in MODELS.items():
         params = ", ".join(f"{p}={v.default}" for p, v in inspect.signature(make).parameters.items())
-        doc = (make.__doc__ or "").strip().splitlines()[0]
-        print(f"  {name:<16} {doc}" + (f"  [{params}]" if params else ""))
+        print(f"  {name:<16} {_first_sentence(make.__doc__ or '')}" + (f"  [{params}]" if params else ""))
     print("algorithms (constraint policy, ordering policy):")
     for name, algo in ALGORITHMS.items():
         print(f"  {name:<16} {algo.policy_label:<5} {algo.description}")
     print("an algorithm of your own: POLICY/ORDERING, a policy of", "/".join(POLICIES),
           "and an ordering of", "/".join(ORDERING_POLICIES))
+    print("papers (the codes above):")
+    for code, paper in PAPERS.items():
+        print(f"  {code}  {paper}")
     return 0
+
+
+def _first_sentence(doc: str) -> str:
+    """A docstring's first sentence on one line, its RST literals (````x````) as plain text."""
+    paragraph = " ".join(doc.strip().split("\n\n")[0].split())
+    end = re.search(r"(?<!Fig)(?<!Figs)(?<!Sec)(?<!eq)(?<!eqs)(?<!e\.g)(?<!i\.e)\.(\s+[A-Z(]|$)", paragraph)
+    return (paragraph[: end.start() + 1] if end else paragraph).replace("``", "")
 
 
 def run_render(args) -> int:
@@ -367,6 +377,7 @@ def run_render(args) -> int:
     with Progress.of(args) as progress:
         progress.status(f"building {args.mechanism}")
         mech = load_mechanism(args.mechanism, args.floating_base)
+        args.algorithm = args.algorithm.lower()
         if args.algorithm not in ALGORITHMS:
             raise UsageError(f"unknown algorithm {args.algorithm!r}; choose from {', '.join(ALGORITHMS)}")
         ALGORITHMS[args.algorithm].check(mech, args.algorithm)

@@ -89,6 +89,17 @@ def test_bad_input_is_one_clear_line_and_exit_status_2(args, message, tmp_path):
     assert "Traceback" not in result.stderr
 
 
+def test_list_says_what_the_paper_codes_are_in_plain_text():
+    from mechanics.algorithms import PAPERS
+
+    listing = gaussgraph("list")
+    assert listing.returncode == 0 and "``" not in listing.stdout
+    for code in ("000", "001", "002"):
+        assert f"  {code}  {PAPERS[code]}" in listing.stdout
+    worst_case = next(line for line in listing.stdout.splitlines() if line.strip().startswith("worst_case"))
+    assert "(000 Fig. 8)" in worst_case and "all loops share the chain's joints." in worst_case
+
+
 def test_version_case_insensitive_names_and_positive_repeats(tmp_path):
     from factorgraph import __version__
 
@@ -97,6 +108,8 @@ def test_version_case_insensitive_names_and_positive_repeats(tmp_path):
     upper = gaussgraph("compare", "four_bar", "--algorithms", "LCABA,ProxBBO", "--repeat", "1", cwd=tmp_path)
     assert upper.returncode == 0, upper.stderr
     assert [line.split()[0] for line in upper.stdout.splitlines()[2:4]] == ["lcaba", "proxbbo"]
+    rendered = gaussgraph("render", "four_bar", "--algorithm", "LCABA", "--out", tmp_path / "pictures", "--format", "dot")
+    assert rendered.returncode == 0 and (tmp_path / "pictures" / "lcaba").is_dir(), rendered.stderr
     zero = gaussgraph("compare", "four_bar", "--repeat", "0", cwd=tmp_path)
     assert zero.returncode == 2 and "--repeat: expected an int >= 1, got 0" in zero.stderr
 
