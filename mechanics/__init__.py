@@ -28,7 +28,7 @@ from .policies import ALM, POLICIES, ConstraintPolicy, Hard, Prox, Soft, resolve
 from .joints import Joint
 from .kinematics import constraint_terms, kinematics
 from .mechanism import GROUND, Connect, General, Link, Mechanism, Pose, Weld, at
-from .pinocchio_io import from_pinocchio, load_mjcf, load_urdf
+from .pinocchio_io import from_pinocchio, load_mjcf, load_robot, load_urdf, robot_names
 from .sdf import load_sdf
 
 __all__ = [
@@ -72,7 +72,9 @@ __all__ = [
     "from_pinocchio",
     "load_mjcf",
     "load_sdf",
+    "load_robot",
     "load_urdf",
+    "robot_names",
     "gplc_graph",
     "kinematics",
     "models",

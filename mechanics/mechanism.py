@@ -13,6 +13,7 @@ Links are numbered in topological order, ``1..n_b`` (``0`` is the ground), so
 """
 from __future__ import annotations
 
+import difflib
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field, replace
 from itertools import accumulate
@@ -218,27 +219,40 @@ class Mechanism:
     links : sequence of Link
         In any order; they are sorted topologically (stable).
     constraints : sequence of Weld, Connect or General
+        A Weld or Connect may name a frame (``frames``) instead of a link at
+        either end: it is restated on the frame's link, its placement composed
+        with the frame's (``Weld("left_sole_link", "ground", ...)`` on a URDF robot).
     gravity : (3,) gravitational acceleration in the world frame
     name : str
+    frames : dict, optional
+        Frame name -> ``(link, Pose)``: named frames fixed on links (a URDF's
+        bodies and fixed joints, an end effector, a sole), as
+        :func:`~mechanics.from_pinocchio` reads them.
 
     Attributes
     ----------
     plans : PlanCache
         The symbolic plans computed for this mechanism so far.
+    frames : dict
+        Frame name -> ``(link, Pose)`` (names that are links are left out).
 
     Examples
     --------
-    >>> from mechanics import Joint, Link, Mechanism, at
-    >>> m = Mechanism([Link("l1", "ground", Joint("revolute", "z")),
-    ...                Link("l2", "l1", Joint("revolute", "z"), at(1.0))])
+    >>> from mechanics import Joint, Link, Mechanism, Weld, at
+    >>> links = [Link("l1", "ground", Joint("revolute", "z")), Link("l2", "l1", Joint("revolute", "z"), at(1.0))]
+    >>> m = Mechanism(links, frames={"tip": ("l2", at(1.0))})
     >>> m.nv, m.parent("l2"), m.children("l1")
     (2, 'l1', ('l2',))
+    >>> m.with_constraints([Weld("tip", "ground", placement2=at(2.0))]).constraints[0].link1
+    'l2'
     """
 
-    def __init__(self, links: Sequence[Link], constraints: Sequence = (), gravity=(0.0, 0.0, -9.81), name: str = "mechanism"):
+    def __init__(self, links: Sequence[Link], constraints: Sequence = (), gravity=(0.0, 0.0, -9.81), name: str = "mechanism",
+                 frames: dict | None = None):
         self.name = name
         self.links = _topological(links)
         self.index = {link.name: i + 1 for i, link in enumerate(self.links)}
+        self.frames = self._checked_frames(frames or {})
         self.gravity = np.asarray(gravity, dtype=float)
         if self.gravity.shape != (3,) or not np.all(np.isfinite(self.gravity)):
             raise ValueError(f"gravity must be a finite 3-vector, got {gravity!r}")
@@ -266,15 +280,44 @@ class Mechanism:
             (link, slice(self.q_slices[link.name].start + part.start, self.q_slices[link.name].start + part.stop), what)
             for link in self.links for part, what in unit_norm_parts(link.joint))
 
+    def _checked_frames(self, frames: dict) -> dict:
+        """``{name: (link, Pose)}``: each frame on a link of this mechanism (or the ground); link names win."""
+        out = {}
+        for name, (link, pose) in frames.items():
+            if link != GROUND and link not in self.index:
+                raise ValueError(f"frame {name!r} is attached to {link!r}, which is not a link of the mechanism")
+            if not isinstance(pose, Pose):
+                raise TypeError(f"frame {name!r}: its placement must be a Pose, got {type(pose).__name__}")
+            if name not in self.index and name != GROUND:
+                out[name] = (link, pose)
+        return out
+
+    def _on_links(self, c, label: str):
+        """A Weld / Connect whose ends name frames, restated on the frames' links (placements composed)."""
+        if isinstance(c, General) or all(end in self.index or end == GROUND for end in c.links):
+            return c
+        ends = {}
+        for side, (end, placement) in enumerate(((c.link1, c.placement1), (c.link2, c.placement2)), start=1):
+            if end in self.frames:
+                link, pose = self.frames[end]
+                R, p = pose.rotation @ placement.rotation, pose.translation + pose.rotation @ placement.translation
+                end, placement = link, Pose(R, p)
+            ends[f"link{side}"], ends[f"placement{side}"] = end, placement
+        return replace(c, **ends)
+
     def _checked(self, j: int, c):
         if not isinstance(c, (Weld, Connect, General)):
             raise TypeError(f"constraint {j}: expected Weld, Connect or General, got {type(c).__name__}")
         label = c.name if c.name is not None else f"c{j}"
+        c = self._on_links(c, label)
         for link in c.links:
             if link != GROUND and link not in self.index:
+                close = difflib.get_close_matches(link, [*self.index, *self.frames], n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                frames = f"; frames: {_listed(self.frames)}" if self.frames else ""
                 raise ValueError(
-                    f"constraint {label!r} names link {link!r}, which is not a link of the mechanism "
-                    f"(links: {list(self.index)}; use {GROUND!r} for the ground)"
+                    f"constraint {label!r} names {link!r}, which is not a link or frame of the mechanism{hint} "
+                    f"(links: {_listed(self.index)}{frames}; use {GROUND!r} for the ground)"
                 )
         if all(link == GROUND for link in c.links):
             raise ValueError(f"constraint {label!r} involves only the ground")
@@ -400,16 +443,24 @@ class Mechanism:
         )
 
     def without_constraints(self) -> "Mechanism":
-        return Mechanism(self.links, (), self.gravity, self.name + " (tree)")
+        return Mechanism(self.links, (), self.gravity, self.name + " (tree)", self.frames)
 
     def with_constraints(self, constraints: Sequence) -> "Mechanism":
-        return Mechanism(self.links, constraints, self.gravity, self.name)
+        """The same links and frames with ``constraints`` (whose ends may name frames)."""
+        return Mechanism(self.links, constraints, self.gravity, self.name, self.frames)
 
     def __repr__(self) -> str:
         return (
             f"Mechanism({self.name!r}: {len(self.links)} links, nq={self.nq}, nv={self.nv}, "
             f"{len(self.constraints)} constraints, m={self.constraint_dim})"
         )
+
+
+def _listed(names, shown: int = 12) -> str:
+    """The first ``shown`` names, and how many more."""
+    names = list(names)
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(map(repr, names[:shown])) + more
 
 
 def _topological(links: Sequence[Link]) -> tuple:

@@ -8,6 +8,7 @@ forces read exactly as Pinocchio's.
 """
 from __future__ import annotations
 
+import difflib
 import glob
 import os
 import sys
@@ -106,12 +107,24 @@ def from_pinocchio(model, constraint_models=(), name: str | None = None) -> Mech
             )
         )
     constraints = [_constraint(pin, model, cm, j) for j, cm in enumerate(constraint_models)]
-    mech = Mechanism(links, constraints, np.array(model.gravity.linear), name or model.name or "pinocchio_model")
+    mech = Mechanism(links, constraints, np.array(model.gravity.linear), name or model.name or "pinocchio_model",
+                     frames=_frames(pin, model))
     for i, link in enumerate(mech.links, start=1):
         jmodel = model.joints[model.getJointId(link.name)]
         if (mech.q_slices[link.name].start, mech.v_slices[link.name].start) != (jmodel.idx_q, jmodel.idx_v):
             raise ValueError(f"joint {link.name!r}: Pinocchio's q/v layout is not in joint order; cannot map states")
     return mech
+
+
+def _frames(pin, model) -> dict:
+    """The model's operational, body and fixed-joint frames: name -> (link of its parent joint, placement)."""
+    kinds = (pin.FrameType.OP_FRAME, pin.FrameType.BODY, pin.FrameType.FIXED_JOINT)
+    frames = {}
+    for frame in model.frames:
+        if frame.type in kinds and frame.name not in frames:
+            link = model.names[frame.parentJoint] if frame.parentJoint != 0 else GROUND
+            frames[frame.name] = (link, _pose(frame.placement))
+    return frames
 
 
 def example_robot_data_dir() -> Path:
@@ -134,7 +147,55 @@ ROBOTS = {
     "anymal": ("anymal_b_simple_description/robots/anymal.urdf", True),
     "allegro": ("allegro_hand_description/urdf/allegro_right_hand.urdf", False),
     "allegro_left": ("allegro_hand_description/urdf/allegro_left_hand.urdf", False),
+    "anymal_c": ("anymal_c_simple_description/urdf/anymal.urdf", True),
+    "go1": ("go1_description/urdf/go1.urdf", True),
+    "go2": ("go2_description/urdf/go2.urdf", True),
+    "a1": ("a1_description/urdf/a1.urdf", True),
+    "g1": ("g1_description/urdf/g1_29dof_rev_1_0.urdf", True),
+    "panda": ("panda_description/urdf/panda.urdf", False),
+    "z1": ("z1_description/urdf/z1.urdf", False),
 }
+"""example-robot-data's URDF robots by name: (path under its ``robots`` folder, floating base)."""
+
+SDF_ROBOTS = {"cassie": "cassie_description/robots/cassie_v2.sdf"}
+"""example-robot-data's SDF robots by name (their closed loops read as constraints by :func:`mechanics.load_sdf`)."""
+
+
+def robot_names() -> list:
+    """The names :func:`load_robot` knows."""
+    return sorted(ROBOTS) + sorted(SDF_ROBOTS)
+
+
+def load_robot(name: str, constraints=()) -> Mechanism:
+    """An example-robot-data robot by name, with its frames, optionally with ``constraints``.
+
+    Parameters
+    ----------
+    name : str
+        One of :func:`robot_names` (``talos``, ``solo12``, ``anymal``, ``go1``, ``ur5``, ``cassie``, ...);
+        legged robots and humanoids get a free-flyer root joint.
+    constraints : sequence of Weld / Connect / General
+        Their ends may name the robot's frames (a URDF's bodies and fixed joints): e.g.
+        ``Weld("left_sole_link", "ground")``.  Added to the robot's own (Cassie's loops).
+
+    Examples
+    --------
+    >>> from mechanics import GROUND, Weld, load_robot
+    >>> talos = load_robot("talos", [Weld("left_sole_link", GROUND), Weld("right_sole_link", GROUND)])
+    >>> talos.nv, talos.constraint_dim, talos.constraints[0].link1
+    (38, 12, 'leg_left_6_joint')
+    """
+    if name in SDF_ROBOTS:
+        from .sdf import load_sdf
+
+        mech = load_sdf(example_robot_data_dir() / SDF_ROBOTS[name])
+        return mech.with_constraints(list(mech.constraints) + list(constraints)) if constraints else mech
+    if name not in ROBOTS:
+        close = difflib.get_close_matches(name, robot_names(), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"unknown robot {name!r}{hint}; load_robot knows {', '.join(robot_names())}")
+    mech = from_pinocchio(load_pinocchio_robot(name), name=name)
+    return mech.with_constraints(constraints) if constraints else mech
 
 
 def load_pinocchio_robot(name: str):
