@@ -47,8 +47,32 @@ def _number(text: str):
     raise UsageError(f"size parameter value {text!r} is not a number")
 
 
-def load_mechanism(spec: str, floating_base: bool = False):
-    """A built-in (``name`` or ``name:key=value,...``) or a URDF / SDF / MJCF file."""
+def load_mechanism(spec: str, floating_base: bool = False, contacts=()):
+    """A built-in (``name`` or ``name:key=value,...``), an example-robot-data robot by name, or a URDF / SDF /
+    MJCF file; ``contacts`` (``FRAME[:point|:weld]`` texts) fix frames of it to the ground."""
+    mech = _mechanism(spec, floating_base)
+    return mech.with_constraints(list(mech.constraints) + [_contact(text, mech) for text in contacts]) if contacts else mech
+
+
+CONTACT_KINDS = ("point", "weld")
+
+
+def _contact(text: str, mech):
+    """``FRAME[:point|:weld]`` -> a Connect (point, the default) or Weld of the frame (or link) to the ground."""
+    from mechanics import GROUND, Connect, Weld
+
+    frame, _, kind = text.rpartition(":") if text.rsplit(":", 1)[-1] in CONTACT_KINDS else (text, "", "point")
+    if not frame:
+        raise UsageError(f"--contact {text!r}: give a frame or link name, e.g. --contact left_sole_link:weld")
+    if frame not in mech.frames and frame not in mech.index:
+        close = difflib.get_close_matches(frame, [*mech.frames, *mech.index], n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise UsageError(f"--contact {text!r}: {mech.name!r} has no frame or link {frame!r}{hint} "
+                         f"({len(mech.frames)} frames, {len(mech.index)} links)")
+    return (Weld if kind == "weld" else Connect)(frame, GROUND, name=f"{frame}:{kind}")
+
+
+def _mechanism(spec: str, floating_base: bool):
     import mechanics
     from mechanics.models import MODELS
 
@@ -59,9 +83,12 @@ def load_mechanism(spec: str, floating_base: bool = False):
         loader = getattr(mechanics, FILE_LOADERS[suffix])
         return loader(spec, floating_base=floating_base) if suffix == ".urdf" else loader(spec)
     name, _, params = spec.partition(":")
+    if name not in MODELS and not params and name in _robot_names():
+        return mechanics.load_robot(name)
     if name not in MODELS:
         raise UsageError(
-            f"unknown mechanism {name!r}; built-ins: {', '.join(sorted(MODELS))} (or a .urdf/.sdf/.xml file)"
+            f"unknown mechanism {name!r}; built-ins: {', '.join(sorted(MODELS))}; robots (the robots extra): "
+            f"{', '.join(_robot_names()) or 'none installed'}; or a .urdf/.sdf/.xml file"
         )
     kwargs = {}
     for item in filter(None, params.split(",")):
@@ -74,6 +101,17 @@ def load_mechanism(spec: str, floating_base: bool = False):
     if unknown:
         raise UsageError(f"{name} has no parameter {unknown[0]!r}; its parameters: {', '.join(accepted) or 'none'}")
     return MODELS[name](**kwargs)
+
+
+def _robot_names() -> list:
+    """example-robot-data's robots that load by name, or none without the robots extra."""
+    try:
+        from mechanics.pinocchio_io import example_robot_data_dir, robot_names
+
+        example_robot_data_dir()
+    except (ImportError, FileNotFoundError):
+        return []
+    return robot_names()
 
 
 def _first_param(name: str) -> str:
@@ -321,7 +359,7 @@ def run_compare(args) -> int:
         _output_file(path)
     with Progress.of(args) as progress:
         progress.status(f"building {args.mechanism}")
-        mech = load_mechanism(args.mechanism, args.floating_base)
+        mech = load_mechanism(args.mechanism, args.floating_base, args.contact)
         rows = cmp.compare(mech, _algorithms(args.algorithms), mu=args.mu, tol=args.tol, repeat=args.repeat,
                            on_step=progress)
     print(cmp.format_table(rows, f"{mech}  (mu={args.mu:g}, tol={args.tol:g})"))
@@ -376,7 +414,7 @@ def run_render(args) -> int:
 
     with Progress.of(args) as progress:
         progress.status(f"building {args.mechanism}")
-        mech = load_mechanism(args.mechanism, args.floating_base)
+        mech = load_mechanism(args.mechanism, args.floating_base, args.contact)
         args.algorithm = args.algorithm.lower()
         if args.algorithm not in ALGORITHMS:
             raise UsageError(f"unknown algorithm {args.algorithm!r}; choose from {', '.join(ALGORITHMS)}")
@@ -421,6 +459,8 @@ def run_scale(args) -> int:
     return 0
 
 
+CONTACT_HELP = ("fix a frame (or link) of the robot to the ground: a point contact (default) or a weld; repeat it, "
+                "e.g. --contact left_sole_link:weld --contact right_sole_link:weld")
 QUIET = ("-q", "--quiet")
 QUIET_OPTIONS = {"action": "store_true",
                  "help": "no progress on stderr (shown only when stderr is a terminal: building, planning, solving...)"}
@@ -436,7 +476,8 @@ def parser() -> argparse.ArgumentParser:
     )
     top.add_argument("--version", action="version", version=f"gaussgraph {__version__}")
     sub = top.add_subparsers(dest="command")
-    mech_help = "a built-in (see `gaussgraph list`), with sizes as name:key=value,... , or a .urdf/.sdf/.xml file"
+    mech_help = ("a built-in (see `gaussgraph list`), with sizes as name:key=value,... , a robot of example-robot-data "
+                 "by name (talos, solo12, go1, ur5, cassie, ...), or a .urdf/.sdf/.xml file")
 
     c = sub.add_parser("compare", help="table of every algorithm on a mechanism (the main job)")
     c.add_argument("mechanism", nargs="?", default=DEFAULT_MECHANISM, help=mech_help + f" (default {DEFAULT_MECHANISM})")
@@ -448,6 +489,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--json", metavar="FILE", help="write the table as JSON")
     c.add_argument("--csv", metavar="FILE", help="write the table as CSV")
     c.add_argument("--floating-base", action="store_true", help="URDF files: add a free-flyer root joint")
+    c.add_argument("--contact", action="append", default=[], metavar="FRAME[:point|:weld]", help=CONTACT_HELP)
     c.add_argument(*QUIET, **QUIET_OPTIONS)
     c.set_defaults(run=run_compare)
 
@@ -462,6 +504,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--mu", type=float, default=1e6,
                    help="penalty / proximal parameter, larger is stiffer (default 1e6); it sets the numbers, not the plan")
     r.add_argument("--floating-base", action="store_true", help="URDF files: add a free-flyer root joint")
+    r.add_argument("--contact", action="append", default=[], metavar="FRAME[:point|:weld]", help=CONTACT_HELP)
     r.add_argument(*QUIET, **QUIET_OPTIONS)
     r.set_defaults(run=run_render)
 

@@ -78,6 +78,8 @@ def test_list_and_scale(tmp_path):
         (("render", "fig4", "--algorithm", "nope", "--out", "x"), "unknown algorithm 'nope'"),
         (("scale", "fig4", "--sizes", "a,b"), "scale needs|--sizes"),
         (("lst",), r"unknown command 'lst' \(did you mean list\?\); choose from compare, list, render, scale"),
+        (("compare", "solo12", "--contact", "FL_FOT"), r"'solo12' has no frame or link 'FL_FOT'; did you mean FL_FOOT"),
+        (("compare", "robotx"), r"unknown mechanism 'robotx'; built-ins: .*; robots \(the robots extra\): .*talos"),
         (("compare", "fig4", "--json", "no/such/folder/t.json"), "cannot write no/such/folder/t.json: no folder"),
         (("scale", "cycle", "--sizes", "7", "--json", "no/such/folder/t.json"), "cannot write .*: no folder"),
     ],
@@ -87,6 +89,15 @@ def test_bad_input_is_one_clear_line_and_exit_status_2(args, message, tmp_path):
     assert result.returncode == 2
     assert "gaussgraph: error:" in result.stderr and re.search(message, result.stderr), result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_compare_a_robot_by_name_with_contacts_on_its_frames(tmp_path):
+    result = gaussgraph("compare", "solo12", "--contact", "FL_FOOT", "--contact", "HR_FOOT:point", "--contact",
+                        "base_link:weld", "--algorithms", "proxbbo,lcaba", "--repeat", "1", "--json", tmp_path / "t.json")
+    assert result.returncode == 0, result.stderr
+    assert "Mechanism('solo12': 13 links, nq=19, nv=18, 3 constraints, m=12)" in result.stdout
+    rows = json.loads((tmp_path / "t.json").read_text())["rows"]
+    assert [r["algorithm"] for r in rows] == ["proxbbo", "lcaba"] and all(r["deviation"] < 1e-8 for r in rows)
 
 
 def test_list_says_what_the_paper_codes_are_in_plain_text():
