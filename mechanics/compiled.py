@@ -124,7 +124,6 @@ class CompiledDynamics:
         hard = np.concatenate([np.full(c.dim, layout.policies[c.name].name == "hard")
                                for c in mechanism.constraints] or [np.zeros(0, bool)])
         self.hard_rows = hard if hard.any() else None  # constraint rows under the hard policy (None: no such rows)
-        self.link_index = {link.name: i for i, link in enumerate(mechanism.links)}
 
     def run(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, lam0: np.ndarray, mu: float, tol: float,
             max_iter: int, refine: int):

@@ -32,7 +32,7 @@ from .convergence import (
 from .compiled import CompiledDynamics
 from .gplc import GPLCLayout, split_multipliers
 from .keys import JointAcceleration, LinkAcceleration, Multiplier
-from .kinematics import kinematics
+from .kinematics import LINEAR_FIRST, kinematics
 from .mechanism import Mechanism
 from .policies import POLICIES, resolve_policies
 
@@ -69,9 +69,15 @@ class DynamicsResult:
         :mod:`mechanics.convergence`; a False element also issued a
         :class:`~mechanics.ConvergenceWarning`.
     link_accelerations : Mapping
-        Link name -> world-frame spatial acceleration (*batch, 6), gravity
-        offset included (``a_0 = -a_grav``).
+        Link name -> spatial acceleration (*batch, 6) of the link, in the world
+        frame at the world origin, Pinocchio's ``[linear; angular]`` order
+        (as its Weld rows and free-flyer velocities), gravity offset included
+        (the ground accelerates at ``-gravity``, as in ABA).
     algorithm : str
+    constraint_forces : Mapping
+        Constraint name -> its force (*batch, m_j), Pinocchio's sign and row
+        order (a Weld's ``[linear; angular]`` in its first frame): the parts of
+        ``forces``.
     """
 
     qdd: np.ndarray
@@ -81,26 +87,49 @@ class DynamicsResult:
     link_accelerations: Mapping
     algorithm: str
     converged: bool | np.ndarray
+    constraint_forces: Mapping
 
 
-class LinkAccelerations(Mapping):
-    """Link name -> world-frame spatial acceleration ``(*batch, 6)``: views into one array
-    ``(*batch, n_links, 6)``, made on access (what the compiled path returns)."""
+class NamedParts(Mapping):
+    """Name -> a part of one array, ``array[..., *where[name]]``, made on access (views, no copies).
 
-    def __init__(self, index: dict, array: np.ndarray):
-        self._index, self._array = index, array
+    >>> parts = NamedParts({"a": (slice(0, 2),), "b": (slice(2, 3),)}, np.arange(3.0))
+    >>> parts["b"], list(parts)
+    (array([2.]), ['a', 'b'])
+    """
+
+    def __init__(self, where: dict, array: np.ndarray):
+        self._where, self._array = where, array
 
     def __getitem__(self, name: str) -> np.ndarray:
-        return self._array[..., self._index[name], :]
+        return self._array[(Ellipsis, *self._where[name])]
 
     def __iter__(self):
-        return iter(self._index)
+        return iter(self._where)
 
     def __len__(self) -> int:
-        return len(self._index)
+        return len(self._where)
 
     def __repr__(self) -> str:
-        return f"LinkAccelerations({list(self._index)}, shape {self._array.shape})"
+        return f"NamedParts({list(self._where)}, of an array {self._array.shape})"
+
+
+def _named_links(mechanism: Mechanism) -> dict:
+    return {link.name: (i, slice(None)) for i, link in enumerate(mechanism.links)}
+
+
+def _named_constraints(mechanism: Mechanism) -> dict:
+    starts = np.cumsum([0] + [c.dim for c in mechanism.constraints])
+    return {c.name: (slice(int(a), int(b)),) for c, a, b in zip(mechanism.constraints, starts, starts[1:])}
+
+
+def _results(mechanism: Mechanism, accelerations: np.ndarray, forces: np.ndarray) -> dict:
+    """The named views of a result: link accelerations ``(*batch, n_links, 6)`` given ``[angular; linear]``,
+    returned in Pinocchio's ``[linear; angular]``; constraint forces by name."""
+    links = mechanism.derived.get(("link parts",), lambda: _named_links(mechanism))
+    constraints = mechanism.derived.get(("constraint parts",), lambda: _named_constraints(mechanism))
+    return {"link_accelerations": NamedParts(links, accelerations[..., LINEAR_FIRST]),
+            "constraint_forces": NamedParts(constraints, forces)}
 
 
 def algorithm_plan(mechanism: Mechanism, algorithm):
@@ -346,14 +375,17 @@ class PreparedDynamics:
         warn_not_converged(self._context, self._names, self.tol, self.max_iter, converged, iterations, worst,
                            stacklevel=stacklevel)
         forces = [np.broadcast_to(-lam[c.name], batch + (c.dim,)) for c in mechanism.constraints]
+        forces = np.concatenate(forces, axis=-1) if forces else np.zeros(batch + (0,))
+        accelerations = np.stack([np.broadcast_to(x[LinkAcceleration(l.name)], batch + (6,)) for l in mechanism.links],
+                                 axis=-2)
         return DynamicsResult(
             qdd=qdd,
-            forces=np.concatenate(forces, axis=-1) if forces else np.zeros(batch + (0,)),
+            forces=forces,
             iterations=_scalar_if_unbatched(iterations, batch, int),
             residual=_scalar_if_unbatched(worst, batch, float),
-            link_accelerations={l.name: x[LinkAcceleration(l.name)] for l in mechanism.links},
             algorithm=self.name,
             converged=_scalar_if_unbatched(converged, batch, bool),
+            **_results(mechanism, accelerations, forces),
         )
 
 
@@ -383,15 +415,15 @@ class PreparedDynamics:
         if not converged.all():
             warn_not_converged(self._context, self._names, self.tol, self.max_iter, converged, iterations, worst,
                                stacklevel=stacklevel)
+        forces = -lam.reshape(batch + lam.shape[-1:])
         return DynamicsResult(
             qdd=qdd.reshape(batch + qdd.shape[-1:]),
-            forces=-lam.reshape(batch + lam.shape[-1:]),
+            forces=forces,
             iterations=iterations if batch else int(iterations[0]),
             residual=worst if batch else float(worst[0]),
-            link_accelerations=LinkAccelerations(self.compiled.link_index,
-                                                 accelerations.reshape(batch + accelerations.shape[1:])),
             algorithm=self.name,
             converged=converged if batch else bool(converged[0]),
+            **_results(mechanism, accelerations.reshape(batch + accelerations.shape[1:]), forces),
         )
 
 

@@ -33,6 +33,8 @@ def test_talos_welded_at_its_soles_by_frame_name_moves_as_pinocchio_welded_at_it
     result = mechanics.forward_dynamics(talos, q, v, tau, algorithm="proxbbo", tol=1e-12, backend=backend)
     ddq, _ = dense_reference(model, cms, q, v, tau)
     assert result.converged and relative(result.qdd, ddq) < 1e-8
+    assert list(result.constraint_forces) == ["left", "right"]
+    assert np.array_equal(result.constraint_forces["right"], result.forces[6:12])
 
 
 def test_solo12_feet_as_point_contacts_on_frames_equal_pinocchios():

@@ -156,6 +156,25 @@ def test_world_poses_equal_pinocchio_forward_kinematics():
         assert np.allclose(kin.velocity[link.name], np.concatenate([world_velocity.angular, world_velocity.linear]), atol=1e-10)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("robot", ["ur5", "talos"])
+def test_link_accelerations_are_pinocchios_world_spatial_accelerations(robot, backend):
+    """[linear; angular] at the world origin, as Pinocchio's oMi.act(a_i) after forwardKinematics(q, v, ddq),
+    with the gravity offset ABA carries (the ground accelerates upwards at -gravity)."""
+    model = load_pinocchio_robot(robot)
+    mech = from_pinocchio(model)
+    q, v, tau = random_state(model, np.random.default_rng(8))
+    result = mechanics.forward_dynamics(mech, q, v, tau, algorithm="aba", backend=backend)
+    data = model.createData()
+    pin.forwardKinematics(model, data, q, v, result.qdd)
+    offset = -np.array(model.gravity.linear)
+    for link in mech.links:
+        j = model.getJointId(link.name)
+        world = data.oMi[j].act(data.a[j])
+        expected = np.concatenate([world.linear + offset, world.angular])
+        assert np.allclose(result.link_accelerations[link.name], expected, atol=1e-9 * max(1.0, np.max(np.abs(expected))))
+
+
 def test_every_listed_robot_loads():
     for robot in ROBOTS:
         assert from_pinocchio(load_pinocchio_robot(robot)).nv > 0
