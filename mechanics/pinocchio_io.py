@@ -8,9 +8,11 @@ forces read exactly as Pinocchio's.
 """
 from __future__ import annotations
 
+import contextlib
 import difflib
 import glob
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -212,16 +214,29 @@ def load_urdf(path, floating_base: bool = False) -> Mechanism:
     """A URDF file through Pinocchio (a free-flyer root joint if ``floating_base``)."""
     pin = pinocchio()
     path = _existing(path)
-    model = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating_base else pin.buildModelFromUrdf(path)
-    return from_pinocchio(model, name=Path(path).stem)
+    with _read_by_pinocchio(path, "URDF"):
+        model = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating_base else pin.buildModelFromUrdf(path)
+        return from_pinocchio(model, name=Path(path).stem)
 
 
 def load_mjcf(path) -> Mechanism:
     """An MJCF file with its equality constraints, through Pinocchio."""
     pin = pinocchio()
     path = _existing(path)
-    model, constraints = pin.buildModelAndLegacyConstraintsFromMJCF(path)[:2]
-    return from_pinocchio(model, list(constraints), name=Path(path).stem)
+    with _read_by_pinocchio(path, "MJCF"):
+        model, constraints = pin.buildModelAndLegacyConstraintsFromMJCF(path)[:2]
+        return from_pinocchio(model, list(constraints), name=Path(path).stem)
+
+
+@contextlib.contextmanager
+def _read_by_pinocchio(path: str, kind: str):
+    """Pinocchio's parse errors (RuntimeError, C++ locations) and ours, as one ValueError naming the file."""
+    try:
+        yield
+    except (RuntimeError, ValueError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        first = re.sub(r"^\((\d+)\):", r"line \1:", first.removeprefix(path).lstrip(": "))  # Pinocchio's "file(12):"
+        raise ValueError(f"{path}: cannot read this {kind} file: {first}") from None
 
 
 def _existing(path) -> str:

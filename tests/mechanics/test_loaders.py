@@ -64,3 +64,16 @@ def test_unsupported_pinocchio_joints_are_named():
     model.addJoint(0, pin.JointModelTranslation(), pin.SE3.Identity(), "slider3d")
     with pytest.raises(ValueError, match="'slider3d'.*JointModelTranslation"):
         from_pinocchio(model)
+
+
+@pytest.mark.parametrize("suffix, text, message", [
+    (".xml", "garbage <not xml", r"cannot read this MJCF file: line 1: expected <"),
+    (".urdf", "garbage", r"cannot read this URDF file: .*not contain a valid URDF model"),
+])
+def test_files_pinocchio_cannot_read_are_one_value_error_naming_them(tmp_path, suffix, text, message):
+    path = tmp_path / f"bad{suffix}"
+    path.write_text(text)
+    loader = mechanics.load_mjcf if suffix == ".xml" else mechanics.load_urdf
+    with pytest.raises(ValueError, match=message) as error:
+        loader(path)
+    assert str(error.value).startswith(str(path))

@@ -96,3 +96,33 @@ def test_bad_sdf_files_are_refused(tmp_path, kind, parent, message):
         load_sdf(path)
     with pytest.raises(FileNotFoundError, match="no such SDF"):
         load_sdf(tmp_path / "missing.sdf")
+
+
+def _edited(old: str, new: str, kind="revolute", parent="world") -> str:
+    text = FOUR_BAR.format(kind=kind, parent=parent)
+    assert old in text
+    return text.replace(old, new)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (FOUR_BAR.format(kind="revolute", parent="world").replace("</link>", "</lnk>", 1),
+         r"bad\.sdf: not well-formed XML \(mismatched tag: line 2"),
+        (_edited("<xyz>0 1 0</xyz>", "<xyz>0 1 w</xyz>"), r"joint 'j2' <axis><xyz>: expected 3 numbers .*'0 1 w'"),
+        (_edited("<xyz>0 1 0</xyz>", "<xyz>0 0 0</xyz>"), r"joint 'j2' <axis><xyz>: revolute joint axis must be a nonzero"),
+        (_edited("<pose>1 0 0 0 0 0</pose><inertial>", '<pose relative_to="crank">1 0 0 0 0 0</pose><inertial>'),
+         r"link 'rod': <pose relative_to='crank'> \(SDF 1.7 frame semantics\) is not supported"),
+        (_edited("<mass>1</mass>", "<mass>one</mass>"), r"link 'crank' <inertial><mass>: expected 1 numbers"),
+        (_edited("</model>", '<include><uri>model://foot</uri></include></model>'), r"<include> inside <model>.*inline"),
+        (_edited("<parent>world</parent><child>crank</child>", "<parent>rod</parent><child>crank</child>"),
+         r"the tree joints between links \['crank', 'rod'\] form a closed loop.*cut joint"),
+    ],
+)
+def test_sdf_errors_name_the_file_the_element_and_the_fix(tmp_path, text, message):
+    """What used to be a traceback, a silently misplaced link or an empty mechanism."""
+    path = tmp_path / "bad.sdf"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=message) as error:
+        load_sdf(path)
+    assert str(path) in str(error.value)
