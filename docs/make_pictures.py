@@ -12,8 +12,9 @@ import elimination
 import mechanics
 from mechanics.pinocchio_io import allegro_grasp, from_pinocchio
 from viz.dot import overview_dot, render, to_dot
-from viz.views import (clique_tree_view, elimination_frames, factor_graph_view, interaction_with_fill, link_group,
-                       mechanism_view)
+from viz.gallery import with_subgraph
+from viz.views import (CLIQUE_TREE_KEY, clique_tree_view, elimination_frames, factor_graph_view, interaction_with_fill,
+                       legend_dot, link_group, mechanism_view)
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "images"
@@ -38,10 +39,11 @@ def main() -> None:
         graph, plan = mechanics.algorithm_plan(fig4, algorithm)
         picture(overview_dot(elimination_frames(graph, plan, group=link_group)), f"fig4_{algorithm}")
     graph, plan = mechanics.algorithm_plan(fig4, "lcaba")
-    picture(to_dot(clique_tree_view(plan), rankdir="BT"), "fig4_lcaba_clique_tree")
+    picture(to_dot(clique_tree_view(plan), rankdir="BT", label=CLIQUE_TREE_KEY, fontsize=10), "fig4_lcaba_clique_tree")
     four_bar = mechanics.models.four_bar()
     graph, _ = mechanics.algorithm_plan(four_bar, "proxbbo")
-    picture(to_dot(factor_graph_view(graph), layout="neato", overlap="false"), "four_bar_factor_graph")
+    view = factor_graph_view(graph)
+    picture(with_subgraph(to_dot(view, layout="neato", overlap="false"), legend_dot(view)), "four_bar_factor_graph")
     picture(to_dot(mechanism_view(mechanics.models.digit_leg()), rankdir="TB"), "digit_leg_mechanism")
     picture(to_dot(mechanism_view(four_bar), rankdir="TB"), "four_bar_mechanism")
     for hands, name in ((1, "allegro_cube_mechanism"), (2, "two_hands_cube_mechanism")):

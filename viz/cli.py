@@ -422,7 +422,7 @@ def run_render(args) -> int:
         out = _writable(Path(args.out))
         warn = _Lines(progress) if progress.bar is not None else sys.stderr
         written = render_gallery(mech, args.algorithm, out, tuple(args.format.split(",")), mu=args.mu, warn=warn,
-                                 on_step=progress)
+                                 on_step=progress, columns=args.columns)
     print(f"{len(written)} files written to {out}")
     return 0
 
@@ -505,6 +505,7 @@ def parser() -> argparse.ArgumentParser:
                    help="penalty / proximal parameter, larger is stiffer (default 1e6); it sets the numbers, not the plan")
     r.add_argument("--floating-base", action="store_true", help="URDF files: add a free-flyer root joint")
     r.add_argument("--contact", action="append", default=[], metavar="FRAME[:point|:weld]", help=CONTACT_HELP)
+    r.add_argument("--columns", type=_positive_int, default=4, help="frames per row of the overview sheet (default 4)")
     r.add_argument(*QUIET, **QUIET_OPTIONS)
     r.set_defaults(run=run_render)
 

@@ -53,15 +53,28 @@ def to_dot(view: nx.Graph, name: str = "view", **graph_attr) -> str:
 
 
 def overview_dot(frames, name: str = "elimination", columns: int = 4) -> str:
-    """One sheet with every frame as a cluster (node names prefixed by the frame number)."""
-    sheet = graphviz.Graph(name=name, graph_attr={"compound": "true", "newrank": "true"},
+    """One sheet with every frame as a cluster (node names prefixed by the frame number), ``columns`` frames
+    per row: an invisible anchor per cluster, the anchors of a row on one rank and each anchor above the one
+    a row below, so that ``dot`` stacks the rows instead of laying every cluster side by side."""
+    sheet = graphviz.Graph(name=name, graph_attr={"compound": "true", "newrank": "true", "nodesep": "0.15"},
                            node_attr={"fontname": "Helvetica", "fontsize": "9"})
     for i, frame in enumerate(frames):
         with sheet.subgraph(name=f"cluster_{i}", graph_attr={"label": frame.title, "fontsize": "10"}) as cluster:
+            cluster.node(f"anchor {i}", label="", style="invis", width="0", height="0")
             for node, data in frame.graph.nodes(data=True):
                 cluster.node(f"s{i} {node_id(node)}", **_display(data))
+            for node in list(frame.graph.nodes)[:1]:
+                cluster.edge(f"anchor {i}", f"s{i} {node_id(node)}", style="invis")  # the anchor tops its frame
             for u, v, data in frame.graph.edges(data=True):
                 cluster.edge(f"s{i} {node_id(u)}", f"s{i} {node_id(v)}", **_display(data))
+    for start in range(0, len(frames), columns):
+        with sheet.subgraph(graph_attr={"rank": "same"}) as row:
+            for i in range(start, min(start + columns, len(frames))):
+                row.node(f"anchor {i}")
+    for i in range(len(frames) - columns):
+        # tall frames: the next row starts below the deepest node of this one
+        for node in frames[i].graph.nodes:
+            sheet.edge(f"s{i} {node_id(node)}", f"anchor {i + columns}", style="invis")
     return sheet.source
 
 

@@ -7,13 +7,22 @@ from mechanics import ALGORITHMS, algorithm_plan
 
 from .compare import OnStep, Step
 from .dot import overview_dot, render, to_dot
-from .views import clique_tree_view, elimination_frames, factor_graph_view, link_group, mechanism_view
+from .views import (
+    CLIQUE_TREE_KEY, clique_tree_view, elimination_frames, factor_graph_view, legend_dot, link_group, mechanism_view,
+)
+
+
+def with_subgraph(source: str, subgraph: str) -> str:
+    """DOT ``source`` with ``subgraph`` (DOT statements) added before its closing brace."""
+    head, _, _ = source.rstrip().rpartition("}")
+    return f"{head}{subgraph}\n}}\n"
 
 
 def render_gallery(mech, algorithm: str, out_dir, formats=("svg",), mu: float = 1e6, warn=None,
-                   on_step: OnStep | None = None) -> list:
-    """Write the mechanism topology, its factor graph, the elimination frames (one per link or
-    multiplier block, plus an overview sheet) and the clique tree; return the paths written.
+                   on_step: OnStep | None = None, columns: int = 4) -> list:
+    """Write the mechanism topology, its factor graph (with a legend), the elimination frames (one per
+    link or multiplier block, files ``step_NN`` named after the plan step their title gives, plus an
+    overview sheet of ``columns`` frames per row) and the clique tree; return the paths written.
 
     ``on_step``, if given, is told (a :class:`viz.compare.Step`) before the plan is made and
     before each picture is drawn (``"drawing"``, ``index`` of ``total`` pictures).
@@ -24,15 +33,18 @@ def render_gallery(mech, algorithm: str, out_dir, formats=("svg",), mu: float = 
     on_step(Step("planning", algorithm))
     graph, plan = algorithm_plan(mech, algorithm)
     frames = elimination_frames(graph, plan, group=link_group)
+    factor_graph = factor_graph_view(graph)
     pictures = [
         (to_dot(mechanism_view(mech), "mechanism", rankdir="TB"), out / "mechanism", warn),
-        (to_dot(factor_graph_view(graph), "factor_graph", layout="neato", overlap="false"),
+        (with_subgraph(to_dot(factor_graph, "factor_graph", layout="neato", overlap="false"), legend_dot(factor_graph)),
          out / f"factor_graph_{algo.policy_label}", None),
     ]
-    pictures += [(to_dot(frame.graph, f"frame_{k}", label=frame.title, layout="circo"), out / algorithm / f"frame_{k:02d}", None)
-                 for k, frame in enumerate(frames)]
-    pictures.append((overview_dot(frames, f"{algorithm}_overview"), out / algorithm / "overview", None))
-    pictures.append((to_dot(clique_tree_view(plan), "clique_tree", rankdir="BT"), out / algorithm / "clique_tree", None))
+    width = len(str(plan.steps[-1].index)) if plan.steps else 1  # files named as their titles: "step 4: ..."
+    pictures += [(to_dot(frame.graph, f"step_{frame.steps[0].index}", label=frame.title, layout="circo"),
+                  out / algorithm / f"step_{frame.steps[0].index:0{width}d}", None) for frame in frames]
+    pictures.append((overview_dot(frames, f"{algorithm}_overview", columns), out / algorithm / "overview", None))
+    pictures.append((to_dot(clique_tree_view(plan), "clique_tree", rankdir="BT", label=CLIQUE_TREE_KEY, fontsize=10),
+                     out / algorithm / "clique_tree", None))
     written = []
     for k, (source, path, warn_to) in enumerate(pictures):
         on_step(Step("drawing", algorithm, k, len(pictures)))

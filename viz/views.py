@@ -81,13 +81,27 @@ def factor_graph_view(graph, palette: Palette = PALETTE) -> nx.Graph:
     return view
 
 
+def joint_label(joint) -> str:
+    """A tree joint as an edge label: its kind and axis (``revolute z``, ``prismatic (0.6, 0, 0.8)``, ``free``).
+
+    >>> from mechanics import Joint
+    >>> joint_label(Joint("revolute", "z")), joint_label(Joint("prismatic", (3.0, 0.0, 4.0))), joint_label(Joint("free"))
+    ('revolute z', 'prismatic (0.6, 0, 0.8)', 'free')
+    """
+    if joint.axis is None:
+        return joint.kind
+    unit = [name for name, axis in (("x", (1, 0, 0)), ("y", (0, 1, 0)), ("z", (0, 0, 1))) if tuple(joint.axis) == axis]
+    axis = unit[0] if unit else "(" + ", ".join(f"{a:.2g}" for a in joint.axis) + ")"
+    return f"{joint.kind} {axis}"
+
+
 def mechanism_view(mechanism: Mechanism, palette: Palette = PALETTE) -> nx.DiGraph:
     """000 Fig. 2/4: tree joints as directed edges, cut joints dashed, the ground marked."""
     view = nx.DiGraph()
     view.add_node(GROUND, label="ground", kind="ground", shape="box", style="filled", fillcolor=palette.ground)
     for link in mechanism.links:
         view.add_node(link.name, label=link.name, kind="link", shape="circle")
-        view.add_edge(link.parent, link.name, kind="tree joint", label=link.joint.kind, style="solid")
+        view.add_edge(link.parent, link.name, kind="tree joint", label=joint_label(link.joint), style="solid")
     for c in mechanism.constraints:
         if len(c.links) == 2:
             view.add_edge(c.links[0], c.links[1], kind="cut joint", label=c.name, style="dashed", color=palette.fill,
@@ -176,17 +190,44 @@ def link_group(key: Hashable):
     return key
 
 
+CLIQUE_TREE_KEY = ("clique tree: each box is one elimination step, the variables it eliminates | the separator it "
+                   "leaves them conditioned on; below, their dimensions (eliminated + separator); an arrow points to the "
+                   "step that eliminates the first separator variable")
+
+
 def clique_tree_view(plan) -> nx.DiGraph:
-    """The elimination (clique) tree: a node per step, labelled frontal | separator (sizes)."""
+    """The elimination (clique) tree: a node per step, labelled frontal | separator (their dimensions:
+    ``eliminated + separator``; :data:`CLIQUE_TREE_KEY` says so on the picture)."""
     view = nx.DiGraph()
     tree = plan.tree()
     for node, data in tree.nodes(data=True):
         frontal = ", ".join(_label(k) for k in data["frontal"])
         separator = ", ".join(_label(k) for k in data["separator"]) or "-"
-        view.add_node(node, label=f"{frontal} | {separator}\\n{data['frontal_dim']} + {data['separator_dim']}",
+        dims = f"{data['frontal_dim']} eliminated + {data['separator_dim']} separator"
+        view.add_node(node, label=f"{frontal} | {separator}\\n{dims}",
                       shape="record", frontal=data["frontal"], separator=data["separator"])
     view.add_edges_from(tree.edges)
     return view
+
+
+VARIABLE_NAMES = {"link": "link acceleration a", "joint": "joint acceleration qdd", "multiplier": "multiplier λ",
+                  "min": "variable", "max": "multiplier (max)"}
+
+
+def legend_dot(view: nx.Graph, palette: Palette = PALETTE) -> str:
+    """A DOT legend node for a factor-graph view: one row per variable and factor kind the view shows, its
+    colour and what it is.  One node with a table label, so that every layout engine (``neato`` too, which
+    ignores clusters) keeps it apart from the graph."""
+    kinds = {data["kind"]: node for node, data in view.nodes(data=True)}
+    rows = ['<TR><TD COLSPAN="2"><B>legend</B></TD></TR>']
+    for kind in (k for k in palette.variable if k in kinds and not isinstance(kinds[k], FactorNode)):
+        shape, color = palette.variable[kind]
+        rows.append(f'<TR><TD BGCOLOR="{color}" WIDTH="18"></TD><TD ALIGN="LEFT">{VARIABLE_NAMES[kind]} ({shape})</TD></TR>')
+    for kind in (k for k in palette.factor if k in kinds and isinstance(kinds[k], FactorNode)):
+        rows.append(f'<TR><TD BGCOLOR="{palette.factor[kind]}" WIDTH="18"></TD><TD ALIGN="LEFT">{kind} factor '
+                    f'(small box)</TD></TR>')
+    table = "".join(rows)
+    return f'  legend [shape=plaintext fontsize=9 label=<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="2">{table}</TABLE>>]'
 
 
 def interaction_with_fill(graph, plan) -> nx.Graph:
@@ -202,6 +243,6 @@ def interaction_with_fill(graph, plan) -> nx.Graph:
 
 
 __all__ = [
-    "Frame", "PALETTE", "Palette", "clique_tree_view", "elimination_frames", "factor_graph_view", "factor_kind",
+    "CLIQUE_TREE_KEY", "Frame", "PALETTE", "Palette", "clique_tree_view", "joint_label", "legend_dot", "elimination_frames", "factor_graph_view", "factor_kind",
     "interaction_with_fill", "link_group", "mechanism_view", "variable_kind",
 ]

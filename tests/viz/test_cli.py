@@ -55,7 +55,7 @@ def test_compare_a_sized_builtin_and_render(tmp_path):
 def test_render_writes_svg_pictures(tmp_path):
     render = gaussgraph("render", "four_bar", "--algorithm", "proxbbo", "--out", tmp_path, "--format", "svg")
     assert render.returncode == 0, render.stderr
-    assert (tmp_path / "proxbbo" / "frame_00.svg").exists() and (tmp_path / "factor_graph_prox.svg").exists()
+    assert (tmp_path / "proxbbo" / "step_0.svg").exists() and (tmp_path / "factor_graph_prox.svg").exists()
 
 
 def test_list_and_scale(tmp_path):

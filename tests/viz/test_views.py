@@ -1,11 +1,13 @@
 """View content checked on the networkx objects and in the DOT text."""
 import json
+import re
 
 import networkx as nx
 import numpy as np
 import pytest
 
 from factorgraph import FactorNode
+import mechanics
 from mechanics import GROUND, algorithm_plan, gplc_graph, models
 from viz import compare as cmp
 from viz.dot import overview_dot, render, to_dot
@@ -83,9 +85,37 @@ def test_clique_tree_view_and_overview_sheet():
     assert nx.is_arborescence(tree) and tree.number_of_nodes() == len(plan.steps)
     root = next(n for n in tree if tree.in_degree(n) == 0)
     assert "a 1" in tree.nodes[root]["label"] or "qdd 1" in tree.nodes[root]["label"]
+    assert "eliminated +" in tree.nodes[root]["label"] and "separator" in tree.nodes[root]["label"]
     frames = elimination_frames(graph, plan, group=link_group)
-    sheet = overview_dot(frames)
+    sheet = overview_dot(frames, columns=4)
     assert sheet.count("subgraph cluster_") == len(frames) == 11
+    rows = re.findall(r"\{\s*graph \[rank=same\]\s*((?:\"anchor \d+\"\s*)+)\}", sheet)
+    assert [re.findall(r"anchor (\d+)", row) for row in rows] == [["0", "1", "2", "3"], ["4", "5", "6", "7"], ["8", "9", "10"]]
+
+
+def test_mechanism_edges_say_the_joint_kind_and_axis():
+    view = mechanism_view(models.four_bar())
+    labels = {view.edges[e]["label"] for e in view.edges if view.edges[e]["kind"] == "tree joint"}
+    assert labels == {"revolute z"}
+    cassie = mechanism_view(mechanics.load_robot("cassie"))
+    kinds = {view_label.split()[0] for view_label in (cassie.edges[e].get("label", "") for e in cassie.edges) if view_label}
+    assert "free" in kinds and "revolute" in kinds
+
+
+def test_the_factor_graph_picture_has_a_legend_of_what_it_shows():
+    from viz.gallery import with_subgraph
+    from viz.views import legend_dot
+
+    mech = models.four_bar()
+    view = factor_graph_view(gplc_graph(mech, mech.neutral_configuration(), np.zeros(mech.nv), np.zeros(mech.nv),
+                                        policy="prox"))
+    source = with_subgraph(to_dot(view), legend_dot(view))
+    legend = source[source.index("legend [shape=plaintext"):]
+    for text in ("link acceleration a (ellipse)", "joint acceleration qdd", "multiplier λ (diamond)", "prior factor",
+                 "tree joint factor",
+                 "loop/contact factor", "multiplier prior factor"):
+        assert text in legend, text
+    assert "penalty factor" not in legend  # only what the picture shows
 
 
 def test_render_always_writes_dot_and_says_how_to_get_graphviz(tmp_path, monkeypatch, capsys):
