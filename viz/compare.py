@@ -309,17 +309,30 @@ def plot_scaling(points: list, path, title: str = "") -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise ImportError("plotting needs matplotlib: pip install 'gaussgraph[plot]'") from None
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for name in dict.fromkeys(p["algorithm"] for p in points):
+    from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    markers = "os^vD<>ph*"
+    all_sizes = sorted({p["size"] for p in points})
+    for k, name in enumerate(dict.fromkeys(p["algorithm"] for p in points)):
         mine = [p for p in points if p["algorithm"] == name and p["seconds"] is not None]
         if not mine:
             continue
         sizes = [p["size"] for p in mine]
-        axes[0].loglog(sizes, [p["seconds"] * 1e3 for p in mine], "o-", label=name)
-        axes[1].loglog(sizes, [p["flops"] for p in mine], "o-", label=name)
+        # algorithms with equal flops lie on one another: distinct markers and dashes keep each visible
+        style = {"marker": markers[k % len(markers)], "linestyle": "-" if k < 10 else "--", "label": name,
+                 "markerfacecolor": "none" if k % 2 else None}
+        axes[0].loglog(sizes, [p["seconds"] * 1e3 for p in mine], **style)
+        axes[1].loglog(sizes, [p["flops"] for p in mine], **style)
+    for axis in axes:  # ticks at the sizes measured, written as numbers (not 2x10^0)
+        axis.xaxis.set_major_locator(FixedLocator(all_sizes))
+        axis.xaxis.set_minor_locator(NullLocator())
+        axis.xaxis.set_major_formatter(ScalarFormatter())
+        axis.grid(True, which="major", alpha=0.3)
     axes[0].set(xlabel="size", ylabel="ms per solve", title=title or "time")
-    axes[1].set(xlabel="size", ylabel="estimated flops", title="symbolic cost")
+    axes[1].set(xlabel="size", ylabel="estimated flops", title="symbolic cost (plan flops)")
     axes[0].legend(fontsize=8)
+    axes[1].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
