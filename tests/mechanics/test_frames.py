@@ -5,7 +5,8 @@ import pytest
 
 import mechanics
 from mechanics import GROUND, Connect, Pose, Weld
-from tests.mechanics.pinocchio_oracle import dense_reference, random_state, scenario
+from mechanics.pinocchio_io import load_pinocchio_robot
+from tests.mechanics.pinocchio_oracle import constraint_dynamics, dense_reference, random_state, scenario
 
 
 def relative(a, b) -> float:
@@ -35,6 +36,25 @@ def test_talos_welded_at_its_soles_by_frame_name_moves_as_pinocchio_welded_at_it
     assert result.converged and relative(result.qdd, ddq) < 1e-8
     assert list(result.constraint_forces) == ["left", "right"]
     assert np.array_equal(result.constraint_forces["right"], result.forces[6:12])
+
+
+def test_talos_on_its_soles_equals_pinocchio_constraint_dynamics_on_the_same_frames():
+    """The issue's command through the Python API, against pinocchio.constraintDynamics with its
+    RigidConstraintModels built from Pinocchio's own frames (parent joint and placement)."""
+    model = load_pinocchio_robot("talos")
+    q, v, tau = random_state(model, np.random.default_rng(9))
+    data = model.createData()
+    pin.forwardKinematics(model, data, q)
+    pin.updateFramePlacements(model, data)
+    cms = []
+    for side in ("left", "right"):
+        frame = model.frames[model.getFrameId(f"{side}_sole_link")]
+        cms.append(pin.RigidConstraintModel(pin.ContactType.CONTACT_6D, model, frame.parentJoint, frame.placement, 0,
+                                            data.oMf[model.getFrameId(f"{side}_sole_link")], pin.ReferenceFrame.LOCAL))
+    ddq_pin, forces_pin, _ = constraint_dynamics(model, cms, q, v, tau, mu_pin=1e-8, accuracy=1e-13, max_iter=200)
+    talos = mechanics.load_robot("talos", [Weld("left_sole_link", GROUND), Weld("right_sole_link", GROUND)])
+    result = mechanics.forward_dynamics(talos, q, v, tau, algorithm="proxbbo", mu=1e8, tol=1e-13, max_iter=200)
+    assert relative(result.qdd, ddq_pin) < 1e-8 and relative(result.forces, forces_pin) < 1e-8
 
 
 def test_solo12_feet_as_point_contacts_on_frames_equal_pinocchios():

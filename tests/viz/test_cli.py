@@ -100,6 +100,15 @@ def test_compare_a_robot_by_name_with_contacts_on_its_frames(tmp_path):
     assert [r["algorithm"] for r in rows] == ["proxbbo", "lcaba"] and all(r["deviation"] < 1e-8 for r in rows)
 
 
+def test_the_talos_command_of_the_issue_runs_and_agrees_with_the_dense_solve(tmp_path):
+    result = gaussgraph("compare", "talos", "--floating-base", "--contact", "left_sole_link:weld", "--contact",
+                        "right_sole_link:weld", "--algorithms", "proxbbo,lcaba,pv", "--repeat", "1", "--json",
+                        tmp_path / "t.json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads((tmp_path / "t.json").read_text())["rows"]
+    assert [r["algorithm"] for r in rows] == ["proxbbo", "lcaba", "pv"] and all(r["deviation"] < 1e-8 for r in rows)
+
+
 def test_list_says_what_the_paper_codes_are_in_plain_text():
     from mechanics.algorithms import PAPERS
 
