@@ -100,6 +100,19 @@ def test_compare_a_robot_by_name_with_contacts_on_its_frames(tmp_path):
     assert [r["algorithm"] for r in rows] == ["proxbbo", "lcaba"] and all(r["deviation"] < 1e-8 for r in rows)
 
 
+def test_a_plot_without_matplotlib_is_refused_before_the_run(monkeypatch, tmp_path, capsys):
+    import importlib.util
+
+    import viz.compare
+    from viz import cli
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    monkeypatch.setattr(viz.compare, "scale", lambda *a, **k: pytest.fail("the sweep ran"))
+    assert cli.main(["scale", "cycle", "--sizes", "7", "--plot", str(tmp_path / "s.png")]) == 2
+    assert "--plot needs matplotlib: pip install 'gaussgraph[plot]'" in capsys.readouterr().err
+
+
 def test_the_talos_command_of_the_issue_runs_and_agrees_with_the_dense_solve(tmp_path):
     result = gaussgraph("compare", "talos", "--floating-base", "--contact", "left_sole_link:weld", "--contact",
                         "right_sole_link:weld", "--algorithms", "proxbbo,lcaba,pv", "--repeat", "1", "--json",
