@@ -13,6 +13,7 @@ import mechanics
 from mechanics.pinocchio_io import allegro_grasp, from_pinocchio
 from viz.dot import overview_dot, render, to_dot
 from viz.gallery import with_subgraph
+from viz.layout import fixed_positions, mechanism_nodes
 from viz.views import (CLIQUE_TREE_KEY, clique_tree_view, elimination_frames, factor_graph_view, interaction_with_fill,
                        legend_dot, link_group, mechanism_view)
 
@@ -27,17 +28,19 @@ def example(name: str):
     return module
 
 
-def picture(view_dot: str, name: str) -> None:
-    render(view_dot, OUT / name, ("svg",))
+def picture(view_dot: str, name: str, fixed: bool = False) -> None:
+    render(view_dot, OUT / name, ("svg",), fixed=fixed)
     (OUT / f"{name}.dot").unlink()  # keep the SVGs only
 
 
 def main() -> None:
     fig4 = mechanics.models.fig4()
     picture(to_dot(mechanism_view(fig4), rankdir="TB"), "fig4_mechanism")
+    positions = fixed_positions(mechanism_nodes(fig4, link_group))  # one layout: the two orderings side by side
     for algorithm in ("lcaba", "proxbbo"):
         graph, plan = mechanics.algorithm_plan(fig4, algorithm)
-        picture(overview_dot(elimination_frames(graph, plan, group=link_group)), f"fig4_{algorithm}")
+        frames = elimination_frames(graph, plan, group=link_group, keep_eliminated=True)
+        picture(overview_dot(frames, columns=4, positions=positions), f"fig4_{algorithm}", fixed=True)
     graph, plan = mechanics.algorithm_plan(fig4, "lcaba")
     picture(to_dot(clique_tree_view(plan), rankdir="BT", label=CLIQUE_TREE_KEY, fontsize=10), "fig4_lcaba_clique_tree")
     four_bar = mechanics.models.four_bar()

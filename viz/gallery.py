@@ -7,6 +7,7 @@ from mechanics import ALGORITHMS, algorithm_plan
 
 from .compare import OnStep, Step
 from .dot import overview_dot, render, to_dot
+from .layout import fixed_positions, mechanism_nodes
 from .views import (
     CLIQUE_TREE_KEY, clique_tree_view, elimination_frames, factor_graph_view, legend_dot, link_group, mechanism_view,
 )
@@ -24,6 +25,10 @@ def render_gallery(mech, algorithm: str, out_dir, formats=("svg",), mu: float = 
     link or multiplier block, files ``step_NN`` named after the plan step their title gives, plus an
     overview sheet of ``columns`` frames per row) and the clique tree; return the paths written.
 
+    Every frame of every algorithm of one mechanism is drawn at the same node positions
+    (:mod:`viz.layout`): eliminated variables stay in place, faded; fill edges stay red, labelled with
+    the step that made them; the front in gold, its separator outlined.
+
     ``on_step``, if given, is told (a :class:`viz.compare.Step`) before the plan is made and
     before each picture is drawn (``"drawing"``, ``index`` of ``total`` pictures).
     """
@@ -32,7 +37,8 @@ def render_gallery(mech, algorithm: str, out_dir, formats=("svg",), mu: float = 
     algo = ALGORITHMS[algorithm]
     on_step(Step("planning", algorithm))
     graph, plan = algorithm_plan(mech, algorithm)
-    frames = elimination_frames(graph, plan, group=link_group)
+    frames = elimination_frames(graph, plan, group=link_group, keep_eliminated=True)
+    positions = fixed_positions(mech.derived.get(("picture layout",), lambda: mechanism_nodes(mech, link_group)))
     factor_graph = factor_graph_view(graph)
     pictures = [
         (to_dot(mechanism_view(mech), "mechanism", rankdir="TB"), out / "mechanism", warn),
@@ -40,13 +46,14 @@ def render_gallery(mech, algorithm: str, out_dir, formats=("svg",), mu: float = 
          out / f"factor_graph_{algo.policy_label}", None),
     ]
     width = len(str(plan.steps[-1].index)) if plan.steps else 1  # files named as their titles: "step 4: ..."
-    pictures += [(to_dot(frame.graph, f"step_{frame.steps[0].index}", label=frame.title, layout="circo"),
-                  out / algorithm / f"step_{frame.steps[0].index:0{width}d}", None) for frame in frames]
-    pictures.append((overview_dot(frames, f"{algorithm}_overview", columns), out / algorithm / "overview", None))
+    pictures += [(to_dot(frame.graph, f"step_{frame.steps[0].index}", positions, label=frame.title, labelloc="t"),
+                  out / algorithm / f"step_{frame.steps[0].index:0{width}d}", None, True) for frame in frames]
+    pictures.append((overview_dot(frames, f"{algorithm}_overview", columns, positions), out / algorithm / "overview",
+                     None, True))
     pictures.append((to_dot(clique_tree_view(plan), "clique_tree", rankdir="BT", label=CLIQUE_TREE_KEY, fontsize=10),
                      out / algorithm / "clique_tree", None))
     written = []
-    for k, (source, path, warn_to) in enumerate(pictures):
+    for k, (source, path, warn_to, *fixed) in enumerate(pictures):
         on_step(Step("drawing", algorithm, k, len(pictures)))
-        written += render(source, path, formats, warn_to)
+        written += render(source, path, formats, warn_to, fixed=bool(fixed))
     return written

@@ -135,7 +135,8 @@ def _grouped_steps(plan, group: Callable) -> list:
     return runs
 
 
-def elimination_frames(graph, plan, group: Callable | None = None, palette: Palette = PALETTE) -> list:
+def elimination_frames(graph, plan, group: Callable | None = None, palette: Palette = PALETTE,
+                       keep_eliminated: bool = False) -> list:
     """The interaction graph before each elimination step, eliminated block and fill highlighted.
 
     Parameters
@@ -146,14 +147,23 @@ def elimination_frames(graph, plan, group: Callable | None = None, palette: Pale
         Draw several variables as one node -- e.g. a link for ``a_i`` and
         ``qdd_i``, as the papers' figures do (:func:`link_group`); steps
         eliminating one group make one frame.
+    keep_eliminated : bool
+        Keep every node in every frame (for pictures drawn at fixed positions,
+        :mod:`viz.layout`): the eliminated ones faded (state ``"eliminated"``),
+        the current front's separator outlined (state ``"separator"``), and the
+        fill of earlier frames in red, labelled with the step that made it
+        (edge attribute ``fill_step``).
 
     Returns
     -------
     list of Frame
         In each frame's graph: node attribute ``state`` (``"frontal"`` or
-        ``"remaining"``), edge attribute ``fill`` (True for the edges this
+        ``"remaining"``, and with ``keep_eliminated`` ``"separator"`` or
+        ``"eliminated"``), edge attribute ``fill`` (True for the edges this
         frame's steps create, drawn in ``palette.fill``).
     """
+    if keep_eliminated:
+        return _frames_in_place(graph, plan, group or (lambda key: key), palette)
     group = group or (lambda key: key)
     current = graph.structure().interaction_graph()
     frames = []
@@ -181,6 +191,51 @@ def elimination_frames(graph, plan, group: Callable | None = None, palette: Pale
         keys = ", ".join(_label(k) for s in steps for k in s.frontal)
         frames.append(Frame(f"step {steps[0].index}: eliminate {keys}", before, tuple(steps)))
     return frames
+
+
+def _frames_in_place(graph, plan, group: Callable, palette: Palette) -> list:
+    """:func:`elimination_frames` with every node kept (see ``keep_eliminated`` there)."""
+    start = graph.structure().interaction_graph()
+    nodes = list(dict.fromkeys(group(k) for k in start))
+    edges = {frozenset((group(u), group(v))): None for u, v in start.edges if group(u) != group(v)}  # -> fill step
+    eliminated, frames = set(), []
+    for name, steps in _grouped_steps(plan, group):
+        frontal = {group(k) for s in steps for k in s.frontal}
+        separator = {group(k) for s in steps for k in s.separator} - frontal - eliminated
+        created = {}
+        for step in steps:
+            for u, v in step.fill_edges:
+                edge = frozenset((group(u), group(v)))
+                if len(edge) == 2 and edge not in edges and edge not in created:
+                    created[edge] = step.index
+        view = nx.Graph()
+        for node in nodes:
+            state = ("eliminated" if node in eliminated else "frontal" if node in frontal
+                     else "separator" if node in separator else "remaining")
+            view.add_node(node, label=_label(node), state=state, **_node_style(state, palette))
+        for edge, made in {**edges, **created}.items():
+            u, v = tuple(edge)
+            faded = u in eliminated or v in eliminated
+            style = {"color": "gray85"} if faded else {}
+            if made is not None and not faded:
+                style = {"color": palette.fill, "style": "bold" if edge in created else "solid",
+                         "label": str(made), "fontcolor": palette.fill, "fontsize": "8"}
+            view.add_edge(u, v, fill=edge in created, fill_step=made, **style)
+        keys = ", ".join(_label(k) for s in steps for k in s.frontal)
+        frames.append(Frame(f"step {steps[0].index}: eliminate {keys}", view, tuple(steps)))
+        edges.update(created)
+        eliminated |= frontal
+    return frames
+
+
+def _node_style(state: str, palette: Palette) -> dict:
+    return {
+        "frontal": {"style": "filled", "fillcolor": palette.frontal},
+        "separator": {"style": "filled,bold", "fillcolor": "white", "color": "darkorange", "penwidth": "2.5"},
+        "remaining": {"style": "filled", "fillcolor": "white"},
+        "eliminated": {"style": "filled,dashed", "fillcolor": palette.eliminated, "color": "gray70",
+                       "fontcolor": "gray55"},
+    }[state]
 
 
 def link_group(key: Hashable):

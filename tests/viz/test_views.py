@@ -154,3 +154,56 @@ def test_scaling_sweep_and_plot(tmp_path):
     assert [(p["size"], p["algorithm"]) for p in points] == [(7, "lcaba"), (7, "proxbbo"), (9, "lcaba"), (9, "proxbbo")]
     cmp.plot_scaling(points, tmp_path / "scale.png")
     assert (tmp_path / "scale.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def _positions_in(source: str) -> dict:
+    return {name: pos for name, pos in re.findall(r'^\s*"?([^"\[\n]+?)"? \[.*?pos="([^"]+)"', source, flags=re.M)}
+
+
+def test_every_frame_of_every_algorithm_draws_each_node_at_the_same_place():
+    """One layout per mechanism (viz.layout): the DOT of every frame of every algorithm pins each node at one
+    position, the eliminated ones included."""
+    from viz.layout import fixed_positions, mechanism_nodes
+
+    mech = models.fig4()
+    positions = fixed_positions(mech.derived.get(("picture layout",), lambda: mechanism_nodes(mech, link_group)))
+    seen, frames_drawn = {}, 0
+    for algorithm in ("pv", "proxbbo", "lcaba", "proxltl", "min_fill"):
+        graph, plan = algorithm_plan(mech, algorithm)
+        for frame in elimination_frames(graph, plan, group=link_group, keep_eliminated=True):
+            drawn = _positions_in(to_dot(frame.graph, "f", positions))
+            assert len(drawn) == frame.graph.number_of_nodes() and len(drawn) >= 11
+            for node, pos in drawn.items():
+                assert seen.setdefault(node, pos) == pos, (algorithm, frame.title, node)
+            frames_drawn += 1
+    assert frames_drawn > 50 and len(seen) == 13  # 11 links and the two loops' multipliers
+
+
+def test_frames_in_place_keep_the_eliminated_faded_and_label_the_fill_with_its_step():
+    graph, plan = algorithm_plan(models.fig4(), "lcaba")
+    frames = elimination_frames(graph, plan, group=link_group, keep_eliminated=True)
+    gone = set()
+    for frame in frames:
+        states = nx.get_node_attributes(frame.graph, "state")
+        assert {n for n, s in states.items() if s == "eliminated"} == gone
+        frontal = {link_group(k) for s in frame.steps for k in s.frontal}
+        assert {n for n, s in states.items() if s == "frontal"} == frontal
+        separator = {link_group(k) for s in frame.steps for k in s.separator} - frontal - gone
+        assert {n for n, s in states.items() if s == "separator"} == separator
+        gone |= frontal
+    # 000 Sec. IV-B: eliminating link 6 (step 0) couples 5 and 8; the red edge keeps saying so later
+    last = frames[-1].graph
+    assert last.edges["5", "8"]["fill_step"] == 0 and frames[0].graph.edges["5", "8"]["fill"]
+    assert not frames[1].graph.edges["5", "8"]["fill"] and frames[1].graph.edges["5", "8"]["label"] == "0"
+
+
+@needs_dot
+def test_a_frame_at_fixed_positions_renders_without_a_layout(tmp_path):
+    from viz.layout import fixed_positions, mechanism_nodes
+
+    mech = models.four_bar()
+    graph, plan = algorithm_plan(mech, "proxbbo")
+    frame = elimination_frames(graph, plan, group=link_group, keep_eliminated=True)[1]
+    source = to_dot(frame.graph, "f", fixed_positions(mechanism_nodes(mech, link_group)))
+    written = render(source, tmp_path / "f", ("svg",), warn=None, fixed=True)
+    assert (tmp_path / "f.svg") in written and "<svg" in (tmp_path / "f.svg").read_text()
