@@ -13,7 +13,7 @@ import mechanics
 from mechanics.pinocchio_io import allegro_grasp, from_pinocchio
 from viz.dot import overview_dot, render, to_dot
 from viz.gallery import with_subgraph
-from viz.layout import fixed_positions, mechanism_nodes
+from viz.layout import mechanism_positions
 from viz.views import (CLIQUE_TREE_KEY, clique_tree_view, elimination_frames, factor_graph_view, interaction_with_fill,
                        legend_dot, link_group, mechanism_view)
 
@@ -36,7 +36,7 @@ def picture(view_dot: str, name: str, fixed: bool = False) -> None:
 def main() -> None:
     fig4 = mechanics.models.fig4()
     picture(to_dot(mechanism_view(fig4), rankdir="TB"), "fig4_mechanism")
-    positions = fixed_positions(mechanism_nodes(fig4, link_group))  # one layout: the two orderings side by side
+    positions = mechanism_positions(fig4, link_group)  # one layout: the two orderings side by side
     for algorithm in ("lcaba", "proxbbo"):
         graph, plan = mechanics.algorithm_plan(fig4, algorithm)
         frames = elimination_frames(graph, plan, group=link_group, keep_eliminated=True)

@@ -408,23 +408,47 @@ def _first_sentence(doc: str) -> str:
 
 
 def run_render(args) -> int:
-    from mechanics import ALGORITHMS
-
     from .gallery import render_gallery
 
     with Progress.of(args) as progress:
         progress.status(f"building {args.mechanism}")
         mech = load_mechanism(args.mechanism, args.floating_base, args.contact)
-        args.algorithm = args.algorithm.lower()
-        if args.algorithm not in ALGORITHMS:
-            raise UsageError(f"unknown algorithm {args.algorithm!r}; choose from {', '.join(ALGORITHMS)}")
-        ALGORITHMS[args.algorithm].check(mech, args.algorithm)
-        out = _writable(Path(args.out))
+        algorithms = _render_algorithms(args.algorithm, mech)
+        out = _writable(Path(args.out) if args.out else Path(_folder_name(mech.name)))
         warn = _Lines(progress) if progress.bar is not None else sys.stderr
-        written = render_gallery(mech, args.algorithm, out, tuple(args.format.split(",")), mu=args.mu, warn=warn,
-                                 on_step=progress, columns=args.columns)
-    print(f"{len(written)} files written to {out}")
+        written, drawn = [], set()
+        for algorithm in algorithms:
+            written += render_gallery(mech, algorithm, out, tuple(args.format.split(",")), mu=args.mu, warn=warn,
+                                      on_step=progress, columns=args.columns, drawn=drawn)
+            warn = None  # "install dot" once
+    print(f"{len(written)} files written to {out} ({', '.join(algorithms)})")
     return 0
+
+
+def _render_algorithms(text: str | None, mech) -> list:
+    """The algorithms ``--algorithm`` names (comma-separated, any case), or every one that applies to ``mech``."""
+    from mechanics import ALGORITHMS
+
+    if text is None:
+        applicable = []
+        for name, algo in ALGORITHMS.items():
+            try:
+                algo.check(mech, name)
+            except ValueError:
+                continue
+            applicable.append(name)
+        return applicable
+    names = [a.strip().lower() for a in text.split(",") if a.strip()]
+    for name in names:
+        if name not in ALGORITHMS:
+            raise UsageError(f"unknown algorithm {name!r}; choose from {', '.join(ALGORITHMS)}")
+        ALGORITHMS[name].check(mech, name)
+    return names
+
+
+def _folder_name(name: str) -> str:
+    """A mechanism's name as a folder name (``chain_of_loops_8x7``)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_.") or "pictures"
 
 
 def run_scale(args) -> int:
@@ -498,8 +522,8 @@ def parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("render", help="draw the mechanism, its factor graph, the elimination frames and clique tree")
     r.add_argument("mechanism", help=mech_help)
-    r.add_argument("--algorithm", default="lcaba", help="whose elimination to draw (default lcaba)")
-    r.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    r.add_argument("--algorithm", help="whose elimination to draw, comma-separated (default: every algorithm that applies)")
+    r.add_argument("--out", metavar="DIR", help="output folder (default: a folder named after the mechanism, here)")
     r.add_argument("--format", default="svg", help="comma-separated: svg, png (default svg)")
     r.add_argument("--mu", type=float, default=1e6,
                    help="penalty / proximal parameter, larger is stiffer (default 1e6); it sets the numbers, not the plan")

@@ -94,7 +94,7 @@ def _overview_in_place(frames, name: str, columns: int, positions: dict) -> str:
     xs, ys = [x for x, _ in positions.values()], [y for _, y in positions.values()]
     margin = 90.0  # points: room for labels sticking out of the layout's box
     width, height = max(xs) - min(xs) + 2 * margin, max(ys) - min(ys) + 2 * margin + 20.0
-    sheet = graphviz.Graph(name=name, node_attr={"fontname": "Helvetica", "fontsize": "9"})
+    sheet = graphviz.Graph(name=name, node_attr={"fontname": "Helvetica", "fontsize": "9"})  # straight edges: fast
     for i, frame in enumerate(frames):
         dx = (i % columns) * width - min(xs) + margin
         dy = -(i // columns) * height - max(ys) - margin

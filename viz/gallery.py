@@ -7,10 +7,13 @@ from mechanics import ALGORITHMS, algorithm_plan
 
 from .compare import OnStep, Step
 from .dot import overview_dot, render, to_dot
-from .layout import fixed_positions, mechanism_nodes
+from .layout import mechanism_positions
 from .views import (
     CLIQUE_TREE_KEY, clique_tree_view, elimination_frames, factor_graph_view, legend_dot, link_group, mechanism_view,
 )
+
+
+SPLINE_EDGES = 60  # frames with more edges are drawn straight: routing around nodes costs seconds per dense frame
 
 
 def with_subgraph(source: str, subgraph: str) -> str:
@@ -20,14 +23,15 @@ def with_subgraph(source: str, subgraph: str) -> str:
 
 
 def render_gallery(mech, algorithm: str, out_dir, formats=("svg",), mu: float = 1e6, warn=None,
-                   on_step: OnStep | None = None, columns: int = 4) -> list:
+                   on_step: OnStep | None = None, columns: int = 4, drawn: set | None = None) -> list:
     """Write the mechanism topology, its factor graph (with a legend), the elimination frames (one per
     link or multiplier block, files ``step_NN`` named after the plan step their title gives, plus an
     overview sheet of ``columns`` frames per row) and the clique tree; return the paths written.
 
     Every frame of every algorithm of one mechanism is drawn at the same node positions
     (:mod:`viz.layout`): eliminated variables stay in place, faded; fill edges stay red, labelled with
-    the step that made them; the front in gold, its separator outlined.
+    the step that made them; the front in gold, its separator outlined.  ``drawn`` (a set of paths, kept
+    across calls) skips the pictures an earlier algorithm drew: the mechanism, a policy's factor graph.
 
     ``on_step``, if given, is told (a :class:`viz.compare.Step`) before the plan is made and
     before each picture is drawn (``"drawing"``, ``index`` of ``total`` pictures).
@@ -38,7 +42,7 @@ def render_gallery(mech, algorithm: str, out_dir, formats=("svg",), mu: float = 
     on_step(Step("planning", algorithm))
     graph, plan = algorithm_plan(mech, algorithm)
     frames = elimination_frames(graph, plan, group=link_group, keep_eliminated=True)
-    positions = fixed_positions(mech.derived.get(("picture layout",), lambda: mechanism_nodes(mech, link_group)))
+    positions = mech.derived.get(("picture layout",), lambda: mechanism_positions(mech, link_group))
     factor_graph = factor_graph_view(graph)
     pictures = [
         (to_dot(mechanism_view(mech), "mechanism", rankdir="TB"), out / "mechanism", warn),
@@ -46,14 +50,18 @@ def render_gallery(mech, algorithm: str, out_dir, formats=("svg",), mu: float = 
          out / f"factor_graph_{algo.policy_label}", None),
     ]
     width = len(str(plan.steps[-1].index)) if plan.steps else 1  # files named as their titles: "step 4: ..."
-    pictures += [(to_dot(frame.graph, f"step_{frame.steps[0].index}", positions, label=frame.title, labelloc="t"),
+    pictures += [(to_dot(frame.graph, f"step_{frame.steps[0].index}", positions, label=frame.title, labelloc="t",
+                          splines=str(frame.graph.number_of_edges() <= SPLINE_EDGES).lower()),
                   out / algorithm / f"step_{frame.steps[0].index:0{width}d}", None, True) for frame in frames]
     pictures.append((overview_dot(frames, f"{algorithm}_overview", columns, positions), out / algorithm / "overview",
                      None, True))
     pictures.append((to_dot(clique_tree_view(plan), "clique_tree", rankdir="BT", label=CLIQUE_TREE_KEY, fontsize=10),
                      out / algorithm / "clique_tree", None))
     written = []
+    drawn = set() if drawn is None else drawn  # the pictures several algorithms share: drawn once
+    pictures = [picture for picture in pictures if picture[1] not in drawn]
     for k, (source, path, warn_to, *fixed) in enumerate(pictures):
         on_step(Step("drawing", algorithm, k, len(pictures)))
         written += render(source, path, formats, warn_to, fixed=bool(fixed))
+        drawn.add(path)
     return written

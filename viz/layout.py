@@ -13,20 +13,56 @@ positions (Graphviz ``neato -n2``: no layout at all, see
 from __future__ import annotations
 
 import math
+import shutil
+import subprocess
 
 import networkx as nx
 
-from mechanics import Mechanism, resolve_policies
+from mechanics import GROUND, LinkAcceleration, Mechanism, Multiplier, resolve_policies
 from mechanics.gplc import GPLCLayout
 
 POINTS_PER_INCH = 72.0
 KAMADA_KAWAI_NODES = 300  # above this, a seeded spring layout (Kamada-Kawai is quadratic in memory and time)
 
 
-def fixed_positions(view: nx.Graph, spacing: float = 1.0) -> dict:
+def tree_positions(view: nx.Graph, tree_edges, labels: dict | None = None) -> dict | None:
+    """Node -> ``(x, y)`` in points from Graphviz ``dot`` laying out the ``tree_edges`` (parent, child) top
+    down, the view's other edges drawn but not ranking; ``None`` where ``dot`` is not installed.
+
+    A mechanism reads best along its spanning tree (000 Fig. 4's drawing): the root on top, each link
+    below its parent, loops closing sideways -- and compactly, where a spring layout stretches a robot's
+    legs into one long line.
+    """
+    if shutil.which("dot") is None:
+        return None
+    ids = {node: f"n{i}" for i, node in enumerate(sorted(view.nodes, key=str))}
+    labels = labels or {}
+    lines = ["digraph layout {", '  node [fontname="Helvetica" fontsize=10]', "  nodesep=0.25 ranksep=0.45"]
+    for node, name in ids.items():
+        text = str(labels.get(node, node)).replace('"', "'")
+        lines.append(f'  {name} [label="{text}"]')
+    tree = {frozenset(e) for e in tree_edges}
+    for parent, child in tree_edges:
+        lines.append(f"  {ids[parent]} -> {ids[child]}")
+    for u, v in sorted((tuple(sorted(e, key=str)) for e in view.edges), key=str):
+        if frozenset((u, v)) not in tree:
+            lines.append(f"  {ids[u]} -> {ids[v]} [constraint=false]")
+    lines.append("}")
+    plain = subprocess.run(["dot", "-Tplain"], input="\n".join(lines), capture_output=True, text=True, check=True).stdout
+    back = {name: node for node, name in ids.items()}
+    positions = {}
+    for line in plain.splitlines():
+        parts = line.split()
+        if parts and parts[0] == "node":
+            positions[back[parts[1]]] = (float(parts[2]) * POINTS_PER_INCH, float(parts[3]) * POINTS_PER_INCH)
+    return positions
+
+
+def fixed_positions(view: nx.Graph, spacing: float = 1.0, tree_edges=None, labels: dict | None = None) -> dict:
     """Node -> ``(x, y)`` in points: one layout of ``view``, the same at every call.
 
-    ``spacing`` is about the distance between neighbours, in inches.
+    With ``tree_edges`` (and Graphviz installed) the tree layout of :func:`tree_positions`; otherwise
+    Kamada-Kawai, scaled so that neighbours sit about ``spacing`` inches apart.
 
     Examples
     --------
@@ -39,6 +75,10 @@ def fixed_positions(view: nx.Graph, spacing: float = 1.0) -> dict:
         return {}
     if view.number_of_nodes() == 1:
         return {next(iter(view)): (0.0, 0.0)}
+    if tree_edges is not None:
+        positions = tree_positions(view, tree_edges, labels)
+        if positions is not None:
+            return positions
     ordered = nx.Graph()  # the same node order whatever order the view was built in: the same layout
     ordered.add_nodes_from(sorted(view.nodes, key=str))
     ordered.add_edges_from(sorted((tuple(sorted(e, key=str)) for e in view.edges), key=str))
@@ -46,7 +86,8 @@ def fixed_positions(view: nx.Graph, spacing: float = 1.0) -> dict:
         unit = nx.kamada_kawai_layout(ordered)
     else:
         unit = nx.spring_layout(ordered, seed=0)
-    scale = spacing * POINTS_PER_INCH * 0.6 * math.sqrt(ordered.number_of_nodes())
+    lengths = sorted(math.dist(unit[u], unit[v]) for u, v in ordered.edges) or [1.0]
+    scale = spacing * POINTS_PER_INCH / max(lengths[len(lengths) // 2], 1e-9)  # the median edge: spacing inches
     return {node: (float(x) * scale, float(y) * scale) for node, (x, y) in unit.items()}
 
 
@@ -61,4 +102,18 @@ def mechanism_nodes(mechanism: Mechanism, group) -> nx.Graph:
     return view
 
 
-__all__ = ["fixed_positions", "mechanism_nodes"]
+def mechanism_positions(mechanism: Mechanism, group) -> dict:
+    """Node -> ``(x, y)`` points for every frame of every algorithm of ``mechanism``: its links along the
+    spanning tree (root on top), each constraint's multiplier below the deepest of its links."""
+    view = mechanism_nodes(mechanism, group)
+    link = lambda name: group(LinkAcceleration(name))  # noqa: E731
+    tree = [(link(l.parent), link(l.name)) for l in mechanism.links if l.parent != GROUND]
+    depth = {l.name: i for i, l in enumerate(mechanism.links)}  # topological order: deeper comes later
+    for c in mechanism.constraints:
+        deepest = max((l for l in c.links if l != GROUND), key=depth.get)
+        tree.append((link(deepest), group(Multiplier(c.name))))
+    labels = {node: getattr(node, "label", str(node)) for node in view}
+    return fixed_positions(view, tree_edges=tree, labels=labels)
+
+
+__all__ = ["fixed_positions", "mechanism_nodes", "mechanism_positions", "tree_positions"]

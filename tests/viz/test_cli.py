@@ -291,7 +291,17 @@ def test_render_counts_its_pictures(tmp_path):
     status, stdout, stderr = gaussgraph_on_a_terminal("render", "four_bar", "--algorithm", "proxbbo", "--out", tmp_path)
     assert status == 0, stderr
     assert "planning proxbbo" in stderr and re.search(r"drawing proxbbo \(1 of \d+\)", stderr), stderr
-    assert stdout.endswith(f"files written to {tmp_path}\n")
+    assert stdout.endswith(f"files written to {tmp_path} (proxbbo)\n")
+
+
+def test_render_without_an_algorithm_draws_every_one_that_applies_into_a_folder_named_after_it(tmp_path):
+    result = gaussgraph("render", "four_bar", "--format", "dot", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    folder = tmp_path / "four_bar"
+    drawn = sorted(p.name for p in folder.iterdir() if p.is_dir())
+    assert drawn == sorted(["pv", "proxpv", "proxbbo", "lcaba", "pv_soft", "proxltl", "min_degree", "min_fill"])
+    assert (folder / "mechanism.dot").exists() and (folder / "factor_graph_prox.dot").exists()
+    assert result.stdout.strip().endswith("(pv, proxpv, proxbbo, lcaba, pv_soft, proxltl, min_degree, min_fill)")
 
 
 def test_ctrl_c_ends_with_one_line_and_status_130():

@@ -163,10 +163,10 @@ def _positions_in(source: str) -> dict:
 def test_every_frame_of_every_algorithm_draws_each_node_at_the_same_place():
     """One layout per mechanism (viz.layout): the DOT of every frame of every algorithm pins each node at one
     position, the eliminated ones included."""
-    from viz.layout import fixed_positions, mechanism_nodes
+    from viz.layout import mechanism_positions
 
     mech = models.fig4()
-    positions = fixed_positions(mech.derived.get(("picture layout",), lambda: mechanism_nodes(mech, link_group)))
+    positions = mechanism_positions(mech, link_group)
     seen, frames_drawn = {}, 0
     for algorithm in ("pv", "proxbbo", "lcaba", "proxltl", "min_fill"):
         graph, plan = algorithm_plan(mech, algorithm)
