@@ -529,7 +529,8 @@ def parser() -> argparse.ArgumentParser:
                    help="penalty / proximal parameter, larger is stiffer (default 1e6); it sets the numbers, not the plan")
     r.add_argument("--floating-base", action="store_true", help="URDF files: add a free-flyer root joint")
     r.add_argument("--contact", action="append", default=[], metavar="FRAME[:point|:weld]", help=CONTACT_HELP)
-    r.add_argument("--columns", type=_positive_int, default=4, help="frames per row of the overview sheet (default 4)")
+    r.add_argument("--columns", type=_positive_int, help="frames per row of the overview sheet (default: as many as "
+                   "fit 4,000 px, at most 4)")
     r.add_argument(*QUIET, **QUIET_OPTIONS)
     r.set_defaults(run=run_render)
 

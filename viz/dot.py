@@ -57,16 +57,21 @@ def to_dot(view: nx.Graph, name: str = "view", positions: dict | None = None, **
     return to_graphviz(view, name, positions, **graph_attr).source
 
 
-def overview_dot(frames, name: str = "elimination", columns: int = 4, positions: dict | None = None) -> str:
+SHEET_WIDTH = 3000.0  # points (4,000 px): the widest overview drawn without being asked for more columns
+
+
+def overview_dot(frames, name: str = "elimination", columns: int | None = 4, positions: dict | None = None) -> str:
     """One sheet with every frame, ``columns`` frames per row (node names prefixed by the frame number).
 
     With ``positions`` (node -> ``(x, y)`` points, :mod:`viz.layout`) each frame is drawn at them in its
-    cell of the grid, titled above -- render it with ``fixed=True``.  Without, every frame is a cluster
+    cell of the grid, titled above -- render it with ``fixed=True``; ``columns=None`` then takes as many as
+    fit ``SHEET_WIDTH``, at most four.  Without, every frame is a cluster
     laid out by ``dot``: an invisible anchor per cluster, the anchors of a row on one rank and each anchor
     above the one a row below, so that ``dot`` stacks the rows instead of laying every cluster side by side.
     """
     if positions is not None:
         return _overview_in_place(frames, name, columns, positions)
+    columns = columns or 4
     sheet = graphviz.Graph(name=name, graph_attr={"compound": "true", "newrank": "true", "nodesep": "0.15"},
                            node_attr={"fontname": "Helvetica", "fontsize": "9"})
     for i, frame in enumerate(frames):
@@ -94,6 +99,8 @@ def _overview_in_place(frames, name: str, columns: int, positions: dict) -> str:
     xs, ys = [x for x, _ in positions.values()], [y for _, y in positions.values()]
     margin = 90.0  # points: room for labels sticking out of the layout's box
     width, height = max(xs) - min(xs) + 2 * margin, max(ys) - min(ys) + 2 * margin + 20.0
+    if columns is None:  # as many as fit SHEET_WIDTH, at most four
+        columns = max(1, min(4, int(SHEET_WIDTH // width)))
     sheet = graphviz.Graph(name=name, node_attr={"fontname": "Helvetica", "fontsize": "9"})  # straight edges: fast
     for i, frame in enumerate(frames):
         dx = (i % columns) * width - min(xs) + margin

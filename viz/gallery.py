@@ -23,10 +23,11 @@ def with_subgraph(source: str, subgraph: str) -> str:
 
 
 def render_gallery(mech, algorithm: str, out_dir, formats=("svg",), mu: float = 1e6, warn=None,
-                   on_step: OnStep | None = None, columns: int = 4, drawn: set | None = None) -> list:
+                   on_step: OnStep | None = None, columns: int | None = None, drawn: set | None = None) -> list:
     """Write the mechanism topology, its factor graph (with a legend), the elimination frames (one per
     link or multiplier block, files ``step_NN`` named after the plan step their title gives, plus an
-    overview sheet of ``columns`` frames per row) and the clique tree; return the paths written.
+    overview sheet of ``columns`` frames per row: by default as many as fit 4,000 px) and the clique tree;
+    return the paths written.
 
     Every frame of every algorithm of one mechanism is drawn at the same node positions
     (:mod:`viz.layout`): eliminated variables stay in place, faded; fill edges stay red, labelled with

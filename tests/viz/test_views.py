@@ -207,3 +207,17 @@ def test_a_frame_at_fixed_positions_renders_without_a_layout(tmp_path):
     source = to_dot(frame.graph, "f", fixed_positions(mechanism_nodes(mech, link_group)))
     written = render(source, tmp_path / "f", ("svg",), warn=None, fixed=True)
     assert (tmp_path / "f.svg") in written and "<svg" in (tmp_path / "f.svg").read_text()
+
+
+def test_cassies_overview_sheets_fit_4000_pixels():
+    """Every algorithm's overview of Cassie (31 nodes a frame, up to 27 frames) stays within 4,000 px (3,000 pt):
+    the grid takes as many columns as fit."""
+    from viz.layout import mechanism_positions
+
+    cassie = mechanics.load_robot("cassie")
+    positions = mechanism_positions(cassie, link_group)
+    for algorithm in ("lcaba", "proxbbo", "proxltl"):
+        graph, plan = algorithm_plan(cassie, algorithm)
+        frames = elimination_frames(graph, plan, group=link_group, keep_eliminated=True)
+        xs = [float(p.split(",")[0]) for p in _positions_in(overview_dot(frames, columns=None, positions=positions)).values()]
+        assert max(xs) - min(xs) < 3000 - 2 * 90, algorithm  # the nodes' span inside the sheet's margins
