@@ -14,6 +14,7 @@ from mechanics.pinocchio_io import allegro_grasp, from_pinocchio
 from viz.dot import overview_dot, render, to_dot
 from viz.gallery import with_subgraph
 from viz.layout import mechanism_positions
+from viz.page import elimination_page
 from viz.views import (CLIQUE_TREE_KEY, clique_tree_view, elimination_frames, factor_graph_view, interaction_with_fill,
                        legend_dot, link_group, mechanism_view)
 
@@ -41,6 +42,9 @@ def main() -> None:
         graph, plan = mechanics.algorithm_plan(fig4, algorithm)
         frames = elimination_frames(graph, plan, group=link_group, keep_eliminated=True)
         picture(overview_dot(frames, columns=4, positions=positions), f"fig4_{algorithm}", fixed=True)
+    plans = {name: mechanics.algorithm_plan(fig4, name)[1] for name in ("lcaba", "proxbbo", "pv", "proxltl", "min_fill")}
+    (ROOT / "docs" / "fig4_elimination.html").write_text(
+        elimination_page(plans, "000 Fig. 4: elimination step by step", positions, link_group))
     graph, plan = mechanics.algorithm_plan(fig4, "lcaba")
     picture(to_dot(clique_tree_view(plan), rankdir="BT", label=CLIQUE_TREE_KEY, fontsize=10), "fig4_lcaba_clique_tree")
     four_bar = mechanics.models.four_bar()

@@ -414,6 +414,9 @@ def run_render(args) -> int:
         progress.status(f"building {args.mechanism}")
         mech = load_mechanism(args.mechanism, args.floating_base, args.contact)
         algorithms = _render_algorithms(args.algorithm, mech)
+        _output_file(args.html)
+        if args.html:
+            return _write_page(mech, algorithms, Path(args.html))
         out = _writable(Path(args.out) if args.out else Path(_folder_name(mech.name)))
         warn = _Lines(progress) if progress.bar is not None else sys.stderr
         written, drawn = [], set()
@@ -422,6 +425,21 @@ def run_render(args) -> int:
                                       on_step=progress, columns=args.columns, drawn=drawn)
             warn = None  # "install dot" once
     print(f"{len(written)} files written to {out} ({', '.join(algorithms)})")
+    return 0
+
+
+def _write_page(mech, algorithms: list, path: Path) -> int:
+    """``render --html``: the interactive page of ``algorithms`` on ``mech`` (viz.page), one file."""
+    from mechanics import algorithm_plan
+
+    from .layout import mechanism_positions
+    from .page import elimination_page
+    from .views import link_group
+
+    plans = {name: algorithm_plan(mech, name)[1] for name in algorithms}
+    positions = mech.derived.get(("picture layout",), lambda: mechanism_positions(mech, link_group))
+    path.write_text(elimination_page(plans, f"{mech.name}: elimination step by step", positions, link_group))
+    print(f"page written to {path} ({', '.join(algorithms)}); open it in a browser: no network needed")
     return 0
 
 
@@ -529,6 +547,8 @@ def parser() -> argparse.ArgumentParser:
                    help="penalty / proximal parameter, larger is stiffer (default 1e6); it sets the numbers, not the plan")
     r.add_argument("--floating-base", action="store_true", help="URDF files: add a free-flyer root joint")
     r.add_argument("--contact", action="append", default=[], metavar="FRAME[:point|:weld]", help=CONTACT_HELP)
+    r.add_argument("--html", metavar="FILE", help="write one self-contained HTML page instead: step through the "
+                   "elimination with a slider or the arrow keys, two orderings side by side")
     r.add_argument("--columns", type=_positive_int, help="frames per row of the overview sheet (default: as many as "
                    "fit 4,000 px, at most 4)")
     r.add_argument(*QUIET, **QUIET_OPTIONS)
