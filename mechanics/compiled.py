@@ -76,10 +76,13 @@ def _drop_stale_cache() -> None:
     elimination kernels into itself, so a change there would otherwise leave a stale kernel in use.
     """
     here, dependency = Path(__file__), Path(elimination_compiled.__file__)
-    changed = dependency.stat().st_mtime
-    for cached in (here.parent / "__pycache__").glob(f"{here.stem}.*.nb[ic]"):
-        if cached.stat().st_mtime < changed:
-            cached.unlink(missing_ok=True)
+    try:
+        changed = dependency.stat().st_mtime
+        for cached in (here.parent / "__pycache__").glob(f"{here.stem}.*.nb[ic]"):
+            if cached.stat().st_mtime < changed:
+                cached.unlink(missing_ok=True)
+    except OSError:  # a read-only install: numba then compiles in memory (or into NUMBA_CACHE_DIR)
+        pass
 
 
 _drop_stale_cache()
