@@ -81,6 +81,8 @@ def elimination_page(plans: dict, title: str = "elimination", positions: dict | 
     True
     """
     group = group or (lambda key: key)
+    if not plans or not all(plan.steps for plan in plans.values()):
+        raise ValueError("elimination_page needs at least one plan, each with at least one step to show")
     if positions is None:
         interaction = next(iter(plans.values())).structure.interaction_graph()
         view = nx.Graph()
