@@ -59,21 +59,20 @@ repository's ``mechanics.models.digit_leg()`` is a planar Digit-like leg whose l
 (planar) ``Connect`` constraints, which Pinocchio's ``RigidConstraintModel`` (CONTACT_3D / 6D only)
 cannot state, so there is no Pinocchio counterpart to compare with.
 
-Repeats: ``--repeat`` (default 11) for ``single`` and batches up to 64, ``--repeat-large``
-(default 3) for larger batches -- the numpy engine takes 0.2-2.5 ms per state batched (one
-B = 4096 call: 1-10 s; ``--repeat-large 1`` halves the run), the numba backend 0.05-0.9 ms (Cassie's
-LCABA, whose suspect pivots are verified by refinement, up to 5 ms).  Each mode is warmed up by one
-call on each side first, except batches above 64 (the plan is already cached on the mechanism by then).
-With ``--backend numba --repeat 5 --repeat-large 2`` (five scenes; ``aba``, ``lcaba``, ``proxbbo``;
-B = 1, 64, 1024, 4096; RSS children) a run took 2-4 minutes on a 2-core machine; ``--quick``
-(B = 1, 16; 3 repeats) is a smoke run of about 15 s.
+Repeats: ``--repeat`` (default 11) for ``single``, ``prep`` and batches up to 64, ``--repeat-large``
+(default 3) for larger batches -- the default (compiled) backend takes 0.02-0.2 ms per state batched
+(``--backend numpy``, the reference path: 0.2-2.5 ms, one B = 4096 call 1-10 s).  Each mode is warmed
+up by one call on each side first, except batches above 64 (the plan is already cached on the
+mechanism by then).  With ``--repeat 5 --repeat-large 2`` (five scenes; ``aba``, ``lcaba``,
+``proxbbo``; B = 1, 64, 1024, 4096; RSS children) a run takes about a minute on a 2-core machine;
+``--quick`` (B = 1, 16; 3 repeats) is a smoke run of a few seconds.
 
 Run from the repository root (needs the ``robots`` and ``test`` extras)::
 
     python benchmarks/dynamics.py --json out.json
     python benchmarks/dynamics.py --quick
     python benchmarks/dynamics.py --scenes talos_feet --algorithms aba,lcaba,proxbbo,proxltl --batches 1,64
-    python benchmarks/dynamics.py --backend numba     # where forward_dynamics takes a backend
+    python benchmarks/dynamics.py --backend numpy     # the reference path
 
 The first lines of the output name the code measured (``git describe``, "+dirty" when the working
 tree has uncommitted changes) and the backend.
