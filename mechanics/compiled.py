@@ -430,12 +430,13 @@ def _constraint_terms(constraints, general, root, R, p, vel, Kbuf, k):
             continue
         a, b = table[j, L1], table[j, L2]
         _compose(R[a], p[a], place_R[j, 0], place_p[j, 0], R1, p1)
+        if kind == WELD:
+            _inverse_transform(R1, p1, X)
         for r in range(m):
             k[r0 + r] = 0.0
         for side in range(2):
             link, sign = (a, 1.0) if side == 0 else (b, -1.0)
             if kind == WELD:  # C (a_1 - a_2) = -C (v_1 x v_2), C the rows of X^-1(R1, p1) in [linear; angular]
-                _inverse_transform(R1, p1, X)
                 for r in range(m):
                     row = (axes[j, r] + 3) % 6  # kinematics.LINEAR_FIRST: [linear; angular] rows
                     for c in range(6):

@@ -244,10 +244,15 @@ def _converged(fact, gplc, policies: dict, mu, lam, residual, tol, refine, batch
     return converged
 
 
+def _beyond_round_off(worst: float, k_max: float) -> bool:
+    """A ``hard`` solution's constraint residual ``worst`` exceeds what round-off leaves (``k_max = max |k|``)."""
+    return worst > HARD_RESIDUAL_RTOL * (1.0 + k_max)
+
+
 def _check_hard_residual(name: str, mechanism: Mechanism, gplc, policies: dict, residual: dict) -> None:
     hard = [c for c, p in policies.items() if p.name == "hard"]
     worst = _max_abs(residual[c] for c in hard)
-    if hard and worst > HARD_RESIDUAL_RTOL * (1.0 + _max_abs(gplc.terms[c].k for c in hard)):
+    if hard and _beyond_round_off(worst, _max_abs(gplc.terms[c].k for c in hard)):
         raise elimination.SingularProblemError(
             f"{name} (hard policy) on {mechanism.name!r}: the solution leaves a constraint residual of {worst:.2e}: "
             f"the constraints are dependent (or inconsistent) at this state. {POLICIES['hard'].advice}", -1, (),
@@ -388,7 +393,6 @@ class PreparedDynamics:
             **_results(mechanism, accelerations, forces),
         )
 
-
     def _run_compiled(self, state: dict, batch: tuple, stacklevel: int) -> DynamicsResult | None:
         """Every state in one trip into compiled code (:mod:`mechanics.compiled`); ``None`` where a state needs
         the numpy path (it then answers for the whole call, naming what is singular)."""
@@ -406,12 +410,10 @@ class PreparedDynamics:
         if status.any():
             return None
         hard = self.compiled.hard_rows
-        if hard is not None and (np.max(np.abs(residual[:, hard]), initial=0.0)
-                                 > HARD_RESIDUAL_RTOL * (1.0 + np.max(np.abs(k[:, hard]), initial=0.0))):
+        if hard is not None and _beyond_round_off(_max_abs([residual[:, hard]]), _max_abs([k[:, hard]])):
             return None  # the numpy path (its refinement decided over the batch) answers, or refuses
-        worst = np.max(np.abs(residual), axis=-1, initial=0.0)
-        if batch:
-            worst, iterations, converged = worst.reshape(batch), iterations.reshape(batch), converged.reshape(batch)
+        worst = np.max(np.abs(residual), axis=-1, initial=0.0).reshape(batch)
+        iterations, converged = iterations.reshape(batch), converged.reshape(batch)
         if not converged.all():
             warn_not_converged(self._context, self._names, self.tol, self.max_iter, converged, iterations, worst,
                                stacklevel=stacklevel)
@@ -419,10 +421,10 @@ class PreparedDynamics:
         return DynamicsResult(
             qdd=qdd.reshape(batch + qdd.shape[-1:]),
             forces=forces,
-            iterations=iterations if batch else int(iterations[0]),
-            residual=worst if batch else float(worst[0]),
+            iterations=_scalar_if_unbatched(iterations, batch, int),
+            residual=_scalar_if_unbatched(worst, batch, float),
             algorithm=self.name,
-            converged=converged if batch else bool(converged[0]),
+            converged=_scalar_if_unbatched(converged, batch, bool),
             **_results(mechanism, accelerations.reshape(batch + accelerations.shape[1:]), forces),
         )
 

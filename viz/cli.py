@@ -447,19 +447,14 @@ def _render_algorithms(text: str | None, mech) -> list:
     """The algorithms ``--algorithm`` names (comma-separated, any case), or every one that applies to ``mech``."""
     from mechanics import ALGORITHMS
 
+    from .compare import applicable
+
     if text is None:
-        applicable = []
-        for name, algo in ALGORITHMS.items():
-            try:
-                algo.check(mech, name)
-            except ValueError:
-                continue
-            applicable.append(name)
-        return applicable
-    names = [a.strip().lower() for a in text.split(",") if a.strip()]
+        return [name for name, _ in applicable(mech)]
+    names = [name.lower() for name in _algorithms(text)]
     for name in names:
-        if name not in ALGORITHMS:
-            raise UsageError(f"unknown algorithm {name!r}; choose from {', '.join(ALGORITHMS)}")
+        if name not in ALGORITHMS:  # a POLICY/ORDERING text: the pictures are drawn for named algorithms
+            raise UsageError(f"render draws named algorithms; choose from {', '.join(ALGORITHMS)}")
         ALGORITHMS[name].check(mech, name)
     return names
 

@@ -91,15 +91,19 @@ def fixed_positions(view: nx.Graph, spacing: float = 1.0, tree_edges=None, label
     return {node: (float(x) * scale, float(y) * scale) for node, (x, y) in unit.items()}
 
 
-def mechanism_nodes(mechanism: Mechanism, group) -> nx.Graph:
-    """The grouped interaction graph of ``mechanism`` with a multiplier for every constraint: the nodes every
-    algorithm's frames draw (a policy without multipliers just leaves theirs out)."""
-    structure = GPLCLayout(mechanism, resolve_policies("prox", mechanism)).structure()
+def grouped_interaction(structure, group) -> nx.Graph:
+    """The interaction graph of ``structure`` with its variables drawn as ``group(key)`` nodes."""
     full = structure.interaction_graph()
     view = nx.Graph()
     view.add_nodes_from(group(key) for key in full)
     view.add_edges_from((group(u), group(v)) for u, v in full.edges if group(u) != group(v))
     return view
+
+
+def mechanism_nodes(mechanism: Mechanism, group) -> nx.Graph:
+    """The grouped interaction graph of ``mechanism`` with a multiplier for every constraint: the nodes every
+    algorithm's frames draw (a policy without multipliers just leaves theirs out)."""
+    return grouped_interaction(GPLCLayout(mechanism, resolve_policies("prox", mechanism)).structure(), group)
 
 
 def mechanism_positions(mechanism: Mechanism, group) -> dict:
@@ -116,4 +120,4 @@ def mechanism_positions(mechanism: Mechanism, group) -> dict:
     return fixed_positions(view, tree_edges=tree, labels=labels)
 
 
-__all__ = ["fixed_positions", "mechanism_nodes", "mechanism_positions", "tree_positions"]
+__all__ = ["fixed_positions", "grouped_interaction", "mechanism_nodes", "mechanism_positions", "tree_positions"]

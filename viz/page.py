@@ -17,10 +17,8 @@ import html
 import json
 from typing import Callable
 
-import networkx as nx
-
 from .dot import node_id
-from .layout import fixed_positions
+from .layout import fixed_positions, grouped_interaction
 from .views import _label, elimination_frames
 
 
@@ -84,11 +82,7 @@ def elimination_page(plans: dict, title: str = "elimination", positions: dict | 
     if not plans or not all(plan.steps for plan in plans.values()):
         raise ValueError("elimination_page needs at least one plan, each with at least one step to show")
     if positions is None:
-        interaction = next(iter(plans.values())).structure.interaction_graph()
-        view = nx.Graph()
-        view.add_nodes_from(group(k) for k in interaction)
-        view.add_edges_from((group(u), group(v)) for u, v in interaction.edges if group(u) != group(v))
-        positions = fixed_positions(view)
+        positions = fixed_positions(grouped_interaction(next(iter(plans.values())).structure, group))
     data = {name: page_data(plan, positions, group) for name, plan in plans.items()}
     payload = json.dumps(data).replace("</", "<\\/")  # no "</script>" inside the script
     return PAGE.replace("__TITLE__", html.escape(title)).replace("__DATA__", payload)
