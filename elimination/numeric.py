@@ -470,14 +470,24 @@ class CompiledFactorization(Factorization):
     def __repr__(self) -> str:
         return f"CompiledFactorization({len(self.plan.steps)} steps, batch={self.graph.batch_shape})"
 
-    def _linear(self, lin_g: dict, lin_b: dict):
-        """``(Lin, Lmag, full)``: the graph's own terms are laid out once; a solve restacks only the groups
-        holding a term that differs from the graph's (an override, the outer iterations' moving terms)."""
+    def solve(self, g: Mapping | None = None, b: Mapping | None = None, refine: int = 1) -> dict:
+        # The graph's own terms, no refinement, nothing suspect: one trip into the solve kernel, without
+        # tables of the graph's terms (reading 3000 factor objects into dicts cost more than the sweeps).
+        if g or b or check_refine(refine) or np.any(self.pivot_ratio < PIVOT_SUSPECT_RTOL):
+            return super().solve(g, b, refine)
+        return self._sweeps(None, None)
+
+    solve.__doc__ = Factorization.solve.__doc__
+
+    def _linear(self, lin_g: dict | None, lin_b: dict | None):
+        """``(Lin, Lmag, full)``: the graph's own terms (``None, None``) are laid out once, read straight from
+        its factors; a solve restacks only the groups holding a term that differs from the graph's (an
+        override, the outer iterations' moving terms)."""
         program = self.program
-        own_g, own_b, _ = self._own_terms  # read by _linear_terms, which every solve calls first
         if self._own_linear is None:
-            self._own_linear = _linear_workspace(program, own_g, own_b, self.batch_shape)
+            self._own_linear = _laid_out(program, _own_linear_terms(self.graph.factors, program), self.batch_shape)
         Lin, Lmag, full = self._own_linear
+        own_g, own_b = self._own_terms[:2] if lin_g is not None else (None, None)  # read by _linear_terms
         if lin_g is own_g and lin_b is own_b:  # no override: the graph's own terms, as laid out
             return Lin.copy(), Lmag.copy(), full  # (the solve writes the generated factors' terms into both)
         changed = [group for group in program.groups
@@ -537,10 +547,21 @@ def _value_slices(program, graph) -> list:
 
 def _linear_workspace(program, lin_g: dict, lin_b: dict, batch: tuple):
     """``(Lin, Lmag, full)``: the linear terms ``g`` of quadratic and ``b`` of hard factors in the program's
-    layout, ``Lmag = |b|`` (what dropped rows are checked against), rows over the broadcast batch ``full``.
+    layout, ``Lmag = |b|`` (what dropped rows are checked against), rows over the broadcast batch ``full``."""
+    return _laid_out(program, [[(lin_b if group.hard else lin_g)[i] for i in group.members]
+                               for group in program.groups], batch)
 
-    A group of factors of one shape (:class:`elimination.program.FactorGroup`) is one stacked store."""
-    stacks = [stacked([(lin_b if group.hard else lin_g)[i] for i in group.members], 1) for group in program.groups]
+
+def _own_linear_terms(factors, program) -> list:
+    """The graph's own ``b`` (hard factors) or ``g`` per factor group of ``program``, read from the factors."""
+    return [[factors[i].b for i in group.members] if group.hard else [factors[i].g for i in group.members]
+            for group in program.groups]
+
+
+def _laid_out(program, terms: list, batch: tuple):
+    """:func:`_linear_workspace` of the terms listed per factor group: a group of factors of one shape
+    (:class:`elimination.program.FactorGroup`) is one stacked store."""
+    stacks = [stacked(group_terms, 1) for group_terms in terms]
     full = tuple(np.broadcast_shapes(batch, *(b for _, b in stacks)))
     B = int(np.prod(full))
     Lin, Lmag = np.zeros((B, program.linear_size)), np.zeros((B, program.linear_size))
@@ -596,9 +617,8 @@ def compiled_elimination(graph: FactorGraph, plan: Plan) -> Callable[[], np.ndar
     if program.unsupported:
         raise ValueError(f"compiled_elimination: {program.unsupported}")
     Fw, batch, largest = factor_workspace(graph, program)
-    floor, factors = SCALE_FLOOR * largest, graph.factors
-    lin_g, lin_b, _ = _graph_terms(factors)
-    Lin, Lmag, full = _linear_workspace(program, lin_g, lin_b, batch)
+    floor = SCALE_FLOOR * largest
+    Lin, Lmag, full = _laid_out(program, _own_linear_terms(graph.factors, program), batch)
 
     def run() -> np.ndarray:
         C, _, _, failed = run_factorize(program, Fw, floor)

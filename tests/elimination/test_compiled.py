@@ -70,6 +70,11 @@ def test_identity_substitutions_and_batched_linear_terms():
     fact = factorize(graph, plan, backend="numba")  # matrices unbatched, new linear terms batched (5, 4)
     g = {i: np.random.default_rng(1).normal(size=(5, 4, 2)) for i, f in enumerate(graph.factors) if isinstance(f, Quadratic)}
     assert max_relative_error(fact.solve(g=g), factorize(graph, plan, backend="numpy").solve(g=g)) < RTOL
+    own = fact.solve(refine=0)  # the graph's own terms, unrefined: straight from the factors into the kernel
+    assert max_relative_error(own, factorize(graph, plan, backend="numpy").solve(refine=0)) < RTOL
+    assert all(np.array_equal(own[k], v) for k, v in fact.solve(refine=0).items())  # its laid-out terms stay as read
+    first = next(i for i, f in enumerate(graph.factors) if isinstance(f, Quadratic))  # the same terms, overridden
+    assert max_relative_error(fact.solve(g={first: graph.factors[first].g.copy()}, refine=0), own) == 0.0
 
 
 def test_partial_plans_are_named_or_left_to_numpy():
