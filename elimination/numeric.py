@@ -312,9 +312,7 @@ class Factorization:
                 f"this factorization is partial (variables {list(self.plan.remaining)} are not "
                 "eliminated); use remaining() to get the graph left over"
             )
-        suspect = self.pivot_ratio < PIVOT_SUSPECT_RTOL
-        if self.deficient is not None:
-            suspect = suspect & ~self.deficient
+        suspect = self._suspect()
         lin_g, lin_b, measurements = self._linear_terms(g, b)
         # Deficient elements carry placeholders until _splice: their overflow means nothing.
         with np.errstate(over="ignore", invalid="ignore") if self.fallbacks else contextlib.nullcontext():
@@ -324,6 +322,12 @@ class Factorization:
             if np.any(suspect):
                 values = self._verified(values, lin_g, lin_b, measurements, suspect)
         return self._splice(values, g, b, refine) if self.fallbacks else values
+
+    def _suspect(self) -> np.ndarray:
+        """Elements whose smallest pivot is suspect (their solutions are verified by refinement); re-planned
+        elements (``deficient``) are not, their placeholders mean nothing."""
+        suspect = self.pivot_ratio < PIVOT_SUSPECT_RTOL
+        return suspect & ~self.deficient if self.deficient is not None else suspect
 
     def _refined(self, values: dict, lin_g: dict, lin_b: dict, measurements: dict):
         """One step of iterative refinement: ``(values + correction, correction)``."""
@@ -473,7 +477,7 @@ class CompiledFactorization(Factorization):
     def solve(self, g: Mapping | None = None, b: Mapping | None = None, refine: int = 1) -> dict:
         # The graph's own terms, no refinement, nothing suspect: one trip into the solve kernel, without
         # tables of the graph's terms (reading 3000 factor objects into dicts cost more than the sweeps).
-        if g or b or check_refine(refine) or np.any(self.pivot_ratio < PIVOT_SUSPECT_RTOL):
+        if g or b or check_refine(refine) or np.any(self._suspect()):
             return super().solve(g, b, refine)
         return self._sweeps(None, None)
 
@@ -487,9 +491,11 @@ class CompiledFactorization(Factorization):
         if self._own_linear is None:
             self._own_linear = _laid_out(program, _own_linear_terms(self.graph.factors, program), self.batch_shape)
         Lin, Lmag, full = self._own_linear
-        own_g, own_b = self._own_terms[:2] if lin_g is not None else (None, None)  # read by _linear_terms
-        if lin_g is own_g and lin_b is own_b:  # no override: the graph's own terms, as laid out
+        if lin_g is None:  # the graph's own terms, as laid out
             return Lin.copy(), Lmag.copy(), full  # (the solve writes the generated factors' terms into both)
+        own_g, own_b, _ = self._own_terms  # the tables _linear_terms read
+        if lin_g is own_g and lin_b is own_b:
+            return Lin.copy(), Lmag.copy(), full
         changed = [group for group in program.groups
                    if any((lin_b if group.hard else lin_g)[i] is not (own_b if group.hard else own_g)[i]
                           for i in group.members)]
@@ -554,6 +560,7 @@ def _linear_workspace(program, lin_g: dict, lin_b: dict, batch: tuple):
 
 def _own_linear_terms(factors, program) -> list:
     """The graph's own ``b`` (hard factors) or ``g`` per factor group of ``program``, read from the factors."""
+    # two plain comprehensions: attribute reads are 2.5x faster than getattr on thousands of factors
     return [[factors[i].b for i in group.members] if group.hard else [factors[i].g for i in group.members]
             for group in program.groups]
 
