@@ -42,6 +42,7 @@ T_, HF_, LINV, Y_, DS, WW, NN, EE, ED, RS = (F[k] for k in ("T", "HF", "Linv", "
 G0, G1, B0, B1, OUT_G, OUT_B = (F[k] for k in ("g0", "g1", "b0", "b1", "out_g", "out_b"))
 TC, YC, DROP = (F[k] for k in ("t", "y", "drop"))
 XF0, XF1, XS0, XS1 = (F[k] for k in ("xf0", "xf1", "xs0", "xs1"))
+PAIR, TQ, TN, TSIG, PB0, PB1, PH0, PH1, PS0, PS1 = (F[k] for k in ("pair", "tq", "tn", "tsig", "pb0", "pb1", "ph0", "ph1", "ps0", "ps1"))
 
 
 @njit(cache=True)
@@ -262,21 +263,174 @@ def factorize_scratch(maxn):
             np.zeros(s), np.zeros(s), np.zeros(maxn))
 
 
+@njit(cache=True, inline="always")
+def _link_block(row, pbH, pbs, Fw, H, scale, nF, floor):
+    """The link half's ``H (nF x nF)`` and its floored scales: the sum of its quadratic factors, whole blocks."""
+    for i in range(nF):
+        scale[i] = 0.0
+        for j in range(nF):
+            H[i, j] = 0.0
+    for b in range(row[PB0], row[PB1]):
+        h, s = pbH[b], pbs[b]
+        for i in range(nF):
+            scale[i] += Fw[s + i]
+            for j in range(nF):
+                H[i, j] += Fw[h + i * nF + j]
+    for i in range(nF):
+        scale[i] = max(scale[i], floor)
+
+
+@njit(cache=True, inline="always")
+def _tree_pair(row, following, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, scratch):
+    """Both steps of a tree pair (:func:`elimination.program._tree_pair`) on one element, from the link's
+    block ``H (nF x nF)`` alone: ``U = H T_q``, the pivot block ``T_q' U`` (+ the joint's own factors),
+    ``Y = Linv (sigma U)'`` and the parent's ``H - Y' D Y``.  The numbers of the two generic steps (their
+    conditionals, scales and generated factor, round-off aside), without the dense front of the two
+    or the factor between them.  ``C``'s zero blocks (``H_SF`` of ``HF``) are left as the caller made them:
+    zeros.  Returns the pivot ratio, or -1 where the numpy rule refuses the pivot."""
+    nF, nS, nq = row[NF], row[NS], following[NF]
+    if nF == 6 and nq == 1:
+        return _revolute_pair(row, following, pbH, pbs, phs, pss, Fw, C, floor, scratch[0], scratch[2], scratch[3],
+                              scratch[8])
+    H, A, scale, unit, L, Lw, Li, X, Dv, T, U, Wm, Nm, Ek, Ed, Hz, Hzs, sz = scratch
+    npar = nS - nq
+    _link_block(row, pbH, pbs, Fw, H, scale, nF, floor)
+    sgn, sigma, tq, tn = -float(row[IDENTITY]), float(row[TSIG]), row[TQ], row[TN]
+    ts, hf = row[T_], row[HF_]
+    for i in range(nF):
+        for c in range(nq):  # T_q = -+D, straight from the hard factor
+            T[i, c] = sgn * Fw[tq + i * tn + c]
+            C[ts + i * nS + c] = T[i, c]
+        for c in range(npar):
+            C[ts + i * nS + nq + c] = sigma if i == c else 0.0
+        for j in range(nF):  # HF = [H; 0]: no quadratic reaches the separator
+            C[hf + i * nF + j] = H[i, j]
+    for i in range(nF):  # U = H T_q
+        for c in range(nq):
+            t = 0.0
+            for q in range(nF):
+                t += H[i, q] * T[q, c]
+            U[i, c] = t
+    for a in range(nq):  # the pivot block T_q' U, its scales, and sigma U' towards the parent
+        for b in range(a, nq):
+            t = 0.0
+            for r in range(nF):
+                t += T[r, a] * U[r, b]
+            Hz[a, b] = Hz[b, a] = t
+        grown = 0.0
+        for r in range(nF):
+            grown += T[r, a] * T[r, a] * scale[r]
+        sz[a] = floor + grown
+        for j in range(npar):
+            Hzs[a, j] = sigma * U[j, a]
+    for q in range(following[PH0], following[PH1]):  # the joint's own factors (the torque's, a damping)
+        Hz[phd[q] // nq, phd[q] % nq] += Fw[phs[q]]
+    for q in range(following[PS0], following[PS1]):
+        sz[psd[q]] += Fw[pss[q]]
+    for a in range(nq):
+        sz[a] = max(sz[a], floor)
+    r = _pivot(Hz, sz, nq, following[NMIN], following[PIVOT], Li, Dv, L, Lw, X)
+    if r < 0.0:
+        return r
+    li, ds, yy, out, outs = following[LINV], following[DS], following[Y_], following[OUT_H], following[OUT_S]
+    for i in range(nq):
+        C[ds + i] = Dv[i]
+        for j in range(nq):
+            C[li + i * nq + j] = Li[i, j]
+    for i in range(nq):  # Y = Linv sigma U'
+        for j in range(npar):
+            t = 0.0
+            for q in range(nq):
+                t += Li[i, q] * Hzs[q, j]
+            X[i, j] = t
+            C[yy + i * npar + j] = t
+    if out >= 0:  # the parent's H - Y' D Y, and its scales: the substitution's floor + H's, then Y's
+        for i in range(npar):
+            grown = 0.0
+            for q in range(nq):
+                grown += X[q, i] * X[q, i]
+            Fw[outs + i] = scale[i] + floor + grown
+            for j in range(i, npar):
+                t = 0.0
+                for q in range(nq):
+                    t += X[q, i] * Dv[q] * X[q, j]
+                Fw[out + i * npar + j] = Fw[out + j * npar + i] = 0.5 * (H[i, j] + H[j, i]) - t
+    return r
+
+
+@njit(cache=True, inline="always")
+def _revolute_pair(row, following, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6):
+    """:func:`_tree_pair` for a one-dimensional joint of a 6-dimensional link (sizes known to the
+    compiler, so the loops unroll): ``u = H t``, ``d = t' u``, ``y = sigma u / sqrt(d)``,
+    ``H_parent = H - y y'``."""
+    _link_block(row, pbH, pbs, Fw, H, scale, 6, floor)
+    sgn, sigma, tq, tn = -float(row[IDENTITY]), float(row[TSIG]), row[TQ], row[TN]
+    ts, hf, npar = row[T_], row[HF_], row[NS] - 1
+    for i in range(6):
+        t6[i] = sgn * Fw[tq + i * tn]
+        C[ts + i * (npar + 1)] = t6[i]
+        for c in range(npar):
+            C[ts + i * (npar + 1) + 1 + c] = sigma if i == c else 0.0
+        for j in range(6):
+            C[hf + i * 6 + j] = H[i, j]
+    d, grown = 0.0, 0.0
+    for i in range(6):
+        t = 0.0
+        for q in range(6):
+            t += H[i, q] * t6[q]
+        u6[i] = t
+    for r in range(6):
+        d += t6[r] * u6[r]
+        grown += t6[r] * t6[r] * scale[r]
+    sz = floor + grown
+    for q in range(following[PH0], following[PH1]):
+        d += Fw[phs[q]]
+    for q in range(following[PS0], following[PS1]):
+        sz += Fw[pss[q]]
+    sz = max(sz, floor)
+    if not d > 0.0:
+        return -1.0
+    root = np.sqrt(d)
+    li = 1.0 / root
+    C[following[DS]], C[following[LINV]] = 1.0, li
+    yy, out, outs = following[Y_], following[OUT_H], following[OUT_S]
+    for j in range(npar):
+        u6[j] = li * (sigma * u6[j])
+        C[yy + j] = u6[j]
+    if out >= 0:
+        for i in range(6):
+            Fw[outs + i] = scale[i] + floor + u6[i] * u6[i]
+            for j in range(i, 6):
+                Fw[out + i * 6 + j] = Fw[out + j * 6 + i] = 0.5 * (H[i, j] + H[j, i]) - u6[i] * u6[j]
+    return root * root / max(sz, 1e-300)
+
+
 @njit(cache=True)
-def factorize_one(steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed, Fw, C, floor, check_rank, scratch):
+def factorize_one(maps, Fw, C, floor, check_rank, scratch):
     """Every step of the program on one element: its factor workspace ``Fw (factor_size,)``, conditionals
-    into ``C (conditional_size,)``; ``scratch`` from :func:`factorize_scratch`.
+    into ``C (conditional_size,)``; ``maps`` from :func:`factorize_maps`, ``scratch`` from
+    :func:`factorize_scratch`.
 
     Returns ``(ratio, weakest, failed)``: the smallest pivot ratio and its step; ``failed`` -1, or the
     step whose pivot the numpy rule refuses, or ``-2 - step`` where the numerical rank of a
     substitution falls short of the plan's (the caller then takes the numpy path).
     """
+    steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed, pbH, pbs, phs, phd, pss, psd = maps
     H, A, scale, unit, L, Lw, Li, X, Dv, T, HFT, Wm, Nm, Ek, Ed, Hz, Hzs, sz = scratch
     maxn = H.shape[0]
     Hf, Af = H.reshape(maxn * maxn), A.reshape(maxn * maxn)  # flat views: the gathers' destinations
     ratio, weak = np.inf, -1
     for st in range(steps.shape[0]):
         row = steps[st]
+        if row[PAIR] == 2:  # done with the link half, just before
+            continue
+        if row[PAIR] == 1:
+            r = _tree_pair(row, steps[st + 1], pbH, pbs, phs, phd, pss, psd, Fw, C, floor, scratch)
+            if r < 0.0:
+                return ratio, weak, st + 1
+            if r < ratio:
+                ratio, weak = r, st + 1
+            continue
         nF, nS, m, nz = row[NF], row[NS], row[M], row[NZ]
         n = nF + nS
         for i in range(n):
@@ -380,13 +534,11 @@ def factorize_one(steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed, Fw, C, floor, 
 
 
 @njit(cache=True)
-def factorize_kernel(steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed, Fw, C, floor, maxn, check_rank,
-                     ratio_out, weak_out, fail_out):
+def factorize_kernel(maps, Fw, C, floor, maxn, check_rank, ratio_out, weak_out, fail_out):
     """:func:`factorize_one` for every element of ``Fw (B, factor_size)``, conditionals into ``C (B, n)``."""
     scratch = factorize_scratch(maxn)
     for b in range(Fw.shape[0]):
-        ratio_out[b], weak_out[b], fail_out[b] = factorize_one(steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed, Fw[b],
-                                                               C[b], floor, check_rank, scratch)
+        ratio_out[b], weak_out[b], fail_out[b] = factorize_one(maps, Fw[b], C[b], floor, check_rank, scratch)
 
 
 @njit(cache=True)
@@ -624,15 +776,22 @@ def scratch_maps(program) -> tuple:
     return program.derived[key]
 
 
+def factorize_maps(program) -> tuple:
+    """The step table and index maps :func:`factorize_one` reads (gathers re-addressed by
+    :func:`scratch_maps`)."""
+    (hs, hd), (as_, ad) = scratch_maps(program)
+    maps = program.maps
+    return (program.steps, hs, hd, *maps["scale"], as_, ad, *maps["rs"], *maps["eq"], *maps["pb"], *maps["pH"],
+            *maps["ps"])
+
+
 def run_factorize(program, Fw: np.ndarray, floor: float):
     """``(C, ratio, weakest, failed)`` per element (``failed``: step of a pivot not of its sign, -1: none)."""
     Bm = Fw.shape[0]
     C = np.zeros((Bm, program.conditional_size))
     ratio, weak, fail = np.empty(Bm), np.empty(Bm, dtype=np.int64), np.empty(Bm, dtype=np.int64)
     announce_first_compile()
-    (hs, hd), (as_, ad) = scratch_maps(program)
-    factorize_kernel(program.steps, hs, hd, *program.maps["scale"], as_, ad, *program.maps["rs"],
-                     *program.maps["eq"], Fw, C, floor, max_front(program), program.check_rank, ratio, weak, fail)
+    factorize_kernel(factorize_maps(program), Fw, C, floor, max_front(program), program.check_rank, ratio, weak, fail)
     return C, ratio, weak, fail
 
 

@@ -20,6 +20,14 @@ over passed on or dropped), and definite, negative, quasi-definite or
 indefinite pivots.  A partial plan lowers to a program that says it cannot
 run (:attr:`Program.unsupported`); :func:`elimination.factorize` then runs it
 on numpy.
+
+One pattern is marked for a fused kernel: a *tree pair* (:func:`_tree_pair`),
+a link acceleration substituted through its own tree joint and, next, the
+joint acceleration pivoted -- ABA's step, ``U = H S``, ``D = S' H S``,
+``H_parent += H - U D^-1 U'`` (Featherstone's articulated-body inertia).  Its
+factorization needs no dense front of the two together and no generated
+factor between them; its conditionals are those of the two generic steps, so
+the solve runs them as it runs any step.
 """
 from __future__ import annotations
 
@@ -37,10 +45,13 @@ FIELDS = (
     "g0", "g1", "b0", "b1", "out_g", "out_b",        # gather maps of the linear terms; the new factors' terms
     "t", "y", "drop",                                # per-solve caches; offset of the dropped rows' residuals
     "xf0", "xf1", "xs0", "xs1",                      # scatter of the front's values, gather of the separator's
+    "pair", "tq", "tn", "tsig", "pb0", "pb1", "ph0", "ph1", "ps0", "ps1",  # a tree pair (see _tree_pair)
 )
 """Columns of :attr:`Program.steps`."""
 F = {name: i for i, name in enumerate(FIELDS)}
 PIVOTS = {"none": 0, "definite": 1, "negative": 2, "quasidefinite": 3, "indefinite": 4}
+LINK_HALF, JOINT_HALF = 1, 2
+"""Values of the ``pair`` column: the two steps of a tree pair (:func:`_tree_pair`)."""
 
 
 @dataclass
@@ -219,7 +230,7 @@ def lower(plan: Plan) -> Program:
     for var in structure.variables:
         value_offset[var.key], start = start, start + var.dim
 
-    maps = {name: _Maps() for name in ("H", "scale", "A", "rs", "eq", "g", "b", "xf", "xs")}
+    maps = {name: _Maps() for name in ("H", "scale", "A", "rs", "eq", "g", "b", "xf", "xs", "pb", "pH", "ps")}
     rows, sizes = [], {"C": 0, "K": 0, "drop": 0}
 
     def claim(space: str, n: int) -> int:
@@ -235,6 +246,15 @@ def lower(plan: Plan) -> Program:
             if i is not None:
                 _place(i, factors[i], size[i], arena.take(_matrix_size(factors[i], size[i])), offsets)
         rows.append(_step_row(step, factors, size, offsets, value_offset, dims, maps, claim))
+    for k, step in enumerate(plan.steps):
+        pair = _tree_pair(step, plan.steps[k + 1] if k + 1 < len(plan.steps) else None, factors, n_graph, dims)
+        if pair is not None:
+            _mark_pair(rows[k], rows[k + 1], step, plan.steps[k + 1], pair, offsets, size, maps)
+        elif rows[k][F["pair"]] < 0:
+            rows[k][F["pair"]] = 0
+        for name, key in (("pb", "pb"), ("pH", "ph"), ("ps", "ps")):
+            if rows[k][F[key + "0"]] < 0:  # empty ranges where no pair's half gathers
+                rows[k][F[key + "0"]] = rows[k][F[key + "1"]] = maps[name].add([], [])[0]
     return Program(
         plan=plan,
         steps=np.asarray(rows, dtype=np.int64).reshape(len(rows), len(FIELDS)),
@@ -354,3 +374,69 @@ def _step_row(step, factors, size, offsets, value_offset, dims, maps, claim) -> 
            if nS else np.zeros(0, int))
     row["xs0"], row["xs1"] = maps["xs"].add(sep, np.arange(nS))
     return [row[name] for name in FIELDS]
+
+
+def _tree_pair(step, following, factors, n_graph: int, dims: dict):
+    """``(hard factor, column of the pivot key in it, sign of the parent's column block)`` when ``step`` and
+    ``following`` form a tree pair; else None.
+
+    A tree pair: ``step`` substitutes its single frontal key (a link acceleration ``a``) through a declared
+    ``+-I`` block of one graph factor ``[+-I, D, u I]`` (the tree joint ``a = a_parent + S qdd + c``: ``D``
+    on one key ``q``, ``u I`` on the parent ``p``, or no parent), its quadratic factors involve ``a`` only,
+    and the quadratic it generates on ``(q, p)`` goes to ``following``, which eliminates ``q`` by a definite
+    pivot, with no hard rows, in the same layout, any other factors of it on ``q`` alone.  Then ``T = [T_q,
+    sigma I]`` with ``T_q = -+D`` and ``sigma = -+u``, the generated factor is ``T' H T`` and its pivot
+    ``T_q' H T_q``: computed straight from ``H`` (ABA's ``U = H S``, ``D = S' U``), without the dense front.
+    """
+    if following is None or not step.identity or step.new_equality is not None or step.new_quadratic is None:
+        return None
+    if following.hard_rows or following.pivot != "definite" or len(following.frontal) != 1:
+        return None
+    if step.new_quadratic not in following.factors or tuple(following.layout) != tuple(step.layout[1:]):
+        return None
+    nF = step.frontal_dim
+    hard = [i for i in step.factors if factors[i].hard]
+    if len(hard) != 1 or hard[0] >= n_graph:
+        return None
+    h = hard[0]
+    keys, units = factors[h].keys, factors[h].units
+    q, parent = following.frontal[0], following.separator
+    if q not in keys or units[keys.index(q)] != 0:
+        return None
+    if parent and (len(parent) != 1 or parent[0] not in keys or not units[keys.index(parent[0])]
+                   or dims[parent[0]] != nF):
+        return None
+    if set(keys) != {step.frontal[0], q, *parent}:
+        return None
+    for i, pos in zip(step.factors, step.positions):
+        if not factors[i].hard and not np.array_equal(pos, np.arange(nF)):  # on the separator too: H_FS != 0
+            return None
+    for i, pos in zip(following.factors, following.positions):
+        if i != step.new_quadratic and np.any(pos >= following.frontal_dim):
+            return None
+    column = sum(dims[k] for k in keys[: keys.index(q)])
+    sigma = -step.identity * units[keys.index(parent[0])] if parent else 0
+    return h, column, sigma
+
+
+def _mark_pair(row: list, following_row: list, step, following, pair: tuple, offsets: dict, size: dict,
+               maps: dict) -> None:
+    """Mark the two rows of a tree pair: where the pivot key's block of the hard factor lies in the factor
+    workspace (``tq``, row stride ``tn``), the parent block's sign, the link's quadratic factors (map
+    ``pb``: each one's whole ``nF x nF`` block and its scales, ``(H offset, scale offset)``), and the gathers
+    of the pivot half's factors other than the generated one (onto its ``nq x nq`` block, ``i * nq + j``)."""
+    h, column, sigma = pair
+    row[F["pair"]], row[F["tq"]], row[F["tn"]], row[F["tsig"]] = LINK_HALF, offsets["A"][h] + column, size[h], sigma
+    link = [i for i in step.factors if i in offsets["H"]]  # the quadratic ones (the hard one is in offsets["A"])
+    row[F["pb0"]], row[F["pb1"]] = maps["pb"].add([offsets["H"][i] for i in link], [offsets["scale"][i] for i in link])
+    following_row[F["pair"]] = JOINT_HALF
+    nq = following.frontal_dim
+    H, scale = [], []
+    for i, pos in zip(following.factors, following.positions):
+        if i != step.new_quadratic:
+            H.append(_square(offsets["H"][i], len(pos), pos, nq))
+            scale.append((offsets["scale"][i] + np.arange(len(pos)), pos))
+    for name, key, chunks in (("pH", "ph", H), ("ps", "ps", scale)):
+        src = np.concatenate([c[0] for c in chunks]) if chunks else np.zeros(0, int)
+        dst = np.concatenate([c[1] for c in chunks]) if chunks else np.zeros(0, int)
+        following_row[F[key + "0"]], following_row[F[key + "1"]] = maps[name].add(src, dst)

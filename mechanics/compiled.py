@@ -42,7 +42,7 @@ from numba import njit
 
 import elimination.compiled as elimination_compiled
 from elimination.compiled import (
-    announce_first_compile, factorize_one, factorize_scratch, max_front, scratch_maps, solve_one, solve_scratch,
+    announce_first_compile, factorize_maps, factorize_one, factorize_scratch, max_front, solve_one, solve_scratch,
 )
 from elimination.gaussian import CONSISTENCY_RTOL, PIVOT_SUSPECT_RTOL
 from elimination.numeric import FINISHING_REFINE, SCALE_FLOOR, SETTLED_RTOL, SUSPECT_REFINE, VERIFY_RTOL
@@ -116,8 +116,7 @@ class CompiledDynamics:
         self.constraints, pairs, self.general = _constraint_tables(mechanism, layout, index, program)
         self.factors, self.scope = _factor_tables(layout, program, self.constraints, pairs, mechanism, index)
         maps, steps = program.maps, program.steps
-        (hs, hd), (as_, ad) = scratch_maps(program)  # re-addressed for the kernel's scratch, as the batch kernel's
-        self.factorize_maps = (steps, hs, hd, *maps["scale"], as_, ad, *maps["rs"], *maps["eq"])
+        self.factorize_maps = factorize_maps(program)
         self.solve_maps = (steps, *maps["g"], *maps["b"], *maps["xf"], *maps["xs"])
         self.drops = np.ascontiguousarray(steps[steps[:, F["d"]] > 0][:, [F["drop"], F["d"]]], dtype=np.int64)
         self.sizes = np.array([program.factor_size, program.conditional_size, program.linear_size, program.cache_size,
@@ -749,7 +748,6 @@ def dynamics_kernel(model, constraints, general, factors, scope, factorize_maps,
     cache, dropped = np.zeros(cache_size), np.zeros(dropped_size)
     x, xn, corr = np.zeros(value_size), np.zeros(value_size), np.zeros(value_size)
     fscr, sscr = factorize_scratch(maxn), solve_scratch(maxn)
-    steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed = factorize_maps
     work = (factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, Lres, e, corr, cache, dropped)
     has_soft = False
     for j in range(table.shape[0]):
@@ -763,8 +761,7 @@ def dynamics_kernel(model, constraints, general, factors, scope, factorize_maps,
         largest = _fill(model, constraints, factors, S, bias, Iw, fb, Kbuf, k, TAU[b], lam, mu, Fw, Lin, Lmag, meas)
         Lin0[:] = Lin
         meas0[:] = meas
-        ratio, weak, failed = factorize_one(steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed, Fw, C, SCALE_FLOOR * largest,
-                                            check_rank != 0, fscr)
+        ratio, weak, failed = factorize_one(factorize_maps, Fw, C, SCALE_FLOOR * largest, check_rank != 0, fscr)
         if failed != -1:
             continue
         suspect = ratio < PIVOT_SUSPECT_RTOL

@@ -198,3 +198,50 @@ def test_stacked_broadcasts_mixed_batches_and_copies_uniform_ones():
     vectors = [rng.normal(size=(3, 4)), rng.normal(size=(3, 4))]
     stack, batch = stacked(vectors, 1)
     assert batch == (3,) and np.array_equal(stack, np.stack(vectors, axis=1))
+
+
+def _tree(joints: tuple, coupled: int | None = None, seed: int = 5):
+    """A kinematic tree as the GPLC graph lays it out: 6-d link accelerations ``a_i``, joint accelerations
+    ``q_i`` (dims ``joints``), ``a_i = a_parent + S_i q_i + c_i`` declared ``[I, -I, 0]`` (the root has no
+    parent), random inertias on the links, torques on the joints, and a damping term on some joints
+    (a joint-space factor with a matrix).  ``coupled``: a link whose prior also spans its parent's
+    acceleration (then its front is no tree pair).  Ordered leaves first: ``a_i`` then ``q_i``."""
+    rng = np.random.default_rng(seed)
+    g = FactorGraph()
+    parent = [-1] + [int(rng.integers(0, i)) for i in range(1, len(joints))]
+    for i, d in enumerate(joints):
+        g.add_variable(Variable(("a", i), 6))
+        g.add_variable(Variable(("q", i), d))
+        M = rng.normal(size=(6, 6))
+        g.add(Quadratic([("a", i)], M @ M.T + 0.5 * np.eye(6), rng.normal(size=6)))
+        g.add(Quadratic([("q", i)], np.zeros((d, d)), rng.normal(size=d)))
+        if i % 2 or d == 3:
+            g.add(Quadratic([("q", i)], 0.3 * np.eye(d), np.zeros(d)))
+        S = -rng.normal(size=(6, d))
+        if parent[i] < 0:
+            g.add(LinearEquality([("a", i), ("q", i)], [np.eye(6), S], rng.normal(size=6), units=(1, 0)))
+        else:
+            g.add(LinearEquality([("a", i), ("a", parent[i]), ("q", i)], [np.eye(6), -np.eye(6), S],
+                                 rng.normal(size=6), units=(1, -1, 0)))
+    if coupled is not None:
+        K = rng.normal(size=(3, 12))
+        g.add(Quadratic([("a", coupled), ("a", parent[coupled])], K.T @ K, rng.normal(size=12)))
+    order = [key for i in reversed(range(len(joints))) for key in (("a", i), ("q", i))]
+    return g, Ordering.from_keys(order)
+
+
+@pytest.mark.parametrize("coupled", [None, 3])
+def test_tree_pairs_are_fused_and_equal_the_numpy_rule(coupled):
+    """ABA's pattern -- a link through its tree joint, then the joint's pivot -- runs as one fused step
+    (both kernels: one-dimensional joints of 6-d links, and any other size), and gives the numpy rule's
+    numbers; a link whose factors reach its parent is left to the generic steps."""
+    from elimination.program import F, JOINT_HALF, LINK_HALF
+
+    graph, ordering = _tree((6, 1, 3, 1, 2, 1), coupled)
+    rows = analyze(graph, ordering).lowered().steps
+    fused = set(np.flatnonzero(rows[:, F["pair"]] == LINK_HALF) // 2)
+    assert fused == set(range(6)) - ({6 - 1 - coupled} if coupled is not None else set())
+    assert np.array_equal(np.flatnonzero(rows[:, F["pair"]] == JOINT_HALF), np.array(sorted(2 * k + 1 for k in fused)))
+    numpy_values, compiled = _both(graph, ordering, refine=0)
+    assert max_relative_error(compiled, numpy_values) < RTOL
+    assert max_relative_error(compiled, graph.dense_solve()) < 1e-9
