@@ -42,7 +42,8 @@ T_, HF_, LINV, Y_, DS, WW, NN, EE, ED, RS = (F[k] for k in ("T", "HF", "Linv", "
 G0, G1, B0, B1, OUT_G, OUT_B = (F[k] for k in ("g0", "g1", "b0", "b1", "out_g", "out_b"))
 TC, YC, DROP = (F[k] for k in ("t", "y", "drop"))
 XF0, XF1, XS0, XS1 = (F[k] for k in ("xf0", "xf1", "xs0", "xs1"))
-PAIR, TQ, TN, TSIG, PB0, PB1, PH0, PH1, PS0, PS1 = (F[k] for k in ("pair", "tq", "tn", "tsig", "pb0", "pb1", "ph0", "ph1", "ps0", "ps1"))
+PAIR, TQ, TN, TSIG, PB0, PB1, PH0, PH1, PS0, PS1, PG0, PG1 = (
+    F[k] for k in ("pair", "tq", "tn", "tsig", "pb0", "pb1", "ph0", "ph1", "ps0", "ps1", "pg0", "pg1"))
 
 
 @njit(cache=True)
@@ -547,15 +548,68 @@ def solve_scratch(maxn):
     return np.zeros(maxn), np.zeros(maxn), np.zeros(maxn), np.zeros(maxn), np.zeros(maxn), np.zeros(maxn)
 
 
+@njit(cache=True, inline="always")
+def _tree_pair_forward(row, following, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g):
+    """The forward sweep of a tree pair (:func:`_tree_pair`): the link's ``g_F - H t`` carried through
+    ``T`` straight into the joint's pivot and the parent's term, with no linear term written between."""
+    nF, nS, nq = row[NF], row[NS], following[NF]
+    npar = nS - nq
+    for i in range(nF + nS):
+        g[i] = 0.0
+    for q in range(row[G0], row[G1]):
+        g[gd[q]] += Lin[gs[q]]
+    tc, hf, ts, ident = row[TC], row[HF_], row[T_], float(row[IDENTITY])
+    for q in range(row[B0], row[B1]):  # t = W b with W = sign I
+        cache[tc + bd[q]] = ident * Lin[bs[q]]
+    for i in range(nF):  # g_F -= H t (HF's other rows are zero)
+        t = 0.0
+        for j in range(nF):
+            t += C[hf + i * nF + j] * cache[tc + j]
+        g[i] -= t
+    for i in range(nF):  # g_S += T' g_F
+        gi = g[i]
+        for j in range(nS):
+            g[nF + j] += C[ts + i * nS + j] * gi
+    for q in range(following[PG0], following[PG1]):  # the joint's own terms
+        g[nF + pgd[q]] += Lin[pgs[q]]
+    li, yy, ds, yc = following[LINV], following[Y_], following[DS], following[YC]
+    for i in range(nq):  # y = Linv g_q
+        t = 0.0
+        for q in range(nq):
+            t += C[li + i * nq + q] * g[nF + q]
+        cache[yc + i] = t
+    for i in range(nq):  # g_parent -= Y' D y
+        a = C[ds + i] * cache[yc + i]
+        for j in range(npar):
+            g[nF + nq + j] -= C[yy + i * npar + j] * a
+    out = following[OUT_G]
+    if out >= 0:
+        for j in range(npar):
+            Lin[out + j] = g[nF + nq + j]
+
+
+def solve_maps(program) -> tuple:
+    """The step table and index maps :func:`solve_one` reads."""
+    maps = program.maps
+    return (program.steps, *maps["g"], *maps["b"], *maps["xf"], *maps["xs"], *maps["pg"])
+
+
 @njit(cache=True)
-def solve_one(steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, C, Lin, Lmag, cache, Xout, dropped, scratch):
+def solve_one(maps, C, Lin, Lmag, cache, Xout, dropped, scratch):
     """Forward sweep of one element's linear terms ``Lin (linear_size,)`` (with ``Lmag``, the size of the
     right-hand sides each hard row combines) through its conditionals ``C``, and back-substitution into
-    ``Xout (value_size,)``; the dropped rows' residuals and sizes into ``dropped``."""
+    ``Xout (value_size,)``; the dropped rows' residuals and sizes into ``dropped``; ``maps`` from
+    :func:`solve_maps`."""
+    steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, pgs, pgd = maps
     g, bl, bm, x, xs, gz = scratch
     # offsets are read into locals once per step: LLVM cannot keep them in registers across the stores
     for st in range(steps.shape[0]):
         row = steps[st]
+        if row[PAIR] == 2:  # done with the link half, just before
+            continue
+        if row[PAIR] == 1:
+            _tree_pair_forward(row, steps[st + 1], gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g)
+            continue
         nF, nS, m, nz, ident = row[NF], row[NS], row[M], row[NZ], row[IDENTITY]
         n = nF + nS
         for i in range(n):
@@ -667,14 +721,13 @@ def solve_one(steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, C, Lin, Lmag, cache, Xo
 
 
 @njit(cache=True)
-def solve_kernel(steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, C, Lin, Lmag, cache, Xout, dropped, maxn):
+def solve_kernel(maps, C, Lin, Lmag, cache, Xout, dropped, maxn):
     """:func:`solve_one` for every element of ``Lin (B, linear_size)``.  ``C`` holds the conditionals of
     ``Bc`` elements; element ``b`` uses ``b % Bc`` (unbatched matrices with batched linear terms)."""
     scratch = solve_scratch(maxn)
     Bc = C.shape[0]
     for b in range(Lin.shape[0]):
-        solve_one(steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, C[b % Bc], Lin[b], Lmag[b], cache[b], Xout[b], dropped[b],
-                  scratch)
+        solve_one(maps, C[b % Bc], Lin[b], Lmag[b], cache[b], Xout[b], dropped[b], scratch)
 
 
 def announce_first_compile(module: str = __file__, what: str = "the elimination kernels") -> None:
@@ -802,6 +855,5 @@ def run_solve(program, C: np.ndarray, Lin: np.ndarray, Lmag: np.ndarray):
     B = Lin.shape[0]
     X = np.zeros((B, program.value_size))
     dropped = np.zeros((B, program.dropped_size))
-    solve_kernel(program.steps, *program.maps["g"], *program.maps["b"], *program.maps["xf"], *program.maps["xs"],
-                 C, Lin, Lmag, np.zeros((B, program.cache_size)), X, dropped, max_front(program))
+    solve_kernel(solve_maps(program), C, Lin, Lmag, np.zeros((B, program.cache_size)), X, dropped, max_front(program))
     return X, dropped

@@ -26,8 +26,8 @@ a link acceleration substituted through its own tree joint and, next, the
 joint acceleration pivoted -- ABA's step, ``U = H S``, ``D = S' H S``,
 ``H_parent += H - U D^-1 U'`` (Featherstone's articulated-body inertia).  Its
 factorization needs no dense front of the two together and no generated
-factor between them; its conditionals are those of the two generic steps, so
-the solve runs them as it runs any step.
+factor between them; its conditionals are those of the two generic steps; the
+solve's forward sweep also runs the two as one (no linear term between them).
 """
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ FIELDS = (
     "g0", "g1", "b0", "b1", "out_g", "out_b",        # gather maps of the linear terms; the new factors' terms
     "t", "y", "drop",                                # per-solve caches; offset of the dropped rows' residuals
     "xf0", "xf1", "xs0", "xs1",                      # scatter of the front's values, gather of the separator's
-    "pair", "tq", "tn", "tsig", "pb0", "pb1", "ph0", "ph1", "ps0", "ps1",  # a tree pair (see _tree_pair)
+    "pair", "tq", "tn", "tsig", "pb0", "pb1", "ph0", "ph1", "ps0", "ps1", "pg0", "pg1",  # a tree pair (_tree_pair)
 )
 """Columns of :attr:`Program.steps`."""
 F = {name: i for i, name in enumerate(FIELDS)}
@@ -230,7 +230,7 @@ def lower(plan: Plan) -> Program:
     for var in structure.variables:
         value_offset[var.key], start = start, start + var.dim
 
-    maps = {name: _Maps() for name in ("H", "scale", "A", "rs", "eq", "g", "b", "xf", "xs", "pb", "pH", "ps")}
+    maps = {name: _Maps() for name in ("H", "scale", "A", "rs", "eq", "g", "b", "xf", "xs", "pb", "pH", "ps", "pg")}
     rows, sizes = [], {"C": 0, "K": 0, "drop": 0}
 
     def claim(space: str, n: int) -> int:
@@ -252,7 +252,7 @@ def lower(plan: Plan) -> Program:
             _mark_pair(rows[k], rows[k + 1], step, plan.steps[k + 1], pair, offsets, size, maps)
         elif rows[k][F["pair"]] < 0:
             rows[k][F["pair"]] = 0
-        for name, key in (("pb", "pb"), ("pH", "ph"), ("ps", "ps")):
+        for name, key in (("pb", "pb"), ("pH", "ph"), ("ps", "ps"), ("pg", "pg")):
             if rows[k][F[key + "0"]] < 0:  # empty ranges where no pair's half gathers
                 rows[k][F[key + "0"]] = rows[k][F[key + "1"]] = maps[name].add([], [])[0]
     return Program(
@@ -424,19 +424,21 @@ def _mark_pair(row: list, following_row: list, step, following, pair: tuple, off
     """Mark the two rows of a tree pair: where the pivot key's block of the hard factor lies in the factor
     workspace (``tq``, row stride ``tn``), the parent block's sign, the link's quadratic factors (map
     ``pb``: each one's whole ``nF x nF`` block and its scales, ``(H offset, scale offset)``), and the gathers
-    of the pivot half's factors other than the generated one (onto its ``nq x nq`` block, ``i * nq + j``)."""
+    of the pivot half's factors other than the generated one (onto its ``nq x nq`` block, ``i * nq + j``; their
+    linear terms, map ``pg``, for the solve's forward sweep)."""
     h, column, sigma = pair
     row[F["pair"]], row[F["tq"]], row[F["tn"]], row[F["tsig"]] = LINK_HALF, offsets["A"][h] + column, size[h], sigma
     link = [i for i in step.factors if i in offsets["H"]]  # the quadratic ones (the hard one is in offsets["A"])
     row[F["pb0"]], row[F["pb1"]] = maps["pb"].add([offsets["H"][i] for i in link], [offsets["scale"][i] for i in link])
     following_row[F["pair"]] = JOINT_HALF
     nq = following.frontal_dim
-    H, scale = [], []
+    H, scale, g = [], [], []
     for i, pos in zip(following.factors, following.positions):
         if i != step.new_quadratic:
             H.append(_square(offsets["H"][i], len(pos), pos, nq))
             scale.append((offsets["scale"][i] + np.arange(len(pos)), pos))
-    for name, key, chunks in (("pH", "ph", H), ("ps", "ps", scale)):
+            g.append((offsets["g"][i] + np.arange(len(pos)), pos))
+    for name, key, chunks in (("pH", "ph", H), ("ps", "ps", scale), ("pg", "pg", g)):
         src = np.concatenate([c[0] for c in chunks]) if chunks else np.zeros(0, int)
         dst = np.concatenate([c[1] for c in chunks]) if chunks else np.zeros(0, int)
         following_row[F[key + "0"]], following_row[F[key + "1"]] = maps[name].add(src, dst)

@@ -42,7 +42,8 @@ from numba import njit
 
 import elimination.compiled as elimination_compiled
 from elimination.compiled import (
-    announce_first_compile, factorize_maps, factorize_one, factorize_scratch, max_front, solve_one, solve_scratch,
+    announce_first_compile, factorize_maps, factorize_one, factorize_scratch, max_front, solve_maps, solve_one,
+    solve_scratch,
 )
 from elimination.gaussian import CONSISTENCY_RTOL, PIVOT_SUSPECT_RTOL
 from elimination.numeric import FINISHING_REFINE, SCALE_FLOOR, SETTLED_RTOL, SUSPECT_REFINE, VERIFY_RTOL
@@ -115,9 +116,9 @@ class CompiledDynamics:
         self.model = _model_tables(mechanism, index, program)
         self.constraints, pairs, self.general = _constraint_tables(mechanism, layout, index, program)
         self.factors, self.scope = _factor_tables(layout, program, self.constraints, pairs, mechanism, index)
-        maps, steps = program.maps, program.steps
+        steps = program.steps
         self.factorize_maps = factorize_maps(program)
-        self.solve_maps = (steps, *maps["g"], *maps["b"], *maps["xf"], *maps["xs"])
+        self.solve_maps = solve_maps(program)
         self.drops = np.ascontiguousarray(steps[steps[:, F["d"]] > 0][:, [F["drop"], F["d"]]], dtype=np.int64)
         self.sizes = np.array([program.factor_size, program.conditional_size, program.linear_size, program.cache_size,
                                program.value_size, program.dropped_size, max_front(program), int(program.check_rank)],
@@ -623,10 +624,9 @@ def _largest(a):
 @njit(cache=True)
 def _refine_step(solve_maps, sscr, work, C, Lmag, x):
     """One step of iterative refinement of ``x`` in place; the size of the correction relative to ``x``."""
-    steps, gs, gd, bs, bd, xfs, xfd, xss, xsd = solve_maps
     factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, Lres, e, corr, cache, dropped = work
     _residual_terms(factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, x, Lres, e)
-    solve_one(steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, C, Lres, Lmag, cache, corr, dropped, sscr)
+    solve_one(solve_maps, C, Lres, Lmag, cache, corr, dropped, sscr)
     for i in range(x.shape[0]):
         x[i] += corr[i]
     return _largest(corr) / max(_largest(x), 2.2250738585072014e-308)
@@ -637,9 +637,8 @@ def _solve(solve_maps, drops, sscr, work, C, Lmag, x, suspect, refine):
     """:meth:`elimination.Factorization.solve` for the linear terms in ``work``: the sweeps, the dropped
     rows' consistency, ``refine`` steps, and the verification of a suspect factorization.  False where the
     numpy path must answer (inconsistent dropped rows, refinement that does not settle)."""
-    steps, gs, gd, bs, bd, xfs, xfd, xss, xsd = solve_maps
     Lin, cache, dropped = work[7], work[11], work[12]
-    solve_one(steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, C, Lin, Lmag, cache, x, dropped, sscr)
+    solve_one(solve_maps, C, Lin, Lmag, cache, x, dropped, sscr)
     for q in range(drops.shape[0]):
         off, d = drops[q, 0], drops[q, 1]
         for i in range(d):
