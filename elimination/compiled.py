@@ -31,7 +31,7 @@ import numpy as np
 from numba import njit
 
 from .gaussian import RANK_RTOL, SINGULAR_RTOL  # numba freezes module globals: the numpy rule's tolerances
-from .program import F
+from .program import F, JOINT_HALF, LINK_HALF
 
 _ANNOUNCED: set = set()  # modules announced in this process
 
@@ -423,9 +423,9 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
     ratio, weak = np.inf, -1
     for st in range(steps.shape[0]):
         row = steps[st]
-        if row[PAIR] == 2:  # done with the link half, just before
+        if row[PAIR] == JOINT_HALF:  # done with the link half, just before
             continue
-        if row[PAIR] == 1:
+        if row[PAIR] == LINK_HALF:
             r = _tree_pair(row, steps[st + 1], pbH, pbs, phs, phd, pss, psd, Fw, C, floor, scratch)
             if r < 0.0:
                 return ratio, weak, st + 1
@@ -605,9 +605,9 @@ def solve_one(maps, C, Lin, Lmag, cache, Xout, dropped, scratch):
     # offsets are read into locals once per step: LLVM cannot keep them in registers across the stores
     for st in range(steps.shape[0]):
         row = steps[st]
-        if row[PAIR] == 2:  # done with the link half, just before
+        if row[PAIR] == JOINT_HALF:  # done with the link half, just before
             continue
-        if row[PAIR] == 1:
+        if row[PAIR] == LINK_HALF:
             _tree_pair_forward(row, steps[st + 1], gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g)
             continue
         nF, nS, m, nz, ident = row[NF], row[NS], row[M], row[NZ], row[IDENTITY]
