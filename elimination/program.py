@@ -324,6 +324,13 @@ class _Arena:
         self.free = merged
 
 
+def _joined(chunks: list) -> tuple:
+    """``(src, dst)``: a list of ``(src, dst)`` index chunks joined (empty arrays for no chunks)."""
+    if not chunks:
+        return np.zeros(0, int), np.zeros(0, int)
+    return np.concatenate([c[0] for c in chunks]), np.concatenate([c[1] for c in chunks])
+
+
 def _step_row(step, factors, size, offsets, value_offset, dims, maps, claim) -> list:
     """One row of the step table: sizes, kinds, gather ranges and workspace offsets."""
     nF, nS, m, r = step.frontal_dim, step.separator_dim, step.hard_rows, step.substituted
@@ -346,10 +353,7 @@ def _step_row(step, factors, size, offsets, value_offset, dims, maps, claim) -> 
             parts["scale"].append((offsets["scale"][i] + np.arange(len(pos)), pos))
             parts["g"].append((offsets["g"][i] + np.arange(len(pos)), pos))
     for name, key in (("H", "h"), ("scale", "s"), ("A", "a"), ("rs", "w"), ("g", "g"), ("b", "b")):
-        chunks = parts[name]
-        src = np.concatenate([c[0] for c in chunks]) if chunks else np.zeros(0, int)
-        dst = np.concatenate([c[1] for c in chunks]) if chunks else np.zeros(0, int)
-        row[key + "0"], row[key + "1"] = maps[name].add(src, dst)
+        row[key + "0"], row[key + "1"] = maps[name].add(*_joined(parts[name]))
     if step.new_quadratic is not None:
         q = step.new_quadratic
         row["out_H"], row["out_s"], row["out_g"] = offsets["H"][q], offsets["scale"][q], offsets["g"][q]
@@ -439,6 +443,4 @@ def _mark_pair(row: list, following_row: list, step, following, pair: tuple, off
             scale.append((offsets["scale"][i] + np.arange(len(pos)), pos))
             g.append((offsets["g"][i] + np.arange(len(pos)), pos))
     for name, key, chunks in (("pH", "ph", H), ("ps", "ps", scale), ("pg", "pg", g)):
-        src = np.concatenate([c[0] for c in chunks]) if chunks else np.zeros(0, int)
-        dst = np.concatenate([c[1] for c in chunks]) if chunks else np.zeros(0, int)
-        following_row[F[key + "0"]], following_row[F[key + "1"]] = maps[name].add(src, dst)
+        following_row[F[key + "0"]], following_row[F[key + "1"]] = maps[name].add(*_joined(chunks))
