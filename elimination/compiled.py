@@ -290,9 +290,6 @@ def _tree_pair(row, following, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, scrat
     or the factor between them.  ``C``'s zero blocks (``H_SF`` of ``HF``) are left as the caller made them:
     zeros.  Returns the pivot ratio, or -1 where the numpy rule refuses the pivot."""
     nF, nS, nq = row[NF], row[NS], following[NF]
-    if nF == 6 and nq == 1:
-        return _revolute_pair(row, following, pbH, pbs, phs, pss, Fw, C, floor, scratch[0], scratch[2], scratch[3],
-                              scratch[8])
     H, A, scale, unit, L, Lw, Li, X, Dv, T, U, Wm, Nm, Ek, Ed, Hz, Hzs, sz = scratch
     npar = nS - nq
     _link_block(row, pbH, pbs, Fw, H, scale, nF, floor)
@@ -360,14 +357,31 @@ def _tree_pair(row, following, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, scrat
 
 
 @njit(cache=True, inline="always")
-def _revolute_pair(row, following, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6):
-    """:func:`_tree_pair` for a one-dimensional joint of a 6-dimensional link (sizes known to the
-    compiler, so the loops unroll): ``u = H t``, ``d = t' u``, ``y = sigma u / sqrt(d)``,
-    ``H_parent = H - y y'``."""
-    _link_block(row, pbH, pbs, Fw, H, scale, 6, floor)
-    sgn, sigma, tq, tn = -float(row[IDENTITY]), float(row[TSIG]), row[TQ], row[TN]
-    ts, hf, npar = row[T_], row[HF_], row[NS] - 1
+def _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6):
+    """:func:`_tree_pair` for a one-dimensional joint of a 6-dimensional link, link half at step ``st``
+    (sizes known to the compiler, so the loops unroll): ``u = H t``, ``d = t' u``, ``y = sigma u / sqrt(d)``,
+    ``H_parent = H - y y'``.
+
+    It reads the step table by ``(step, column)`` and has one exit: numba then proves the reference
+    counts of its array arguments redundant and drops them.  A row view (``steps[st]``) or an early
+    return keeps them, and their atomic increments cost more than the arithmetic (perf on Talos:
+    70% of the factorization was ``NRT_incref`` / ``NRT_decref`` with them)."""
+    joint = st + 1
+    for i in range(6):  # the link's block, as _link_block
+        scale[i] = 0.0
+        for j in range(6):
+            H[i, j] = 0.0
+    for b in range(steps[st, PB0], steps[st, PB1]):
+        h, s = pbH[b], pbs[b]
+        for i in range(6):
+            scale[i] += Fw[s + i]
+            for j in range(6):
+                H[i, j] += Fw[h + i * 6 + j]
     for i in range(6):
+        scale[i] = max(scale[i], floor)
+    sgn, sigma, tq, tn = -float(steps[st, IDENTITY]), float(steps[st, TSIG]), steps[st, TQ], steps[st, TN]
+    ts, hf, npar = steps[st, T_], steps[st, HF_], steps[st, NS] - 1
+    for i in range(6):  # t = -+D, T = [t, sigma I], HF = [H; 0]
         t6[i] = sgn * Fw[tq + i * tn]
         C[ts + i * (npar + 1)] = t6[i]
         for c in range(npar):
@@ -375,7 +389,7 @@ def _revolute_pair(row, following, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t
         for j in range(6):
             C[hf + i * 6 + j] = H[i, j]
     d, grown = 0.0, 0.0
-    for i in range(6):
+    for i in range(6):  # u = H t
         t = 0.0
         for q in range(6):
             t += H[i, q] * t6[q]
@@ -384,26 +398,23 @@ def _revolute_pair(row, following, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t
         d += t6[r] * u6[r]
         grown += t6[r] * t6[r] * scale[r]
     sz = floor + grown
-    for q in range(following[PH0], following[PH1]):
+    for q in range(steps[joint, PH0], steps[joint, PH1]):
         d += Fw[phs[q]]
-    for q in range(following[PS0], following[PS1]):
+    for q in range(steps[joint, PS0], steps[joint, PS1]):
         sz += Fw[pss[q]]
     sz = max(sz, floor)
-    if not d > 0.0:
-        return -1.0
-    root = np.sqrt(d)
-    li = 1.0 / root
-    C[following[DS]], C[following[LINV]] = 1.0, li
-    yy, out, outs = following[Y_], following[OUT_H], following[OUT_S]
+    root = np.sqrt(max(d, 0.0))
+    li = 1.0 / root if d > 0.0 else 0.0
+    C[steps[joint, DS]], C[steps[joint, LINV]] = 1.0, li
+    yy, out, outs = steps[joint, Y_], steps[joint, OUT_H], steps[joint, OUT_S]
     for j in range(npar):
         u6[j] = li * (sigma * u6[j])
         C[yy + j] = u6[j]
-    if out >= 0:
-        for i in range(6):
-            Fw[outs + i] = scale[i] + floor + u6[i] * u6[i]
-            for j in range(i, 6):
-                Fw[out + i * 6 + j] = Fw[out + j * 6 + i] = 0.5 * (H[i, j] + H[j, i]) - u6[i] * u6[j]
-    return root * root / max(sz, 1e-300)
+    for i in range(6 if out >= 0 else 0):  # a loop, not an if: Fw's last use stays on the one path
+        Fw[outs + i] = scale[i] + floor + u6[i] * u6[i]
+        for j in range(i, 6):
+            Fw[out + i * 6 + j] = Fw[out + j * 6 + i] = 0.5 * (H[i, j] + H[j, i]) - u6[i] * u6[j]
+    return root * root / max(sz, 1e-300) if d > 0.0 else -1.0
 
 
 @njit(cache=True)
@@ -422,10 +433,18 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
     Hf, Af = H.reshape(maxn * maxn), A.reshape(maxn * maxn)  # flat views: the gathers' destinations
     ratio, weak = np.inf, -1
     for st in range(steps.shape[0]):
-        row = steps[st]
-        if row[PAIR] == JOINT_HALF:  # done with the link half, just before
+        pair = steps[st, PAIR]
+        if pair == JOINT_HALF:  # done with the link half, just before
             continue
-        if row[PAIR] == LINK_HALF:
+        if pair == LINK_HALF and steps[st, NF] == 6 and steps[st + 1, NF] == 1:
+            r = _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, unit, Dv)
+            if r < 0.0:
+                return ratio, weak, st + 1
+            if r < ratio:
+                ratio, weak = r, st + 1
+            continue
+        row = steps[st]
+        if pair == LINK_HALF:
             r = _tree_pair(row, steps[st + 1], pbH, pbs, phs, phd, pss, psd, Fw, C, floor, scratch)
             if r < 0.0:
                 return ratio, weak, st + 1
@@ -549,17 +568,17 @@ def solve_scratch(maxn):
 
 
 @njit(cache=True, inline="always")
-def _tree_pair_forward(row, following, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g):
+def _tree_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g):
     """The forward sweep of a tree pair (:func:`_tree_pair`): the link's ``g_F - H t`` carried through
     ``T`` straight into the joint's pivot and the parent's term, with no linear term written between."""
-    nF, nS, nq = row[NF], row[NS], following[NF]
+    nF, nS, nq = steps[st, NF], steps[st, NS], steps[st + 1, NF]
     npar = nS - nq
     for i in range(nF + nS):
         g[i] = 0.0
-    for q in range(row[G0], row[G1]):
+    for q in range(steps[st, G0], steps[st, G1]):
         g[gd[q]] += Lin[gs[q]]
-    tc, hf, ts, ident = row[TC], row[HF_], row[T_], float(row[IDENTITY])
-    for q in range(row[B0], row[B1]):  # t = W b with W = sign I
+    tc, hf, ts, ident = steps[st, TC], steps[st, HF_], steps[st, T_], float(steps[st, IDENTITY])
+    for q in range(steps[st, B0], steps[st, B1]):  # t = W b with W = sign I
         cache[tc + bd[q]] = ident * Lin[bs[q]]
     for i in range(nF):  # g_F -= H t (HF's other rows are zero)
         t = 0.0
@@ -570,9 +589,9 @@ def _tree_pair_forward(row, following, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, 
         gi = g[i]
         for j in range(nS):
             g[nF + j] += C[ts + i * nS + j] * gi
-    for q in range(following[PG0], following[PG1]):  # the joint's own terms
+    for q in range(steps[st + 1, PG0], steps[st + 1, PG1]):  # the joint's own terms
         g[nF + pgd[q]] += Lin[pgs[q]]
-    li, yy, ds, yc = following[LINV], following[Y_], following[DS], following[YC]
+    li, yy, ds, yc = steps[st + 1, LINV], steps[st + 1, Y_], steps[st + 1, DS], steps[st + 1, YC]
     for i in range(nq):  # y = Linv g_q
         t = 0.0
         for q in range(nq):
@@ -582,10 +601,9 @@ def _tree_pair_forward(row, following, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, 
         a = C[ds + i] * cache[yc + i]
         for j in range(npar):
             g[nF + nq + j] -= C[yy + i * npar + j] * a
-    out = following[OUT_G]
-    if out >= 0:
-        for j in range(npar):
-            Lin[out + j] = g[nF + nq + j]
+    out = steps[st + 1, OUT_G]
+    for j in range(npar if out >= 0 else 0):  # one path to the end (_revolute_pair)
+        Lin[out + j] = g[nF + nq + j]
 
 
 def solve_maps(program) -> tuple:
@@ -602,30 +620,30 @@ def solve_one(maps, C, Lin, Lmag, cache, Xout, dropped, scratch):
     :func:`solve_maps`."""
     steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, pgs, pgd = maps
     g, bl, bm, x, xs, gz = scratch
-    # offsets are read into locals once per step: LLVM cannot keep them in registers across the stores
+    # the table is read by (step, column), never through a row view: see _revolute_pair
     for st in range(steps.shape[0]):
-        row = steps[st]
-        if row[PAIR] == JOINT_HALF:  # done with the link half, just before
+        pair = steps[st, PAIR]
+        if pair == JOINT_HALF:  # done with the link half, just before
             continue
-        if row[PAIR] == LINK_HALF:
-            _tree_pair_forward(row, steps[st + 1], gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g)
+        if pair == LINK_HALF:
+            _tree_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g)
             continue
-        nF, nS, m, nz, ident = row[NF], row[NS], row[M], row[NZ], row[IDENTITY]
+        nF, nS, m, nz, ident = steps[st, NF], steps[st, NS], steps[st, M], steps[st, NZ], steps[st, IDENTITY]
         n = nF + nS
         for i in range(n):
             g[i] = 0.0
-        for q in range(row[G0], row[G1]):
+        for q in range(steps[st, G0], steps[st, G1]):
             g[gd[q]] += Lin[gs[q]]
         if m:
-            tc, hf, ts = row[TC], row[HF_], row[T_]
-            for q in range(row[B0], row[B1]):
+            tc, hf, ts = steps[st, TC], steps[st, HF_], steps[st, T_]
+            for q in range(steps[st, B0], steps[st, B1]):
                 bl[bd[q]] = Lin[bs[q]]
                 bm[bd[q]] = Lmag[bs[q]]
             if ident != 0:  # t = W b with W = sign I
                 for i in range(nF):
                     cache[tc + i] = ident * bl[i]
             else:
-                w = row[WW]
+                w = steps[st, WW]
                 for i in range(nF):
                     t = 0.0
                     for j in range(m):
@@ -637,7 +655,7 @@ def solve_one(maps, C, Lin, Lmag, cache, Xout, dropped, scratch):
                     t += C[hf + i * nF + j] * cache[tc + j]
                 g[i] -= t
             if nz:  # g_z = N' g_F
-                nn = row[NN]
+                nn = steps[st, NN]
                 for j in range(nz):
                     gz[j] = 0.0
                 for i in range(nF):
@@ -648,30 +666,30 @@ def solve_one(maps, C, Lin, Lmag, cache, Xout, dropped, scratch):
                 gi = g[i]
                 for j in range(nS):
                     g[nF + j] += C[ts + i * nS + j] * gi
-            if ident == 0 and (row[P] or row[D_]):
+            if ident == 0 and (steps[st, P] or steps[st, D_]):
                 top, total = 0.0, 0.0
                 for j in range(m):
-                    u = C[row[RS] + j] * bm[j]
+                    u = C[steps[st, RS] + j] * bm[j]
                     top = max(top, u)
                     total += u * u
-                for i in range(row[P]):  # b_sep = E b, and the size it is made of
+                for i in range(steps[st, P]):  # b_sep = E b, and the size it is made of
                     t = 0.0
                     for j in range(m):
-                        t += C[row[EE] + i * m + j] * bl[j]
-                    Lin[row[OUT_B] + i] = t
-                    Lmag[row[OUT_B] + i] = top
-                for i in range(row[D_]):  # dropped rows: E_drop b must vanish
+                        t += C[steps[st, EE] + i * m + j] * bl[j]
+                    Lin[steps[st, OUT_B] + i] = t
+                    Lmag[steps[st, OUT_B] + i] = top
+                for i in range(steps[st, D_]):  # dropped rows: E_drop b must vanish
                     t = 0.0
                     for j in range(m):
-                        t += C[row[ED] + i * m + j] * bl[j]
-                    dropped[row[DROP] + i] = t
-                if row[D_]:
-                    dropped[row[DROP] + row[D_]] = np.sqrt(total)
+                        t += C[steps[st, ED] + i * m + j] * bl[j]
+                    dropped[steps[st, DROP] + i] = t
+                if steps[st, D_]:
+                    dropped[steps[st, DROP] + steps[st, D_]] = np.sqrt(total)
         else:
             for j in range(nz):
                 gz[j] = g[j]
         if nz:
-            li, yy, ds, yc = row[LINV], row[Y_], row[DS], row[YC]
+            li, yy, ds, yc = steps[st, LINV], steps[st, Y_], steps[st, DS], steps[st, YC]
             for i in range(nz):  # y = Linv g_z
                 t = 0.0
                 for q in range(nz):
@@ -681,17 +699,16 @@ def solve_one(maps, C, Lin, Lmag, cache, Xout, dropped, scratch):
                 a = C[ds + i] * cache[yc + i]
                 for j in range(nS):
                     g[nF + j] -= C[yy + i * nS + j] * a
-        out = row[OUT_G]
+        out = steps[st, OUT_G]
         if out >= 0:
             for j in range(nS):
                 Lin[out + j] = g[nF + j]
     for st in range(steps.shape[0] - 1, -1, -1):
-        row = steps[st]
-        nF, nS, m, nz = row[NF], row[NS], row[M], row[NZ]
-        for q in range(row[XS0], row[XS1]):
+        nF, nS, m, nz = steps[st, NF], steps[st, NS], steps[st, M], steps[st, NZ]
+        for q in range(steps[st, XS0], steps[st, XS1]):
             xs[xsd[q]] = Xout[xss[q]]
         if nz:
-            li, yy, ds, yc = row[LINV], row[Y_], row[DS], row[YC]
+            li, yy, ds, yc = steps[st, LINV], steps[st, Y_], steps[st, DS], steps[st, YC]
             for i in range(nz):  # z = D (y - Y x_S)
                 t = cache[yc + i]
                 for j in range(nS):
@@ -704,19 +721,19 @@ def solve_one(maps, C, Lin, Lmag, cache, Xout, dropped, scratch):
                 for i in range(nz):
                     g[i] += C[li + q * nz + i] * zq
         if m:  # x = t + T x_S + N z
-            tc, ts, nn = row[TC], row[T_], row[NN]
+            tc, ts, nn = steps[st, TC], steps[st, T_], steps[st, NN]
             for i in range(nF):
                 t = cache[tc + i]
                 for j in range(nS):
                     t += C[ts + i * nS + j] * xs[j]
-                if row[IDENTITY] == 0:
+                if steps[st, IDENTITY] == 0:
                     for j in range(nz):
                         t += C[nn + i * nz + j] * g[j]
                 x[i] = t
         else:
             for i in range(nF):
                 x[i] = g[i]
-        for q in range(row[XF0], row[XF1]):
+        for q in range(steps[st, XF0], steps[st, XF1]):
             Xout[xfs[q]] = x[xfd[q]]
 
 

@@ -250,46 +250,64 @@ def _factor_tables(layout, program, constraints: tuple, pairs: np.ndarray, mecha
 
 # -- kinematics -----------------------------------------------------------------------------------------------
 
-@njit(cache=True)
-def _rotation_about(a0, a1, a2, angle, R):
+@njit(cache=True, inline="always")
+def _rotation_about(a0, a1, a2, angle):
     """Rodrigues, as :func:`mechanics.spatial.rotation_about`: ``I + sin K + (1 - cos) K^2``, ``K = [a]x``
-    (``K^2 = a a' - I`` for a unit axis; written out: no temporaries in the per-link loop)."""
+    (``K^2 = a a' - I`` for a unit axis), as a row-major 9-tuple."""
     s, c = np.sin(angle), np.cos(angle)
     v = 1.0 - c
-    R[0, 0], R[0, 1], R[0, 2] = 1.0 + v * (a0 * a0 - 1.0), -s * a2 + v * a0 * a1, s * a1 + v * a0 * a2
-    R[1, 0], R[1, 1], R[1, 2] = s * a2 + v * a0 * a1, 1.0 + v * (a1 * a1 - 1.0), -s * a0 + v * a1 * a2
-    R[2, 0], R[2, 1], R[2, 2] = -s * a1 + v * a0 * a2, s * a0 + v * a1 * a2, 1.0 + v * (a2 * a2 - 1.0)
+    return (1.0 + v * (a0 * a0 - 1.0), -s * a2 + v * a0 * a1, s * a1 + v * a0 * a2,
+            s * a2 + v * a0 * a1, 1.0 + v * (a1 * a1 - 1.0), -s * a0 + v * a1 * a2,
+            -s * a1 + v * a0 * a2, s * a0 + v * a1 * a2, 1.0 + v * (a2 * a2 - 1.0))
+
+
+@njit(cache=True, inline="always")
+def _quaternion_matrix(x, y, z, w):
+    return (1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w),
+            2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
+            2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y))
 
 
 @njit(cache=True)
-def _quaternion_matrix(x, y, z, w, R):
-    R[0, 0], R[0, 1], R[0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)
-    R[1, 0], R[1, 1], R[1, 2] = 2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)
-    R[2, 0], R[2, 1], R[2, 2] = 2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)
-
-
-@njit(cache=True)
-def _joint_pose(kind, axis, q, R, p):
-    """:func:`mechanics.joints.jcalc` for one joint: ``(R, p)`` of the child frame, ``q`` its configuration."""
-    for i in range(3):
-        p[i] = 0.0
-        for j in range(3):
-            R[i, j] = 1.0 if i == j else 0.0
+def _joint_pose(kind, a0, a1, a2, q, q0):
+    """:func:`mechanics.joints.jcalc` for one joint, ``(a0, a1, a2)`` its axis and ``q[q0:]`` its
+    configuration: ``(R, p)`` of the child frame as a row-major 9-tuple and a 3-tuple (scalars: no
+    arrays to count references of in the per-link loop)."""
+    R, p = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 0.0)
     if kind == 1:
-        _rotation_about(axis[0], axis[1], axis[2], q[0], R)
+        R = _rotation_about(a0, a1, a2, q[q0])
     elif kind == 2:
-        _rotation_about(axis[0], axis[1], axis[2], np.arctan2(q[1], q[0]), R)
+        R = _rotation_about(a0, a1, a2, np.arctan2(q[q0 + 1], q[q0]))
     elif kind == 3:
-        for i in range(3):
-            p[i] = q[0] * axis[i]
+        p = (q[q0] * a0, q[q0] * a1, q[q0] * a2)
     elif kind == 4:
-        _quaternion_matrix(q[0], q[1], q[2], q[3], R)
+        R = _quaternion_matrix(q[q0], q[q0 + 1], q[q0 + 2], q[q0 + 3])
     elif kind == 5:
-        _rotation_about(0.0, 0.0, 1.0, np.arctan2(q[3], q[2]), R)
-        p[0], p[1] = q[0], q[1]
+        R = _rotation_about(0.0, 0.0, 1.0, np.arctan2(q[q0 + 3], q[q0 + 2]))
+        p = (q[q0], q[q0 + 1], 0.0)
     elif kind == 6:
-        _quaternion_matrix(q[3], q[4], q[5], q[6], R)
-        p[0], p[1], p[2] = q[0], q[1], q[2]
+        R = _quaternion_matrix(q[q0 + 3], q[q0 + 4], q[q0 + 5], q[q0 + 6])
+        p = (q[q0], q[q0 + 1], q[q0 + 2])
+    return R, p
+
+
+@njit(cache=True, inline="always")
+def _link_pose(R, p, l, parent, place_R, place_p, Rj, pj):
+    """``(R, p)[l] = (R, p)[parent] (place_R, place_p)[l] (Rj, pj)``: the link's world pose from its
+    parent's, its joint's placement and the joint's pose (9-tuple, 3-tuple) (:func:`mechanics.spatial.compose`)."""
+    for i in range(3):
+        t = p[parent, i]
+        for k in range(3):
+            t += R[parent, i, k] * place_p[l, k]
+        p[l, i] = t
+        for j in range(3):
+            R[l, i, j] = R[parent, i, 0] * place_R[l, 0, j] + R[parent, i, 1] * place_R[l, 1, j] + \
+                R[parent, i, 2] * place_R[l, 2, j]
+    for i in range(3):  # then the joint's: p += R pj, R = R Rj, a row at a time in place
+        r0, r1, r2 = R[l, i, 0], R[l, i, 1], R[l, i, 2]
+        p[l, i] += r0 * pj[0] + r1 * pj[1] + r2 * pj[2]
+        for j in range(3):
+            R[l, i, j] = r0 * Rj[j] + r1 * Rj[3 + j] + r2 * Rj[6 + j]
 
 
 @njit(cache=True)
@@ -317,48 +335,50 @@ def _inverse_transform(R, p, X):
         X[3 + i, 2] = -(a0 * p[1] - a1 * p[0])
 
 
-@njit(cache=True)
-def _cross_motion(m, x, out):
-    """``out = m x x`` (:func:`mechanics.spatial.crm`), motion vectors ``[omega; v]``."""
-    w0, w1, w2, v0, v1, v2 = m[0], m[1], m[2], m[3], m[4], m[5]
-    out[0] = w1 * x[2] - w2 * x[1]
-    out[1] = w2 * x[0] - w0 * x[2]
-    out[2] = w0 * x[1] - w1 * x[0]
-    out[3] = v1 * x[2] - v2 * x[1] + w1 * x[5] - w2 * x[4]
-    out[4] = v2 * x[0] - v0 * x[2] + w2 * x[3] - w0 * x[5]
-    out[5] = v0 * x[1] - v1 * x[0] + w0 * x[4] - w1 * x[3]
+@njit(cache=True, inline="always")
+def _cross_motion(m, x):
+    """``m x x`` (:func:`mechanics.spatial.crm`) of motion 6-tuples ``[omega; v]``, as a 6-tuple."""
+    w0, w1, w2, v0, v1, v2 = m
+    return (w1 * x[2] - w2 * x[1], w2 * x[0] - w0 * x[2], w0 * x[1] - w1 * x[0],
+            v1 * x[2] - v2 * x[1] + w1 * x[5] - w2 * x[4], v2 * x[0] - v0 * x[2] + w2 * x[3] - w0 * x[5],
+            v0 * x[1] - v1 * x[0] + w0 * x[4] - w1 * x[3])
 
 
-@njit(cache=True)
-def _world_inertia(body, R, p, out):
-    """The spatial inertia of a link with pose ``(R, p)`` at the world origin (``X' I X`` of
+@njit(cache=True, inline="always")
+def _row6(a, i):
+    return a[i, 0], a[i, 1], a[i, 2], a[i, 3], a[i, 4], a[i, 5]
+
+
+@njit(cache=True, inline="always")
+def _world_inertia(body, R, p, l, out):
+    """The spatial inertia of link ``l`` with pose ``(R, p)[l]`` at the world origin (``X' I X`` of
     :func:`mechanics.spatial.inertia_to_parent`), from ``body = (mass, com (3), inertia about the com
     (3x3, row-major))`` in the link frame: Featherstone's ``[[I_c + m [c]x [c]x', m [c]x], [m [c]x', m 1]]``
     with the com ``c = p + R com`` and ``I_c = R I_com R'`` in world coordinates (a quarter of the flops)."""
-    m = body[0]
-    c0 = p[0] + R[0, 0] * body[1] + R[0, 1] * body[2] + R[0, 2] * body[3]
-    c1 = p[1] + R[1, 0] * body[1] + R[1, 1] * body[2] + R[1, 2] * body[3]
-    c2 = p[2] + R[2, 0] * body[1] + R[2, 1] * body[2] + R[2, 2] * body[3]
+    m = body[l, 0]
+    c0 = p[l, 0] + R[l, 0, 0] * body[l, 1] + R[l, 0, 1] * body[l, 2] + R[l, 0, 2] * body[l, 3]
+    c1 = p[l, 1] + R[l, 1, 0] * body[l, 1] + R[l, 1, 1] * body[l, 2] + R[l, 1, 2] * body[l, 3]
+    c2 = p[l, 2] + R[l, 2, 0] * body[l, 1] + R[l, 2, 1] * body[l, 2] + R[l, 2, 2] * body[l, 3]
     for i in range(3):  # R I_com R', a row of R I_com at a time (into the bottom-left block, free until the end)
         for j in range(3):
-            out[3 + j, 0] = R[i, 0] * body[4 + j] + R[i, 1] * body[7 + j] + R[i, 2] * body[10 + j]
+            out[l, 3 + j, 0] = R[l, i, 0] * body[l, 4 + j] + R[l, i, 1] * body[l, 7 + j] + R[l, i, 2] * body[l, 10 + j]
         for j in range(3):
-            out[i, j] = out[3, 0] * R[j, 0] + out[4, 0] * R[j, 1] + out[5, 0] * R[j, 2]
+            out[l, i, j] = out[l, 3, 0] * R[l, j, 0] + out[l, 4, 0] * R[l, j, 1] + out[l, 5, 0] * R[l, j, 2]
     for i in range(3):
         for j in range(3):
-            out[3 + i, 3 + j] = m if i == j else 0.0
+            out[l, 3 + i, 3 + j] = m if i == j else 0.0
     # m [c]x [c]x' = m (|c|^2 I - c c')
     cc = c0 * c0 + c1 * c1 + c2 * c2
     c = (c0, c1, c2)
     for i in range(3):
         for j in range(3):
-            out[i, j] += m * ((cc if i == j else 0.0) - c[i] * c[j])
-    out[0, 3], out[0, 4], out[0, 5] = 0.0, -m * c2, m * c1  # m [c]x
-    out[1, 3], out[1, 4], out[1, 5] = m * c2, 0.0, -m * c0
-    out[2, 3], out[2, 4], out[2, 5] = -m * c1, m * c0, 0.0
+            out[l, i, j] += m * ((cc if i == j else 0.0) - c[i] * c[j])
+    out[l, 0, 3], out[l, 0, 4], out[l, 0, 5] = 0.0, -m * c2, m * c1  # m [c]x
+    out[l, 1, 3], out[l, 1, 4], out[l, 1, 5] = m * c2, 0.0, -m * c0
+    out[l, 2, 3], out[l, 2, 4], out[l, 2, 5] = -m * c1, m * c0, 0.0
     for i in range(3):
         for j in range(3):
-            out[3 + i, j] = out[j, 3 + i]  # m [c]x'
+            out[l, 3 + i, j] = out[l, j, 3 + i]  # m [c]x'
 
 
 @njit(cache=True)
@@ -371,13 +391,11 @@ def _kinematics(model, q, v, R, p, S, vel, bias, Iw, fb):
         for j in range(3):
             R[n, i, j] = 1.0 if i == j else 0.0
     vel[n, :] = 0.0
-    Rj, pj, Rf, pf = np.zeros((3, 3)), np.zeros(3), np.zeros((3, 3)), np.zeros(3)
     jv = np.zeros(6)
-    for l in range(n):
+    for l in range(n):  # (the table by (link, column), never row views: see elimination.compiled._revolute_pair)
         parent, q0, v0, nv = links[l, PARENT], links[l, Q0], links[l, V0], links[l, NV]
-        _joint_pose(links[l, JOINT], axis[l], q[q0:], Rj, pj)
-        _compose(R[parent], p[parent], place_R[l], place_p[l], Rf, pf)
-        _compose(Rf, pf, Rj, pj, R[l], p[l])
+        Rj, pj = _joint_pose(links[l, JOINT], axis[l, 0], axis[l, 1], axis[l, 2], q, q0)
+        _link_pose(R, p, l, parent, place_R, place_p, Rj, pj)
         for c in range(nv):  # S = [[R, 0], [p x R, R]] S_local
             for i in range(3):
                 w, u = 0.0, 0.0
@@ -394,21 +412,23 @@ def _kinematics(model, q, v, R, p, S, vel, bias, Iw, fb):
                 t += S[l, i, c] * v[v0 + c]
             jv[i] = t
             vel[l, i] = vel[parent, i] + t
-        _cross_motion(vel[l], jv, bias[l])
-        _world_inertia(body[l], R[l], p[l], Iw[l])
+        bias_l = _cross_motion(_row6(vel, l), (jv[0], jv[1], jv[2], jv[3], jv[4], jv[5]))
+        for i in range(6):
+            bias[l, i] = bias_l[i]
+        _world_inertia(body, R, p, l, Iw)
         for i in range(6):  # momentum h = H v
             t = 0.0
             for k in range(6):
                 t += Iw[l, i, k] * vel[l, k]
             jv[i] = t
         # f = -v x* h = crm(v)' h: [-(w x n) - (u x f); -(w x f)]
-        w, u = vel[l, :3], vel[l, 3:]
-        fb[l, 0] = -(w[1] * jv[2] - w[2] * jv[1]) - (u[1] * jv[5] - u[2] * jv[4])
-        fb[l, 1] = -(w[2] * jv[0] - w[0] * jv[2]) - (u[2] * jv[3] - u[0] * jv[5])
-        fb[l, 2] = -(w[0] * jv[1] - w[1] * jv[0]) - (u[0] * jv[4] - u[1] * jv[3])
-        fb[l, 3] = -(w[1] * jv[5] - w[2] * jv[4])
-        fb[l, 4] = -(w[2] * jv[3] - w[0] * jv[5])
-        fb[l, 5] = -(w[0] * jv[4] - w[1] * jv[3])
+        w0, w1, w2, u0, u1, u2 = _row6(vel, l)
+        fb[l, 0] = -(w1 * jv[2] - w2 * jv[1]) - (u1 * jv[5] - u2 * jv[4])
+        fb[l, 1] = -(w2 * jv[0] - w0 * jv[2]) - (u2 * jv[3] - u0 * jv[5])
+        fb[l, 2] = -(w0 * jv[1] - w1 * jv[0]) - (u0 * jv[4] - u1 * jv[3])
+        fb[l, 3] = -(w1 * jv[5] - w2 * jv[4])
+        fb[l, 4] = -(w2 * jv[3] - w0 * jv[5])
+        fb[l, 5] = -(w0 * jv[4] - w1 * jv[3])
 
 
 @njit(cache=True)
@@ -419,7 +439,7 @@ def _constraint_terms(constraints, general, root, R, p, vel, Kbuf, k):
     place_R, place_p, K_const, k_const = general
     ground = R.shape[0] - 1
     R1, p1, R2, p2 = np.zeros((3, 3)), np.zeros(3), np.zeros((3, 3)), np.zeros(3)
-    X, drift, Kl = np.zeros((6, 6)), np.zeros(6), np.zeros((6, 6))
+    X, Kl = np.zeros((6, 6)), np.zeros((6, 6))
     for j in range(table.shape[0]):
         kind, m, r0, pair = table[j, CKIND], table[j, CDIM], table[j, ROW0], table[j, PAIR0]
         if kind == GENERAL:
@@ -442,7 +462,7 @@ def _constraint_terms(constraints, general, root, R, p, vel, Kbuf, k):
                     for c in range(6):
                         Kl[r, c] = sign * X[row, c]
                 if side == 0:
-                    _cross_motion(vel[a], vel[b], drift)
+                    drift = _cross_motion(_row6(vel, a), _row6(vel, b))
                     for r in range(m):
                         t = 0.0
                         for c in range(6):
