@@ -158,34 +158,54 @@ def _pivot(Hz, scale, nz, n_min, kind, Li, D, L, Lw, X):
     return min(ratio, ratio2)
 
 
-@njit(cache=True)
-def _front_times_T(H, T, HFT, nF, nS):
+@njit(cache=True, inline="always")
+def _nonzero_rows(T, nF, nS, Tnz):
+    """``Tnz[j] = (count, rows...)`` of the nonzero entries of column ``j`` of ``T (nF x nS)``.  A
+    substitution's ``T`` is mostly zeros (a tree joint's ``[-+D, sigma I]``, zero columns for the
+    separator's other variables): the products below run over these rows only."""
+    for j in range(nS):
+        k = 0
+        for q in range(nF):
+            if T[q, j] != 0.0:
+                k += 1
+                Tnz[j, k] = q
+        Tnz[j, 0] = k
+
+
+@njit(cache=True, inline="always")
+def _front_times_T(H, T, Tnz, HFT, nF, nS):
     """``HFT = H_FF T + H_FS``: the front's rows of the Hessian after the substitution ``x_F = T x_S + ...``."""
     for i in range(nF):
         for j in range(nS):
             t = H[i, nF + j]
-            for q in range(nF):
+            for a in range(1, Tnz[j, 0] + 1):
+                q = Tnz[j, a]
                 t += H[i, q] * T[q, j]
             HFT[i, j] = t
 
 
-@njit(cache=True)
-def _substituted_separator(H, T, HFT, scale, nF, nS):
+@njit(cache=True, inline="always")
+def _substituted_separator(H, T, Tnz, HFT, scale, nF, nS):
     """``H_SS += T' HFT + H_FS' T`` and ``scale_S += (T^2)' scale_F``: what the substitution leaves on the separator."""
     for i in range(nS):
         for j in range(nS):
             t = 0.0
-            for q in range(nF):
-                t += T[q, i] * HFT[q, j] + H[q, nF + i] * T[q, j]
+            for a in range(1, Tnz[i, 0] + 1):
+                q = Tnz[i, a]
+                t += T[q, i] * HFT[q, j]
+            for a in range(1, Tnz[j, 0] + 1):
+                q = Tnz[j, a]
+                t += H[q, nF + i] * T[q, j]
             H[nF + i, nF + j] += t
         grown = 0.0
-        for q in range(nF):
+        for a in range(1, Tnz[i, 0] + 1):
+            q = Tnz[i, a]
             grown += T[q, i] * T[q, i] * scale[q]
         scale[nF + i] += grown
 
 
 @njit(cache=True)
-def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, HFT, Hz, sz, Hzs):
+def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT, Hz, sz, Hzs):
     """A general substitution (elimination.gaussian.substitution and split_leftover) on the front in
     ``H``, ``A``; fills ``W, N, E_keep, E_drop, T``, the reduced pivot block ``Hz``, ``Hzs`` and its scales,
     and updates the separator block of ``H`` and ``scale``.  False when the numerical rank falls short."""
@@ -234,7 +254,8 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, HFT, Hz, 
             for q in range(m):
                 t -= Wm[i, q] * A[q, nF + j]
             T[i, j] = t
-    _front_times_T(H, T, HFT, nF, nS)
+    _nonzero_rows(T, nF, nS, Tnz)
+    _front_times_T(H, T, Tnz, HFT, nF, nS)
     for i in range(nz):  # Hz = N' H_FF N, Hzs = N' HFT, sz = (N^2)' scale_F
         for j in range(nz):
             t = 0.0
@@ -251,7 +272,7 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, HFT, Hz, 
         for a in range(nF):
             t += Nm[a, i] * Nm[a, i] * scale[a]
         sz[i] = t
-    _substituted_separator(H, T, HFT, scale, nF, nS)
+    _substituted_separator(H, T, Tnz, HFT, scale, nF, nS)
     return True
 
 
@@ -261,7 +282,7 @@ def factorize_scratch(maxn):
     s = (maxn, maxn)
     return (np.zeros(s), np.zeros(s), np.zeros(maxn), np.zeros(maxn), np.zeros(s), np.zeros(s), np.zeros(s),
             np.zeros(s), np.zeros(maxn), np.zeros(s), np.zeros(s), np.zeros(s), np.zeros(s), np.zeros(s), np.zeros(s),
-            np.zeros(s), np.zeros(s), np.zeros(maxn))
+            np.zeros(s), np.zeros(s), np.zeros(maxn), np.zeros((maxn, maxn + 1), dtype=np.int64))
 
 
 @njit(cache=True, inline="always")
@@ -290,7 +311,7 @@ def _tree_pair(row, following, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, scrat
     or the factor between them.  ``C``'s zero blocks (``H_SF`` of ``HF``) are left as the caller made them:
     zeros.  Returns the pivot ratio, or -1 where the numpy rule refuses the pivot."""
     nF, nS, nq = row[NF], row[NS], following[NF]
-    H, A, scale, unit, L, Lw, Li, X, Dv, T, U, Wm, Nm, Ek, Ed, Hz, Hzs, sz = scratch
+    H, A, scale, unit, L, Lw, Li, X, Dv, T, U, Wm, Nm, Ek, Ed, Hz, Hzs, sz, Tnz = scratch
     npar = nS - nq
     _link_block(row, pbH, pbs, Fw, H, scale, nF, floor)
     sgn, sigma, tq, tn = -float(row[IDENTITY]), float(row[TSIG]), row[TQ], row[TN]
@@ -428,7 +449,7 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
     substitution falls short of the plan's (the caller then takes the numpy path).
     """
     steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed, pbH, pbs, phs, phd, pss, psd = maps
-    H, A, scale, unit, L, Lw, Li, X, Dv, T, HFT, Wm, Nm, Ek, Ed, Hz, Hzs, sz = scratch
+    H, A, scale, unit, L, Lw, Li, X, Dv, T, HFT, Wm, Nm, Ek, Ed, Hz, Hzs, sz, Tnz = scratch
     maxn = H.shape[0]
     Hf, Af = H.reshape(maxn * maxn), A.reshape(maxn * maxn)  # flat views: the gathers' destinations
     ratio, weak = np.inf, -1
@@ -479,10 +500,11 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
             for i in range(nF):  # T = -W A_S with W = sign I
                 for j in range(nS):
                     T[i, j] = -sgn * A[i, nF + j]
-            _front_times_T(H, T, HFT, nF, nS)
-            _substituted_separator(H, T, HFT, scale, nF, nS)
+            _nonzero_rows(T, nF, nS, Tnz)
+            _front_times_T(H, T, Tnz, HFT, nF, nS)
+            _substituted_separator(H, T, Tnz, HFT, scale, nF, nS)
         elif m:
-            if not _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, HFT, Hz, sz, Hzs):
+            if not _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT, Hz, sz, Hzs):
                 return ratio, weak, -2 - st
             for i in range(nF):
                 for j in range(m):
