@@ -628,6 +628,58 @@ def _tree_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g):
         Lin[out + j] = g[nF + nq + j]
 
 
+@njit(cache=True, inline="always")
+def _revolute_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g):
+    """:func:`_tree_pair_forward` for a one-dimensional joint of a 6-dimensional link, with its ``T`` read
+    as what it is, ``[t, sigma I]`` (:func:`_revolute_pair`): ``g_q += t' g_F``, ``g_parent += sigma g_F``."""
+    joint, npar = st + 1, steps[st, NS] - 1
+    for i in range(7 + npar):  # g over [link (6), joint (1), parent (npar: 6, or 0 below the ground)]
+        g[i] = 0.0
+    for q in range(steps[st, G0], steps[st, G1]):
+        g[gd[q]] += Lin[gs[q]]
+    tc, hf, ts, ident = steps[st, TC], steps[st, HF_], steps[st, T_], float(steps[st, IDENTITY])
+    for q in range(steps[st, B0], steps[st, B1]):  # t = W b with W = sign I
+        cache[tc + bd[q]] = ident * Lin[bs[q]]
+    sigma = float(steps[st, TSIG])
+    for i in range(6):  # g_F -= H t, then carried into the joint and the parent
+        t = g[i]
+        for j in range(6):
+            t -= C[hf + i * 6 + j] * cache[tc + j]
+        g[6] += C[ts + i * (npar + 1)] * t
+        if i < npar:
+            g[7 + i] += sigma * t
+    for q in range(steps[joint, PG0], steps[joint, PG1]):  # the joint's own terms
+        g[6 + pgd[q]] += Lin[pgs[q]]
+    y = C[steps[joint, LINV]] * g[6]
+    cache[steps[joint, YC]] = y
+    a, yy, out = C[steps[joint, DS]] * y, steps[joint, Y_], steps[joint, OUT_G]
+    for j in range(npar if out >= 0 else 0):  # g_parent -= Y' D y, passed on
+        Lin[out + j] = g[7 + j] - C[yy + j] * a
+
+
+@njit(cache=True, inline="always")
+def _revolute_pair_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs):
+    """Back-substitution of a revolute pair (link half at ``st``): the joint's ``qdd = Linv' D (y - Y
+    a_parent)``, then the link's ``a = t + t qdd + sigma a_parent``."""
+    joint, npar = st + 1, steps[st, NS] - 1
+    for q in range(steps[joint, XS0], steps[joint, XS1]):
+        xs[1 + xsd[q]] = Xout[xss[q]]
+    t, yy = cache[steps[joint, YC]], steps[joint, Y_]
+    for j in range(npar):
+        t -= C[yy + j] * xs[1 + j]
+    xs[0] = C[steps[joint, LINV]] * (C[steps[joint, DS]] * t)  # the link's separator: [joint, parent]
+    for q in range(steps[joint, XF0], steps[joint, XF1]):
+        Xout[xfs[q]] = xs[0]
+    tc, ts, sigma = steps[st, TC], steps[st, T_], float(steps[st, TSIG])
+    for i in range(6):
+        t = cache[tc + i] + C[ts + i * (npar + 1)] * xs[0]
+        if i < npar:
+            t += sigma * xs[1 + i]
+        x[i] = t
+    for q in range(steps[st, XF0], steps[st, XF1]):
+        Xout[xfs[q]] = x[xfd[q]]
+
+
 def solve_maps(program) -> tuple:
     """The step table and index maps :func:`solve_one` reads."""
     maps = program.maps
@@ -646,6 +698,9 @@ def solve_one(maps, C, Lin, Lmag, cache, Xout, dropped, scratch):
     for st in range(steps.shape[0]):
         pair = steps[st, PAIR]
         if pair == JOINT_HALF:  # done with the link half, just before
+            continue
+        if pair == LINK_HALF and steps[st, NF] == 6 and steps[st + 1, NF] == 1:
+            _revolute_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g)
             continue
         if pair == LINK_HALF:
             _tree_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g)
@@ -725,7 +780,13 @@ def solve_one(maps, C, Lin, Lmag, cache, Xout, dropped, scratch):
         if out >= 0:
             for j in range(nS):
                 Lin[out + j] = g[nF + j]
-    for st in range(steps.shape[0] - 1, -1, -1):
+    st = steps.shape[0]
+    while st > 0:
+        st -= 1
+        if steps[st, PAIR] == JOINT_HALF and steps[st, NF] == 1 and steps[st - 1, NF] == 6:
+            st -= 1
+            _revolute_pair_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs)
+            continue
         nF, nS, m, nz = steps[st, NF], steps[st, NS], steps[st, M], steps[st, NZ]
         for q in range(steps[st, XS0], steps[st, XS1]):
             xs[xsd[q]] = Xout[xss[q]]
