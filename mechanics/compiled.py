@@ -625,11 +625,12 @@ def _residual_terms(factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, x, Lre
                 e[r] = t
             _penalty_information(factors, f, constraints, Kbuf, mu, e, Lres[lin:])
             continue
-        rows = 6 if kind == TREE else n
-        for i in range(rows):
+        for c in range(n):  # the factor's values, gathered once for its rows
+            e[c] = x[scope[s0 + c]]
+        for i in range(6 if kind == TREE else n):
             t = Lin[lin + i]
             for c in range(n):
-                t -= Fw[mat + i * n + c] * x[scope[s0 + c]]
+                t -= Fw[mat + i * n + c] * e[c]
             Lres[lin + i] = t
 
 
@@ -761,7 +762,7 @@ def dynamics_kernel(model, constraints, general, factors, scope, factorize_maps,
     R, p, vel = np.zeros((n + 1, 3, 3)), np.zeros((n + 1, 3)), np.zeros((n + 1, 6))
     S, bias, Iw, fb = np.zeros((n, 6, 6)), np.zeros((n, 6)), np.zeros((n, 6, 6)), np.zeros((n, 6))
     Kbuf = np.zeros((max(constraints[2].shape[0], 1), 6, 6))
-    k, meas, meas0, res, e = np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(6)
+    k, meas, meas0, res, e = np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(max(6, maxn))
     Fw, C = np.zeros(factor_size), np.zeros(conditional_size)
     Lin, Lin0, Lmag, Lres = np.zeros(linear_size), np.zeros(linear_size), np.zeros(linear_size), np.zeros(linear_size)
     cache, dropped = np.zeros(cache_size), np.zeros(dropped_size)
