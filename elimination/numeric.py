@@ -465,11 +465,14 @@ class CompiledFactorization(Factorization):
     """
 
     def __init__(self, plan: Plan, graph: FactorGraph, program, C: np.ndarray, batch_shape: tuple,
-                 pivot_ratio: np.ndarray, weakest_step):
+                 pivot_ratio: np.ndarray, weakest_step, Fw: np.ndarray | None = None):
         super().__init__(plan, graph, [], {}, {}, batch_shape)
         self.program, self.C = program, C
         self.pivot_ratio, self.weakest_step = pivot_ratio, weakest_step
         self._own_linear = None  # the graph's own linear terms laid out, made at the first solve
+        # the graph's matrices as the program laid them out (the factorization reads them, never writes
+        # them): refinement's residuals are products with them, a few per factor group
+        self._matrices, self._least_squares = Fw, None
 
     def __repr__(self) -> str:
         return f"CompiledFactorization({len(self.plan.steps)} steps, batch={self.graph.batch_shape})"
@@ -477,9 +480,14 @@ class CompiledFactorization(Factorization):
     def solve(self, g: Mapping | None = None, b: Mapping | None = None, refine: int = 1) -> dict:
         # The graph's own terms, no refinement, nothing suspect: one trip into the solve kernel, without
         # tables of the graph's terms (reading 3000 factor objects into dicts cost more than the sweeps).
-        if g or b or check_refine(refine) or np.any(self._suspect()):
+        refine = check_refine(refine)
+        if g or b or np.any(self._suspect()) or (refine and not self._laid_out_residuals()):
             return super().solve(g, b, refine)
-        return self._sweeps(None, None)
+        Lin, Lmag, full = self._linear(None, None)
+        X = self._flat_sweeps(Lin, Lmag, full)
+        for _ in range(refine):  # Factorization._refined, on the laid-out terms
+            X += self._flat_sweeps(*self._flat_residual(X, full), full, check=False)
+        return self._values(X, full)
 
     solve.__doc__ = Factorization.solve.__doc__
 
@@ -510,13 +518,52 @@ class CompiledFactorization(Factorization):
         return Lin, Lmag, full
 
     def _sweeps(self, lin_g: dict, lin_b: dict, check: bool = True) -> dict:
-        program, graph = self.program, self.graph
         Lin, Lmag, full = self._linear(lin_g, lin_b)
-        X, dropped = run_solve(program, _aligned(self.C, self.batch_shape, full), Lin, Lmag)
+        return self._values(self._flat_sweeps(Lin, Lmag, full, check), full)
+
+    def _flat_sweeps(self, Lin: np.ndarray, Lmag: np.ndarray, full: tuple, check: bool = True) -> np.ndarray:
+        """The values ``X (prod(full), value_size)`` for the laid-out linear terms."""
+        X, dropped = run_solve(self.program, _aligned(self.C, self.batch_shape, full), Lin, Lmag)
         if check:
             self._check_dropped(dropped, full)
+        return X
+
+    def _values(self, X: np.ndarray, full: tuple) -> dict:
         X = X.reshape(full + X.shape[-1:])
-        return {key: X[..., off : off + dim] for key, off, dim in _value_slices(program, graph)}
+        return {key: X[..., off : off + dim] for key, off, dim in _value_slices(self.program, self.graph)}
+
+    def _laid_out_residuals(self) -> bool:
+        """Whether refinement's residuals can be taken group by group (:meth:`_flat_residual`): the laid-out
+        matrices are kept, and no group mixes least-squares factors with others or their row counts."""
+        if self._matrices is None:
+            return False
+        if self._least_squares is None:
+            self._least_squares = _least_squares_groups(self.graph, self.program)
+        return self._least_squares is not False
+
+    def _flat_residual(self, X: np.ndarray, full: tuple):
+        """``(Lres, Lmag)``: ``g - H x`` and ``b - A x`` of every graph factor at ``X``, laid out as its linear
+        terms (:meth:`Factorization._residual_terms`); one product per factor group."""
+        program = self.program
+        Lin = self._own_linear[0]  # the graph's own terms (the solves write into copies)
+        B = X.shape[0]
+        M = _aligned(self._matrices, self.batch_shape, full)
+        if M.shape[0] not in (1, B):  # a batch that is a suffix of full's: element b uses b % len(M)
+            M = M[np.arange(B) % M.shape[0]]
+        Lres = np.zeros((B, program.linear_size))
+        groups = zip(program.groups, _residual_columns(program, self.graph), self._least_squares)
+        for group, columns, least_squares in groups:
+            k, rows, n = len(group.members), group.rows, group.n
+            x = X[:, columns][..., None]  # (B, k, n, 1)
+            if least_squares is None:  # g - H x, b - A x
+                H = M[:, group.start : group.start + k * rows * n].reshape(-1, k, rows, n)
+                own = Lin[:, group.linear : group.linear + k * rows].reshape(-1, k, rows)
+                residual = own - (H @ x)[..., 0]
+            else:  # A'W (b - A x): the measurement form, as LeastSquares.residual_information
+                A, W, b = (_batch_rows(a, full, core) for a, core in zip(least_squares, (3, 3, 2)))
+                residual = (np.swapaxes(A, -1, -2) @ (W @ (b[..., None] - A @ x)))[..., 0]
+            Lres[:, group.linear : group.linear + k * rows] = residual.reshape(B, k * rows)
+        return Lres, np.abs(Lres)  # (the sizes matter only to the dropped rows, which refinement does not check)
 
     def _check_dropped(self, dropped: np.ndarray, full: tuple) -> None:
         """The rows the program dropped read ``0 = residual``: check them as the numpy path does."""
@@ -549,6 +596,56 @@ def _value_slices(program, graph) -> list:
     if "values" not in program.derived:
         program.derived["values"] = [(key, off, graph.variable(key).dim) for key, off in program.value_offset.items()]
     return program.derived["values"]
+
+
+def _least_squares_groups(graph: FactorGraph, program) -> list | bool:
+    """Per factor group of ``program``: ``None`` for quadratic and hard factors, ``(A, W, b)`` stacked
+    (``(*batch, k, m, n)``, ``(*batch, k, m, m)``, ``(*batch, k, m)``) for least-squares factors of one row
+    count ``m``; ``False`` where a group mixes them."""
+    out = []
+    for group in program.groups:
+        members = [graph.factors[i] for i in group.members]
+        kinds = {(type(f) is LeastSquares, f.jacobian.shape[-2] if type(f) is LeastSquares else 0) for f in members}
+        if len(kinds) > 1:
+            return False
+        if not next(iter(kinds))[0]:
+            out.append(None)
+            continue
+        A = stacked([f.jacobian for f in members], 2)[0]
+        W = stacked([_weight_matrix(f) for f in members], 2)[0]
+        b = stacked([f.b for f in members], 1)[0]
+        out.append((A, W, b))
+    return out
+
+
+def _batch_rows(a: np.ndarray, full: tuple, core: int) -> np.ndarray:
+    """``a (*batch, *core_shape)`` with its batch as the rows of the flattened ``full`` (an unbatched ``a`` as
+    it is: matmul broadcasts it)."""
+    batch = a.shape[: a.ndim - core]
+    if batch == ():
+        return a
+    if batch != full:
+        a = np.broadcast_to(a, full + a.shape[a.ndim - core :])
+    return a.reshape((-1,) + a.shape[len(full) :])
+
+
+def _weight_matrix(f: LeastSquares) -> np.ndarray:
+    m = f.jacobian.shape[-2]
+    if f.weight is None:
+        return np.eye(m)
+    return f.weight * np.eye(m) if f.weight.ndim == 0 else f.weight
+
+
+def _residual_columns(program, graph) -> list:
+    """Per factor group of ``program``, ``(k, n)`` indices into the value layout of each member's columns
+    (its keys in order, as its matrix: the plan's structure), kept with the program."""
+    if "residual columns" not in program.derived:
+        where = {key: np.arange(off, off + dim) for key, off, dim in _value_slices(program, graph)}
+        factors = program.plan.factors
+        program.derived["residual columns"] = [
+            np.array([np.concatenate([where[key] for key in factors[i].keys]) for i in group.members])
+            for group in program.groups]
+    return program.derived["residual columns"]
 
 
 def _linear_workspace(program, lin_g: dict, lin_b: dict, batch: tuple):
@@ -775,7 +872,8 @@ def _compiled(graph: FactorGraph, plan: Plan, rule: Callable, backend: str):
         return None
     worst = int(np.argmin(ratio)) if ratio.size else 0
     weakest = plan.steps[weak[worst]] if ratio.size and weak[worst] >= 0 else None
-    return CompiledFactorization(plan, graph, program, C, batch, ratio.reshape(batch), weakest)
+    graph_end = max((group.scales + len(group.members) * group.rows for group in program.groups), default=0)
+    return CompiledFactorization(plan, graph, program, C, batch, ratio.reshape(batch), weakest, Fw[:, :graph_end])
 
 
 def _replanned(graph: FactorGraph, plan: Plan, index: tuple, batch: tuple, rule: Callable) -> Factorization:
