@@ -560,8 +560,9 @@ class CompiledFactorization(Factorization):
                 own = Lin[:, group.linear : group.linear + k * rows].reshape(-1, k, rows)
                 residual = own - (H @ x)[..., 0]
             else:  # A'W (b - A x): the measurement form, as LeastSquares.residual_information
-                A, W, b = (_batch_rows(a, full, core) for a, core in zip(least_squares, (3, 3, 2)))
-                residual = (np.swapaxes(A, -1, -2) @ (W @ (b[..., None] - A @ x)))[..., 0]
+                A, W, b = (a if a is None else _batch_rows(a, full, core) for a, core in zip(least_squares, (3, 3, 2)))
+                r = b[..., None] - A @ x
+                residual = (np.swapaxes(A, -1, -2) @ (r if W is None else W @ r))[..., 0]
             Lres[:, group.linear : group.linear + k * rows] = residual.reshape(B, k * rows)
         return Lres, np.abs(Lres)  # (the sizes matter only to the dropped rows, which refinement does not check)
 
@@ -600,21 +601,20 @@ def _value_slices(program, graph) -> list:
 
 def _least_squares_groups(graph: FactorGraph, program) -> list | bool:
     """Per factor group of ``program``: ``None`` for quadratic and hard factors, ``(A, W, b)`` stacked
-    (``(*batch, k, m, n)``, ``(*batch, k, m, m)``, ``(*batch, k, m)``) for least-squares factors of one row
-    count ``m``; ``False`` where a group mixes them."""
-    out = []
+    (``(*batch, k, m, n)``, ``(*batch, k, m, m)`` or ``None`` for unit weights, ``(*batch, k, m)``) for
+    least-squares factors of one row count ``m``; ``False`` where a group mixes them."""
+    factors, out = graph.factors, []
     for group in program.groups:
-        members = [graph.factors[i] for i in group.members]
-        kinds = {(type(f) is LeastSquares, f.jacobian.shape[-2] if type(f) is LeastSquares else 0) for f in members}
-        if len(kinds) > 1:
-            return False
-        if not next(iter(kinds))[0]:
+        members = [factors[i] for i in group.members]
+        least_squares = [type(f) is LeastSquares for f in members]
+        if not any(least_squares):
             out.append(None)
             continue
-        A = stacked([f.jacobian for f in members], 2)[0]
-        W = stacked([_weight_matrix(f) for f in members], 2)[0]
-        b = stacked([f.b for f in members], 1)[0]
-        out.append((A, W, b))
+        if not all(least_squares) or len({f.jacobian.shape[-2] for f in members}) > 1:
+            return False
+        A, b = stacked([f.jacobian for f in members], 2)[0], stacked([f.b for f in members], 1)[0]
+        weighted = any(f.weight is not None for f in members)
+        out.append((A, stacked([_weight_matrix(f) for f in members], 2)[0] if weighted else None, b))
     return out
 
 
