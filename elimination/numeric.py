@@ -465,14 +465,12 @@ class CompiledFactorization(Factorization):
     """
 
     def __init__(self, plan: Plan, graph: FactorGraph, program, C: np.ndarray, batch_shape: tuple,
-                 pivot_ratio: np.ndarray, weakest_step, Fw: np.ndarray | None = None):
+                 pivot_ratio: np.ndarray, weakest_step):
         super().__init__(plan, graph, [], {}, {}, batch_shape)
         self.program, self.C = program, C
         self.pivot_ratio, self.weakest_step = pivot_ratio, weakest_step
         self._own_linear = None  # the graph's own linear terms laid out, made at the first solve
-        # the graph's matrices as the program laid them out (the factorization reads them, never writes
-        # them): refinement's residuals are products with them, a few per factor group
-        self._matrices, self._least_squares = Fw, None
+        self._residual_groups = None  # refinement's terms per factor group, stacked at the first refinement
 
     def __repr__(self) -> str:
         return f"CompiledFactorization({len(self.plan.steps)} steps, batch={self.graph.batch_shape})"
@@ -533,13 +531,11 @@ class CompiledFactorization(Factorization):
         return {key: X[..., off : off + dim] for key, off, dim in _value_slices(self.program, self.graph)}
 
     def _laid_out_residuals(self) -> bool:
-        """Whether refinement's residuals can be taken group by group (:meth:`_flat_residual`): the laid-out
-        matrices are kept, and no group mixes least-squares factors with others or their row counts."""
-        if self._matrices is None:
-            return False
-        if self._least_squares is None:
-            self._least_squares = _least_squares_groups(self.graph, self.program)
-        return self._least_squares is not False
+        """Whether refinement's residuals can be taken group by group (:meth:`_flat_residual`): no group
+        mixes least-squares factors with others or their row counts."""
+        if self._residual_groups is None:
+            self._residual_groups = _residual_groups(self.graph, self.program)
+        return self._residual_groups is not False
 
     def _flat_residual(self, X: np.ndarray, full: tuple):
         """``(Lres, Lmag)``: ``g - H x`` and ``b - A x`` of every graph factor at ``X``, laid out as its linear
@@ -547,20 +543,17 @@ class CompiledFactorization(Factorization):
         program = self.program
         Lin = self._own_linear[0]  # the graph's own terms (the solves write into copies)
         B = X.shape[0]
-        M = _aligned(self._matrices, self.batch_shape, full)
-        if M.shape[0] not in (1, B):  # a batch that is a suffix of full's: element b uses b % len(M)
-            M = M[np.arange(B) % M.shape[0]]
         Lres = np.zeros((B, program.linear_size))
-        groups = zip(program.groups, _residual_columns(program, self.graph), self._least_squares)
-        for group, columns, least_squares in groups:
-            k, rows, n = len(group.members), group.rows, group.n
+        groups = zip(program.groups, _residual_columns(program, self.graph), self._residual_groups)
+        for group, columns, terms in groups:
+            k, rows = len(group.members), group.rows
             x = X[:, columns][..., None]  # (B, k, n, 1)
-            if least_squares is None:  # g - H x, b - A x
-                H = M[:, group.start : group.start + k * rows * n].reshape(-1, k, rows, n)
+            if len(terms) == 1:  # g - H x, b - A x
+                M = _batch_rows(terms[0], full, 3)
                 own = Lin[:, group.linear : group.linear + k * rows].reshape(-1, k, rows)
-                residual = own - (H @ x)[..., 0]
+                residual = own - (M @ x)[..., 0]
             else:  # A'W (b - A x): the measurement form, as LeastSquares.residual_information
-                A, W, b = (a if a is None else _batch_rows(a, full, core) for a, core in zip(least_squares, (3, 3, 2)))
+                A, W, b = (a if a is None else _batch_rows(a, full, core) for a, core in zip(terms, (3, 3, 2)))
                 r = b[..., None] - A @ x
                 residual = (np.swapaxes(A, -1, -2) @ (r if W is None else W @ r))[..., 0]
             Lres[:, group.linear : group.linear + k * rows] = residual.reshape(B, k * rows)
@@ -599,16 +592,16 @@ def _value_slices(program, graph) -> list:
     return program.derived["values"]
 
 
-def _least_squares_groups(graph: FactorGraph, program) -> list | bool:
-    """Per factor group of ``program``: ``None`` for quadratic and hard factors, ``(A, W, b)`` stacked
-    (``(*batch, k, m, n)``, ``(*batch, k, m, m)`` or ``None`` for unit weights, ``(*batch, k, m)``) for
-    least-squares factors of one row count ``m``; ``False`` where a group mixes them."""
+def _residual_groups(graph: FactorGraph, program) -> list | bool:
+    """Per factor group of ``program``, what its residuals are taken from, stacked ``(*batch, k, ...)``:
+    ``(H,)`` of quadratic and ``(A,)`` of hard factors, ``(A, W, b)`` of least-squares factors of one row
+    count (``W`` ``None`` for unit weights); ``False`` where a group mixes least-squares factors with others."""
     factors, out = graph.factors, []
     for group in program.groups:
         members = [factors[i] for i in group.members]
         least_squares = [type(f) is LeastSquares for f in members]
         if not any(least_squares):
-            out.append(None)
+            out.append((stacked([concat_last(f.A, 2) if group.hard else f.H for f in members], 2)[0],))
             continue
         if not all(least_squares) or len({f.jacobian.shape[-2] for f in members}) > 1:
             return False
@@ -872,8 +865,7 @@ def _compiled(graph: FactorGraph, plan: Plan, rule: Callable, backend: str):
         return None
     worst = int(np.argmin(ratio)) if ratio.size else 0
     weakest = plan.steps[weak[worst]] if ratio.size and weak[worst] >= 0 else None
-    graph_end = max((group.scales + len(group.members) * group.rows for group in program.groups), default=0)
-    return CompiledFactorization(plan, graph, program, C, batch, ratio.reshape(batch), weakest, Fw[:, :graph_end])
+    return CompiledFactorization(plan, graph, program, C, batch, ratio.reshape(batch), weakest)
 
 
 def _replanned(graph: FactorGraph, plan: Plan, index: tuple, batch: tuple, rule: Callable) -> Factorization:

@@ -250,10 +250,10 @@ def test_tree_pairs_are_fused_and_equal_the_numpy_rule(coupled):
 @pytest.mark.parametrize("weight", [None, 3.0, np.diag([1.0, 2.0, 3.0])])
 @pytest.mark.parametrize("batch_A, batch_b", [((), ()), ((), (2, 3)), ((3,), (2, 3)), ((2, 1), (2, 3)), ((4,), (4,))])
 def test_compiled_refinement_takes_residuals_group_by_group(monkeypatch, weight, batch_A, batch_b):
-    """Refinement on the compiled path takes its residuals from the laid-out matrices and stacked
-    least-squares terms (one product per factor group, measurement form ``A'W(b - A x)``), with the
-    batch of the matrices broadcast against the right-hand sides': equal to the numpy path's
-    per-factor residuals, and to the dense solve of each element."""
+    """Refinement on the compiled path takes its residuals from the stacked least-squares terms (one
+    product per factor group, measurement form ``A'W(b - A x)``), with the batch of the matrices
+    broadcast against the right-hand sides': equal to the numpy path's per-factor residuals and to the
+    normal equations of each element; the residuals at arbitrary values equal the factors' own."""
     from elimination.numeric import CompiledFactorization
     from factorgraph import LeastSquares
 
@@ -304,9 +304,9 @@ def test_compiled_refinement_takes_residuals_group_by_group(monkeypatch, weight,
 
 @pytest.mark.parametrize("batch_M, batch_v", [((), ()), ((), (2, 3)), ((3,), (2, 3)), ((2, 3), (2, 3))])
 def test_compiled_refinement_of_quadratic_and_hard_groups(batch_M, batch_v):
-    """The laid-out residuals ``g - H x`` of quadratic and ``b - A x`` of hard factors, with matrices whose
-    batch is broadcast against the linear terms' (``b % len(M)`` for a suffix batch), at arbitrary
-    values; and the refined solve equal to the numpy path's."""
+    """The residuals ``g - H x`` of quadratic and ``b - A x`` of hard factors taken group by group, with
+    matrices whose batch is broadcast against the linear terms', at arbitrary values; and the refined
+    solve equal to the numpy path's."""
     rng = np.random.default_rng(11)
     g = FactorGraph()
     for key in "xyz":
