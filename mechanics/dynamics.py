@@ -33,10 +33,13 @@ from .compiled import CompiledDynamics
 from .gplc import GPLCLayout, split_multipliers
 from .keys import JointAcceleration, LinkAcceleration, Multiplier
 from .kinematics import LINEAR_FIRST, kinematics
-from .mechanism import Mechanism
+from .mechanism import Mechanism, PlanCache
 from .policies import POLICIES, resolve_policies
 
 HARD_RESIDUAL_RTOL = RESIDUAL_RTOL  # a hard solution must satisfy its constraints; anything else is a singular problem
+
+
+PREPARED_KEPT = 8  # forward_dynamics keeps the prepared calls of this many settings per mechanism
 
 
 @dataclass
@@ -536,8 +539,25 @@ def forward_dynamics(
     (True, True)
     """
     q, v, tau = check_state(mechanism, q, v, tau)  # the state's errors before the settings', as always
-    prepared = PreparedDynamics(mechanism, algorithm, mu, tol, max_iter, refine, backend, _stacklevel=3)
+    prepared = _prepared(mechanism, algorithm, mu, tol, max_iter, refine, backend)
     return prepared._run(q, v, tau, forces0, stacklevel=3, checked=True)
+
+
+def _prepared(mechanism: Mechanism, algorithm, mu, tol, max_iter, refine, backend) -> PreparedDynamics:
+    """:func:`forward_dynamics`'s :class:`PreparedDynamics`, kept with the mechanism for its last few settings:
+    made, it costs as much as a state's dynamics.  A kept one warns as a new one would (the mu convention)."""
+    key = (algorithm, mu, tol, max_iter, refine, backend)
+    try:
+        hash(key)
+    except TypeError:  # an algorithm given as an unhashable spec: made each time
+        return PreparedDynamics(mechanism, algorithm, mu, tol, max_iter, refine, backend, _stacklevel=4)
+    kept = mechanism.derived.get(("prepared calls",), lambda: PlanCache(PREPARED_KEPT))
+    made = []
+    prepared = kept.get(key, lambda: made.append(True) or PreparedDynamics(  # warns from the 6th frame up
+        mechanism, algorithm, mu, tol, max_iter, refine, backend, _stacklevel=6))
+    if not made:
+        warn_inverse_mu(prepared.mu, prepared._names, prepared._context, stacklevel=3)
+    return prepared
 
 
 def delassus(mechanism: Mechanism, q) -> np.ndarray:

@@ -81,3 +81,30 @@ def test_warnings_point_at_the_callers_line(backend):
     assert ("MuConventionWarning", __file__) in kinds and ("ConvergenceWarning", __file__) in kinds
     assert all(filename == __file__ for _, filename in kinds), kinds
     assert len(kinds) == 4
+
+
+def test_forward_dynamics_keeps_its_prepared_calls_and_still_warns_each_time():
+    """forward_dynamics keeps the prepared calls of its last settings with the mechanism: every answer
+    equals a fresh prepared call's bit for bit (settings revisited after others pushed them out, a
+    (policies, ordering) pair whose dict is not hashable), and the mu-convention warning is issued on
+    every call, at the caller's line."""
+    from mechanics.dynamics import PREPARED_KEPT
+    from mechanics.algorithms import tree_min_degree
+
+    mech = models.four_bar()
+    rng = np.random.default_rng(3)
+    q, v, tau = _states(mech, rng, 1)[0]
+    settings = [dict(algorithm=a, mu=mu) for a in ("lcaba", "proxbbo", "pv") for mu in (1e4, 1e6, 1e8)]
+    assert len(settings) > PREPARED_KEPT
+    pair = ({c.name: "alm" for c in mech.constraints}, tree_min_degree)
+    for round_ in range(2):
+        for kw in settings + [dict(algorithm=pair, mu=1e6)]:
+            ours = mechanics.forward_dynamics(mech, q, v, tau, **kw)
+            fresh = mechanics.prepare(mech, **kw)(q, v, tau)
+            assert np.array_equal(ours.qdd, fresh.qdd) and np.array_equal(ours.forces, fresh.forces), (round_, kw)
+    for _ in range(2):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            mechanics.forward_dynamics(mech, q, v, tau, algorithm="lcaba", mu=0.5, max_iter=3)
+        mu_warnings = [w for w in caught if issubclass(w.category, mechanics.MuConventionWarning)]
+        assert len(mu_warnings) == 1 and mu_warnings[0].filename == __file__
