@@ -279,10 +279,9 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT,
 @njit(cache=True)
 def factorize_scratch(maxn):
     """The scratch matrices of :func:`factorize_one` for fronts up to ``maxn`` wide (made once per run)."""
-    s = (maxn, maxn)
-    return (np.zeros(s), np.zeros(s), np.zeros(maxn), np.zeros(maxn), np.zeros(s), np.zeros(s), np.zeros(s),
-            np.zeros(s), np.zeros(maxn), np.zeros(s), np.zeros(s), np.zeros(s), np.zeros(s), np.zeros(s), np.zeros(s),
-            np.zeros(s), np.zeros(s), np.zeros(maxn), np.zeros((maxn, maxn + 1), dtype=np.int64))
+    m, v = np.zeros((14, maxn, maxn)), np.zeros((4, maxn))  # two allocations: a call of one state pays them
+    return (m[0], m[1], v[0], v[1], m[2], m[3], m[4], m[5], v[2], m[6], m[7], m[8], m[9], m[10], m[11], m[12], m[13],
+            v[3], np.zeros((maxn, maxn + 1), dtype=np.int64))
 
 
 @njit(cache=True, inline="always")
@@ -586,7 +585,8 @@ def factorize_kernel(maps, Fw, C, floor, maxn, check_rank, ratio_out, weak_out, 
 @njit(cache=True)
 def solve_scratch(maxn):
     """The scratch vectors of :func:`solve_one`."""
-    return np.zeros(maxn), np.zeros(maxn), np.zeros(maxn), np.zeros(maxn), np.zeros(maxn), np.zeros(maxn)
+    v = np.zeros((6, maxn))
+    return v[0], v[1], v[2], v[3], v[4], v[5]
 
 
 @njit(cache=True, inline="always")

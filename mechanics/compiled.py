@@ -762,11 +762,12 @@ def dynamics_kernel(model, constraints, general, factors, scope, factorize_maps,
     R, p, vel = np.zeros((n + 1, 3, 3)), np.zeros((n + 1, 3)), np.zeros((n + 1, 6))
     S, bias, Iw, fb = np.zeros((n, 6, 6)), np.zeros((n, 6)), np.zeros((n, 6, 6)), np.zeros((n, 6))
     Kbuf = np.zeros((max(constraints[2].shape[0], 1), 6, 6))
-    k, meas, meas0, res, e = np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(max(6, maxn))
+    rows_m, rows_L, rows_x = np.zeros((4, m)), np.zeros((4, linear_size)), np.zeros((3, value_size))  # few allocations
+    k, meas, meas0, res, e = rows_m[0], rows_m[1], rows_m[2], rows_m[3], np.zeros(max(6, maxn))
     Fw, C = np.zeros(factor_size), np.zeros(conditional_size)
-    Lin, Lin0, Lmag, Lres = np.zeros(linear_size), np.zeros(linear_size), np.zeros(linear_size), np.zeros(linear_size)
+    Lin, Lin0, Lmag, Lres = rows_L[0], rows_L[1], rows_L[2], rows_L[3]
     cache, dropped = np.zeros(cache_size), np.zeros(dropped_size)
-    x, xn, corr = np.zeros(value_size), np.zeros(value_size), np.zeros(value_size)
+    x, xn, corr = rows_x[0], rows_x[1], rows_x[2]
     fscr, sscr = factorize_scratch(maxn), solve_scratch(maxn)
     work = (factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, Lres, e, corr, cache, dropped)
     has_soft = False
