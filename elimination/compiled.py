@@ -285,13 +285,14 @@ def factorize_scratch(maxn):
 
 
 @njit(cache=True, inline="always")
-def _link_block(row, pbH, pbs, Fw, H, scale, nF, floor):
-    """The link half's ``H (nF x nF)`` and its floored scales: the sum of its quadratic factors, whole blocks."""
+def _link_block(steps, st, pbH, pbs, Fw, H, scale, nF, floor):
+    """The link half's ``H (nF x nF)`` and its floored scales (link half at step ``st``): the sum of its
+    quadratic factors, whole blocks."""
     for i in range(nF):
         scale[i] = 0.0
         for j in range(nF):
             H[i, j] = 0.0
-    for b in range(row[PB0], row[PB1]):
+    for b in range(steps[st, PB0], steps[st, PB1]):
         h, s = pbH[b], pbs[b]
         for i in range(nF):
             scale[i] += Fw[s + i]
@@ -302,17 +303,18 @@ def _link_block(row, pbH, pbs, Fw, H, scale, nF, floor):
 
 
 @njit(cache=True, inline="always")
-def _tree_pair(row, following, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, scratch):
+def _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, scratch):
     """Both steps of a tree pair (:func:`elimination.program._tree_pair`) on one element, from the link's
     block ``H (nF x nF)`` alone: ``U = H T_q``, the pivot block ``T_q' U`` (+ the joint's own factors),
     ``Y = Linv (sigma U)'`` and the parent's ``H - Y' D Y``.  The numbers of the two generic steps (their
     conditionals, scales and generated factor, round-off aside), without the dense front of the two
     or the factor between them.  ``C``'s zero blocks (``H_SF`` of ``HF``) are left as the caller made them:
     zeros.  Returns the pivot ratio, or -1 where the numpy rule refuses the pivot."""
+    row, following = steps[st], steps[st + 1]  # (views: this generic pair is the rare one, see _revolute_pair)
     nF, nS, nq = row[NF], row[NS], following[NF]
     H, A, scale, unit, L, Lw, Li, X, Dv, T, U, Wm, Nm, Ek, Ed, Hz, Hzs, sz, Tnz = scratch
     npar = nS - nq
-    _link_block(row, pbH, pbs, Fw, H, scale, nF, floor)
+    _link_block(steps, st, pbH, pbs, Fw, H, scale, nF, floor)
     sgn, sigma, tq, tn = -float(row[IDENTITY]), float(row[TSIG]), row[TQ], row[TN]
     ts, hf = row[T_], row[HF_]
     for i in range(nF):
@@ -387,18 +389,7 @@ def _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6
     return keeps them, and their atomic increments cost more than the arithmetic (perf on Talos:
     70% of the factorization was ``NRT_incref`` / ``NRT_decref`` with them)."""
     joint = st + 1
-    for i in range(6):  # the link's block, as _link_block
-        scale[i] = 0.0
-        for j in range(6):
-            H[i, j] = 0.0
-    for b in range(steps[st, PB0], steps[st, PB1]):
-        h, s = pbH[b], pbs[b]
-        for i in range(6):
-            scale[i] += Fw[s + i]
-            for j in range(6):
-                H[i, j] += Fw[h + i * 6 + j]
-    for i in range(6):
-        scale[i] = max(scale[i], floor)
+    _link_block(steps, st, pbH, pbs, Fw, H, scale, 6, floor)
     sgn, sigma, tq, tn = -float(steps[st, IDENTITY]), float(steps[st, TSIG]), steps[st, TQ], steps[st, TN]
     ts, hf, npar = steps[st, T_], steps[st, HF_], steps[st, NS] - 1
     for i in range(6):  # t = -+D, T = [t, sigma I], HF = [H; 0]
@@ -465,7 +456,7 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
             continue
         row = steps[st]
         if pair == LINK_HALF:
-            r = _tree_pair(row, steps[st + 1], pbH, pbs, phs, phd, pss, psd, Fw, C, floor, scratch)
+            r = _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, scratch)
             if r < 0.0:
                 return ratio, weak, st + 1
             if r < ratio:
