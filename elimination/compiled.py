@@ -442,7 +442,7 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
     H, A, scale, unit, L, Lw, Li, X, Dv, T, HFT, Wm, Nm, Ek, Ed, Hz, Hzs, sz, Tnz = scratch
     maxn = H.shape[0]
     Hf, Af = H.reshape(maxn * maxn), A.reshape(maxn * maxn)  # flat views: the gathers' destinations
-    ratio, weak = np.inf, -1
+    ratio, weak, failed = np.inf, -1, -1  # (one exit, no early return: see _revolute_pair)
     for st in range(steps.shape[0]):
         pair = steps[st, PAIR]
         if pair == JOINT_HALF:  # done with the link half, just before
@@ -450,7 +450,8 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
         if pair == LINK_HALF and steps[st, NF] == 6 and steps[st + 1, NF] == 1:
             r = _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, unit, Dv)
             if r < 0.0:
-                return ratio, weak, st + 1
+                failed = st + 1
+                break
             if r < ratio:
                 ratio, weak = r, st + 1
             continue
@@ -458,7 +459,8 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
         if pair == LINK_HALF:
             r = _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, scratch)
             if r < 0.0:
-                return ratio, weak, st + 1
+                failed = st + 1
+                break
             if r < ratio:
                 ratio, weak = r, st + 1
             continue
@@ -495,7 +497,8 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
             _substituted_separator(H, T, Tnz, HFT, scale, nF, nS)
         elif m:
             if not _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT, Hz, sz, Hzs):
-                return ratio, weak, -2 - st
+                failed = -2 - st
+                break
             for i in range(nF):
                 for j in range(m):
                     C[row[WW] + i * m + j] = Wm[i, j]
@@ -531,7 +534,8 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
                         Hzs[i, j] = H[i, nF + j]
                 r = _pivot(H, scale, nz, row[NMIN], row[PIVOT], Li, Dv, L, Lw, X)
             if r < 0.0:
-                return ratio, weak, st
+                failed = st
+                break
             if r < ratio:
                 ratio, weak = r, st
             for i in range(nz):
@@ -562,7 +566,7 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
                     Fw[row[OUT_H] + i * nS + j] = 0.5 * (H[nF + i, nF + j] + H[nF + j, nF + i])
 
 
-    return ratio, weak, -1
+    return ratio, weak, failed
 
 
 @njit(cache=True)
@@ -636,16 +640,18 @@ def _revolute_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g
         t = g[i]
         for j in range(6):
             t -= C[hf + i * 6 + j] * cache[tc + j]
+        g[i] = t
         g[6] += C[ts + i * (npar + 1)] * t
-        if i < npar:
-            g[7 + i] += sigma * t
+    for i in range(npar):
+        g[7 + i] += sigma * g[i]
     for q in range(steps[joint, PG0], steps[joint, PG1]):  # the joint's own terms
         g[6 + pgd[q]] += Lin[pgs[q]]
     y = C[steps[joint, LINV]] * g[6]
-    cache[steps[joint, YC]] = y
     a, yy, out = C[steps[joint, DS]] * y, steps[joint, Y_], steps[joint, OUT_G]
     for j in range(npar if out >= 0 else 0):  # g_parent -= Y' D y, passed on
         Lin[out + j] = g[7 + j] - C[yy + j] * a
+    cache[steps[joint, YC]] = y  # last: numba keeps counting the references of the arrays the helper's last
+    # statement uses (its IR), one array here rather than the loop's two
 
 
 @njit(cache=True, inline="always")
@@ -663,10 +669,9 @@ def _revolute_pair_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs
         Xout[xfs[q]] = xs[0]
     tc, ts, sigma = steps[st, TC], steps[st, T_], float(steps[st, TSIG])
     for i in range(6):
-        t = cache[tc + i] + C[ts + i * (npar + 1)] * xs[0]
-        if i < npar:
-            t += sigma * xs[1 + i]
-        x[i] = t
+        x[i] = cache[tc + i] + C[ts + i * (npar + 1)] * xs[0]
+    for i in range(npar):
+        x[i] += sigma * xs[1 + i]
     for q in range(steps[st, XF0], steps[st, XF1]):
         Xout[xfs[q]] = x[xfd[q]]
 

@@ -657,29 +657,31 @@ def _refine_step(solve_maps, sscr, work, C, Lmag, x):
 def _solve(solve_maps, drops, sscr, work, C, Lmag, x, suspect, refine):
     """:meth:`elimination.Factorization.solve` for the linear terms in ``work``: the sweeps, the dropped
     rows' consistency, ``refine`` steps, and the verification of a suspect factorization.  False where the
-    numpy path must answer (inconsistent dropped rows, refinement that does not settle)."""
+    numpy path must answer (inconsistent dropped rows, refinement that does not settle).  One exit, no
+    early return: numba then drops the reference counting of its arrays (elimination.compiled._revolute_pair)."""
     Lin, cache, dropped = work[7], work[11], work[12]
     solve_one(solve_maps, C, Lin, Lmag, cache, x, dropped, sscr)
+    consistent = True
     for q in range(drops.shape[0]):
         off, d = drops[q, 0], drops[q, 1]
         for i in range(d):
-            if abs(dropped[off + i]) > CONSISTENCY_RTOL * dropped[off + d]:
-                return False
-    for _ in range(refine):
+            consistent = consistent and not abs(dropped[off + i]) > CONSISTENCY_RTOL * dropped[off + d]
+    for _ in range(refine if consistent else 0):
         _refine_step(solve_maps, sscr, work, C, Lmag, x)
-    if not suspect:
-        return True
-    previous, small, change = np.inf, 0, np.inf
-    for _ in range(SUSPECT_REFINE):
+    settled, previous, small = True, np.inf, 0
+    for _ in range(SUSPECT_REFINE if consistent and suspect else 0):
         change = _refine_step(solve_maps, sscr, work, C, Lmag, x)
         contracting = change > SETTLED_RTOL and change <= 0.5 * previous
+        settled = not change > VERIFY_RTOL  # the last step's verdict, if the steps run out
         if change > VERIFY_RTOL and not contracting:
-            return False
+            settled = False
+            break
         small = small + 1 if change <= VERIFY_RTOL else 0
         if not contracting or small > FINISHING_REFINE:
-            return True
+            settled = True
+            break
         previous = change
-    return not change > VERIFY_RTOL
+    return consistent and settled
 
 
 # -- the outer loop ---------------------------------------------------------------------------------------------
