@@ -21,6 +21,12 @@ right-hand sides, which the caller checks for consistency.
 :class:`CompiledFactorization` is a :class:`~elimination.numeric.Factorization`
 whose sweeps run here; overrides, refinement, verification of suspect pivots
 and error messages are shared with the numpy path.
+
+The per-step loops read the step table by ``(step, column)`` and call helpers
+with one exit: numba counts references to every array view and to an inlined
+helper's arrays with atomic instructions unless it can prove them redundant,
+and those counts, not the arithmetic, were most of the time (see
+:func:`_revolute_pair`).
 """
 from __future__ import annotations
 
