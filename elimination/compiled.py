@@ -385,6 +385,13 @@ def _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, scratch):
 
 
 @njit(cache=True, inline="always")
+def _revolute(steps, st):
+    """Whether the tree pair whose link half is step ``st`` is a one-dimensional joint of a 6-dimensional
+    link (the fixed-size kernels)."""
+    return steps[st, NF] == 6 and steps[st + 1, NF] == 1
+
+
+@njit(cache=True, inline="always")
 def _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6):
     """:func:`_tree_pair` for a one-dimensional joint of a 6-dimensional link, link half at step ``st``
     (sizes known to the compiler, so the loops unroll): ``u = H t``, ``d = t' u``, ``y = sigma u / sqrt(d)``,
@@ -453,8 +460,11 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
         pair = steps[st, PAIR]
         if pair == JOINT_HALF:  # done with the link half, just before
             continue
-        if pair == LINK_HALF and steps[st, NF] == 6 and steps[st + 1, NF] == 1:
-            r = _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, unit, Dv)
+        if pair == LINK_HALF:
+            if _revolute(steps, st):
+                r = _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, unit, Dv)
+            else:
+                r = _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, scratch)
             if r < 0.0:
                 failed = st + 1
                 break
@@ -462,14 +472,6 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
                 ratio, weak = r, st + 1
             continue
         row = steps[st]
-        if pair == LINK_HALF:
-            r = _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, scratch)
-            if r < 0.0:
-                failed = st + 1
-                break
-            if r < ratio:
-                ratio, weak = r, st + 1
-            continue
         nF, nS, m, nz = row[NF], row[NS], row[M], row[NZ]
         n = nF + nS
         for i in range(n):
@@ -701,11 +703,11 @@ def solve_one(maps, C, Lin, Lmag, cache, Xout, dropped, scratch):
         pair = steps[st, PAIR]
         if pair == JOINT_HALF:  # done with the link half, just before
             continue
-        if pair == LINK_HALF and steps[st, NF] == 6 and steps[st + 1, NF] == 1:
-            _revolute_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g)
-            continue
         if pair == LINK_HALF:
-            _tree_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g)
+            if _revolute(steps, st):
+                _revolute_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g)
+            else:
+                _tree_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g)
             continue
         nF, nS, m, nz, ident = steps[st, NF], steps[st, NS], steps[st, M], steps[st, NZ], steps[st, IDENTITY]
         n = nF + nS
@@ -785,7 +787,7 @@ def solve_one(maps, C, Lin, Lmag, cache, Xout, dropped, scratch):
     st = steps.shape[0]
     while st > 0:
         st -= 1
-        if steps[st, PAIR] == JOINT_HALF and steps[st, NF] == 1 and steps[st - 1, NF] == 6:
+        if steps[st, PAIR] == JOINT_HALF and _revolute(steps, st - 1):
             st -= 1
             _revolute_pair_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs)
             continue

@@ -607,7 +607,8 @@ def _residual_groups(graph: FactorGraph, program) -> list | bool:
             return False
         A, b = stacked([f.jacobian for f in members], 2)[0], stacked([f.b for f in members], 1)[0]
         weighted = any(f.weight is not None for f in members)
-        out.append((A, stacked([_weight_matrix(f) for f in members], 2)[0] if weighted else None, b))
+        W = stacked([f._weighted(np.eye(f.jacobian.shape[-2])) for f in members], 2)[0] if weighted else None
+        out.append((A, W, b))  # (W as LeastSquares weighs: its own convention, applied to I)
     return out
 
 
@@ -620,13 +621,6 @@ def _batch_rows(a: np.ndarray, full: tuple, core: int) -> np.ndarray:
     if batch != full:
         a = np.broadcast_to(a, full + a.shape[a.ndim - core :])
     return a.reshape((-1,) + a.shape[len(full) :])
-
-
-def _weight_matrix(f: LeastSquares) -> np.ndarray:
-    m = f.jacobian.shape[-2]
-    if f.weight is None:
-        return np.eye(m)
-    return f.weight * np.eye(m) if f.weight.ndim == 0 else f.weight
 
 
 def _residual_columns(program, graph) -> list:

@@ -323,7 +323,7 @@ class PreparedDynamics:
     """
 
     def __init__(self, mechanism: Mechanism, algorithm="lcaba", mu: float = 1e6, tol: float = 1e-10,
-                 max_iter: int = 50, refine: int | None = None, backend: str = "auto", *, _stacklevel: int = 3):
+                 max_iter: int = 50, refine: int | None = None, backend: str = "auto", *, _stacklevel: int | None = 3):
         self.mu, self.tol, self.max_iter = check_mu(mu), check_tol(tol), check_max_iter(max_iter)
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
@@ -334,7 +334,8 @@ class PreparedDynamics:
         self.policies, self.label = self.layout.policies, algo.policy_label
         self._names = {p.name for p in self.policies.values()}
         self._context = f"forward_dynamics: {self.name} ({self.label} policy, mu={self.mu:g}) on {mechanism.name!r}"
-        warn_inverse_mu(self.mu, self._names, self._context, stacklevel=_stacklevel)
+        if _stacklevel is not None:  # (None: the caller warns, forward_dynamics for a kept one too)
+            warn_inverse_mu(self.mu, self._names, self._context, stacklevel=_stacklevel)
         self.plan = plan_of(mechanism, algo, self.layout)
         if refine is None:
             refine = mechanism.derived.get(("refine", policy_types(self.policies), algo.ordering),
@@ -545,18 +546,16 @@ def forward_dynamics(
 
 def _prepared(mechanism: Mechanism, algorithm, mu, tol, max_iter, refine, backend) -> PreparedDynamics:
     """:func:`forward_dynamics`'s :class:`PreparedDynamics`, kept with the mechanism for its last few settings:
-    made, it costs as much as a state's dynamics.  A kept one warns as a new one would (the mu convention)."""
+    made, it costs as much as a state's dynamics.  Kept or new, the mu-convention warning is issued here."""
     key = (algorithm, mu, tol, max_iter, refine, backend)
+    make = lambda: PreparedDynamics(mechanism, algorithm, mu, tol, max_iter, refine, backend, _stacklevel=None)  # noqa: E731
     try:
         hash(key)
     except TypeError:  # an algorithm given as an unhashable spec: made each time
-        return PreparedDynamics(mechanism, algorithm, mu, tol, max_iter, refine, backend, _stacklevel=4)
-    kept = mechanism.derived.get(("prepared calls",), lambda: PlanCache(PREPARED_KEPT))
-    made = []
-    prepared = kept.get(key, lambda: made.append(True) or PreparedDynamics(  # warns from the 6th frame up
-        mechanism, algorithm, mu, tol, max_iter, refine, backend, _stacklevel=6))
-    if not made:
-        warn_inverse_mu(prepared.mu, prepared._names, prepared._context, stacklevel=3)
+        prepared = make()
+    else:
+        prepared = mechanism.derived.get(("prepared calls",), lambda: PlanCache(PREPARED_KEPT)).get(key, make)
+    warn_inverse_mu(prepared.mu, prepared._names, prepared._context, stacklevel=3)
     return prepared
 
 
