@@ -282,12 +282,26 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT,
     return True
 
 
+def factorize_scratch_size(maxn: int) -> tuple:
+    """Floats and ints of :func:`factorize_scratch_in` for fronts up to ``maxn`` wide."""
+    return 14 * maxn * maxn + 4 * maxn, maxn * (maxn + 1)
+
+
+@njit(cache=True)
+def factorize_scratch_in(floats, ints, maxn):
+    """The scratch matrices of :func:`factorize_one` for fronts up to ``maxn`` wide, as views of ``floats``
+    and ``ints`` (:func:`factorize_scratch_size`): a caller that keeps them allocates nothing per call."""
+    m = floats[: 14 * maxn * maxn].reshape((14, maxn, maxn))
+    v = floats[14 * maxn * maxn: 14 * maxn * maxn + 4 * maxn].reshape((4, maxn))
+    return (m[0], m[1], v[0], v[1], m[2], m[3], m[4], m[5], v[2], m[6], m[7], m[8], m[9], m[10], m[11], m[12], m[13],
+            v[3], ints[: maxn * (maxn + 1)].reshape((maxn, maxn + 1)))
+
+
 @njit(cache=True)
 def factorize_scratch(maxn):
     """The scratch matrices of :func:`factorize_one` for fronts up to ``maxn`` wide (made once per run)."""
-    m, v = np.zeros((14, maxn, maxn)), np.zeros((4, maxn))  # two allocations: a call of one state pays them
-    return (m[0], m[1], v[0], v[1], m[2], m[3], m[4], m[5], v[2], m[6], m[7], m[8], m[9], m[10], m[11], m[12], m[13],
-            v[3], np.zeros((maxn, maxn + 1), dtype=np.int64))
+    return factorize_scratch_in(np.zeros(14 * maxn * maxn + 4 * maxn), np.zeros(maxn * (maxn + 1), dtype=np.int64),
+                                maxn)
 
 
 @njit(cache=True, inline="always")
@@ -585,11 +599,20 @@ def factorize_kernel(maps, Fw, C, floor, maxn, check_rank, ratio_out, weak_out, 
         ratio_out[b], weak_out[b], fail_out[b] = factorize_one(maps, Fw[b], C[b], floor, check_rank, scratch)
 
 
+SOLVE_SCRATCH = 6  # vectors of maxn floats
+
+
+@njit(cache=True)
+def solve_scratch_in(floats, maxn):
+    """The scratch vectors of :func:`solve_one`, as views of ``floats`` (``SOLVE_SCRATCH * maxn``)."""
+    v = floats[: SOLVE_SCRATCH * maxn].reshape((SOLVE_SCRATCH, maxn))
+    return v[0], v[1], v[2], v[3], v[4], v[5]
+
+
 @njit(cache=True)
 def solve_scratch(maxn):
     """The scratch vectors of :func:`solve_one`."""
-    v = np.zeros((6, maxn))
-    return v[0], v[1], v[2], v[3], v[4], v[5]
+    return solve_scratch_in(np.zeros(SOLVE_SCRATCH * maxn), maxn)
 
 
 @njit(cache=True, inline="always")

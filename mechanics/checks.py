@@ -120,12 +120,30 @@ def normalized_configuration(mechanism: Mechanism, q: np.ndarray) -> np.ndarray:
     return q
 
 
+def plain_state(mechanism: Mechanism, q, v, tau) -> bool:
+    """One unbatched state of float64 arrays of the right sizes (their values unchecked: the compiled kernel
+    checks those itself, and refuses what :func:`check_state` would)."""
+    return (type(q) is np.ndarray and type(v) is np.ndarray and type(tau) is np.ndarray and q.ndim == 1
+            and v.ndim == 1 and tau.ndim == 1 and q.dtype == np.float64 and v.dtype == np.float64
+            and tau.dtype == np.float64 and q.shape[0] == mechanism.nq and v.shape[0] == mechanism.nv == tau.shape[0])
+
+
 def _one_plain_state(mechanism: Mechanism, q, v, tau) -> bool:
-    """One unbatched state of float64 arrays of the right sizes, all finite (a sum is finite only if every
-    term is; one that overflows takes the general path, which says where a NaN or inf is, if any)."""
-    plain = all(type(a) is np.ndarray and a.dtype == np.float64 and a.ndim == 1 for a in (q, v, tau))
-    return (plain and q.shape[0] == mechanism.nq and v.shape[0] == mechanism.nv == tau.shape[0]
-            and bool(np.isfinite(q.sum() + v.sum() + tau.sum())))
+    """A :func:`plain_state` that is finite (a sum is finite only if every term is; one that overflows takes
+    the general path, which says where a NaN or inf is, if any)."""
+    return plain_state(mechanism, q, v, tau) and bool(np.isfinite(q.sum() + v.sum() + tau.sum()))
+
+
+def state_arrays(mechanism: Mechanism, q, v, tau) -> tuple:
+    """Finite float copies ``q (..., nq)``, ``v (..., nv)``, ``tau (..., nv)`` whose batch shapes broadcast
+    against each other; ``q``'s unit parts not yet normalised (:func:`normalized_configuration`)."""
+    arrays = {
+        "q": state_array(mechanism, q, "q", mechanism.nq),
+        "v": state_array(mechanism, v, "v", mechanism.nv),
+        "tau": state_array(mechanism, tau, "tau", mechanism.nv),
+    }
+    batch_shape(arrays)
+    return arrays["q"], arrays["v"], arrays["tau"]
 
 
 def check_state(mechanism: Mechanism, q, v, tau):
@@ -136,13 +154,8 @@ def check_state(mechanism: Mechanism, q, v, tau):
     check_mechanism(mechanism)
     if _one_plain_state(mechanism, q, v, tau):  # the common call, checked without temporaries
         return normalized_configuration(mechanism, q.copy()), v.copy(), tau.copy()
-    arrays = {
-        "q": state_array(mechanism, q, "q", mechanism.nq),
-        "v": state_array(mechanism, v, "v", mechanism.nv),
-        "tau": state_array(mechanism, tau, "tau", mechanism.nv),
-    }
-    batch_shape(arrays)
-    return normalized_configuration(mechanism, arrays["q"]), arrays["v"], arrays["tau"]
+    q, v, tau = state_arrays(mechanism, q, v, tau)
+    return normalized_configuration(mechanism, q), v, tau
 
 
 def check_multipliers(mechanism: Mechanism, value, name: str, state: dict) -> np.ndarray:

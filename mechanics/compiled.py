@@ -42,13 +42,14 @@ from numba import njit
 
 import elimination.compiled as elimination_compiled
 from elimination.compiled import (
-    announce_first_compile, factorize_maps, factorize_one, factorize_scratch, max_front, solve_maps, solve_one,
-    solve_scratch,
+    SOLVE_SCRATCH, announce_first_compile, factorize_maps, factorize_one, factorize_scratch_in, factorize_scratch_size,
+    max_front, solve_maps, solve_one, solve_scratch_in,
 )
 from elimination.gaussian import CONSISTENCY_RTOL, PIVOT_SUSPECT_RTOL
 from elimination.numeric import FINISHING_REFINE, SCALE_FLOOR, SETTLED_RTOL, SUSPECT_REFINE, VERIFY_RTOL
 from elimination.program import F
 
+from .checks import UNIT_NORM_TOL
 from .convergence import RESIDUAL_RTOL, SOFT_CONTRACTION
 from .keys import JointAcceleration, LinkAcceleration, LoopTerm, Multiplier, Penalty, Prior, ProximalPrior, Torque, TreeJoint
 from .mechanism import GROUND, Connect, Weld
@@ -67,7 +68,9 @@ CKIND, L1, L2, CDIM, ROW0, PAIR0, NPAIR, POLICY, MULT, MOVING = range(10)
 # columns of the factor table
 FKIND, WHO, PAIR, FIRST, MAT, SCL, LIN, SC0, SC1, FN = range(10)
 
-OK, FALLBACK = 0, 1  # per-state status: the kernel's answer, or the numpy path's to take
+OK, FALLBACK, BAD_INPUT = 0, 1, 2  # per-state status: the kernel's answer, the numpy path's to take, or a
+# state the checks of mechanics.checks refuse (NaN / inf, a quaternion far from unit norm): they name it
+ITERATIONS, CONVERGED, STATUS = range(3)  # columns of the kernel's integer output
 
 
 def _drop_stale_cache() -> None:
@@ -127,29 +130,55 @@ class CompiledDynamics:
         hard = np.concatenate([np.full(c.dim, layout.policies[c.name].name == "hard")
                                for c in mechanism.constraints] or [np.zeros(0, bool)])
         self.hard_rows = hard if hard.any() else None  # constraint rows under the hard policy (None: no such rows)
+        self.unit = np.array([(cols.start, cols.stop) for _, cols, _ in mechanism.unit_norm_columns],
+                             dtype=np.int64).reshape(-1, 2)
+        self.columns = _output_columns(mechanism)
+        self.width = self.columns["worst"] + 1
+        # the kernel's workspace, kept: numba holds the GIL, so no two calls share it at once
+        self.parts = _workspace_parts(mechanism, self.constraints, program)
+        self.floats = np.zeros(self.parts[-1])
+        self.ints = np.zeros(factorize_scratch_size(int(self.sizes[6]))[1], dtype=np.int64)
 
-    def run(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, lam0: np.ndarray, mu: float, tol: float,
-            max_iter: int, refine: int):
-        """Every state of ``q (B, nq)``, ``v, tau (B, nv)``, ``lam0 (B, m)`` (papers' sign).
+    def run(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, forces0: np.ndarray, mu: float, tol: float,
+            max_iter: int, refine: int) -> tuple:
+        """Every state of ``q (B, nq)``, ``v, tau (B, nv)``, warm start ``forces0 (B, m)`` (Pinocchio's sign),
+        as they come: the kernel checks them (finite, unit parts of ``q``) and normalises ``q``'s unit parts.
 
-        Returns ``(qdd (B, nv), lam (B, m), iterations (B,), residual (B, m), k (B, m), converged (B,),
-        accelerations (B, n_links, 6), status (B,))``; ``status`` is ``FALLBACK`` where the numpy path
-        must answer.
+        Returns ``out (B, width)`` -- its parts at :attr:`columns`: ``qdd (nv)``, ``forces (m)``, link
+        ``accelerations (n_links * 6)`` in ``[linear; angular]`` order, ``residual (m)``, ``k (m)``, ``worst``
+        (``max |residual|``) -- and ``flags (B, 3)``: iterations, converged, status (``OK``; ``FALLBACK``
+        where the numpy path must answer; ``BAD_INPUT`` where :func:`mechanics.checks.check_state` refuses).
         """
         B, mech = q.shape[0], self.mechanism
-        m = mech.constraint_dim
-        if not (v.shape[0] == tau.shape[0] == lam0.shape[0] == B and lam0.shape[1] == m):  # numba reads unchecked
-            raise ValueError(f"CompiledDynamics.run: {B} states but v, tau, lam0 of shapes {v.shape}, {tau.shape}, "
-                             f"{lam0.shape}")
-        out = (np.empty((B, mech.nv)), np.empty((B, m)), np.empty(B, dtype=np.int64), np.empty((B, m)),
-               np.empty((B, m)), np.empty(B, dtype=np.bool_), np.empty((B, len(mech.links), 6)),
-               np.empty(B, dtype=np.int64))
+        if not (v.shape[0] == tau.shape[0] == forces0.shape[0] == B and q.shape[1] == mech.nq
+                and v.shape[1] == tau.shape[1] == mech.nv and forces0.shape[1] == mech.constraint_dim):
+            raise ValueError(f"CompiledDynamics.run: shapes q {q.shape}, v {v.shape}, tau {tau.shape}, forces0 "
+                             f"{forces0.shape} do not fit ({mech.nq}, {mech.nv}, {mech.constraint_dim}) per state")
+        out, flags = np.empty((B, self.width)), np.empty((B, 3), dtype=np.int64)
         announce_first_compile(__file__, "the dynamics kernel")
         dynamics_kernel(self.model, self.constraints, self.general, self.factors, self.scope, self.factorize_maps,
-                        self.solve_maps, self.drops,
-                        self.sizes, q, v, tau, lam0, float(mu), float(tol), int(max_iter), int(refine), self.iterating,
-                        out)
-        return out
+                        self.solve_maps, self.drops, self.sizes, self.unit, self.parts, q, v, tau, forces0, float(mu),
+                        float(tol), int(max_iter), int(refine), self.iterating, self.floats, self.ints, out, flags)
+        return out, flags
+
+
+def _output_columns(mechanism) -> dict:
+    """Name -> first column (``slice`` of columns for arrays) of :meth:`CompiledDynamics.run`'s ``out``."""
+    nv, m, n = mechanism.nv, mechanism.constraint_dim, len(mechanism.links)
+    starts = np.cumsum([0, nv, m, 6 * n, m, m])
+    names = ("qdd", "forces", "accelerations", "residual", "k")
+    return {**{name: slice(int(a), int(b)) for name, a, b in zip(names, starts, starts[1:])}, "worst": int(starts[-1])}
+
+
+def _workspace_parts(mechanism, constraints: tuple, program) -> np.ndarray:
+    """Offsets of the kernel's float workspace parts (the order :func:`dynamics_kernel` carves them in)."""
+    n, m, nq = len(mechanism.links), mechanism.constraint_dim, mechanism.nq
+    maxn = max_front(program)
+    sizes = (9 * (n + 1), 3 * (n + 1), 6 * (n + 1), 36 * n, 6 * n, 36 * n, 6 * n,  # R p vel S bias Iw fb
+             36 * max(constraints[2].shape[0], 1), 6 * m, 4 * program.linear_size, 3 * program.value_size,  # Kbuf rows
+             max(6, maxn), program.factor_size, program.conditional_size, program.cache_size,  # e Fw C cache
+             program.dropped_size, nq, factorize_scratch_size(maxn)[0], SOLVE_SCRATCH * maxn)  # dropped qn scratch
+    return np.cumsum((0,) + sizes).astype(np.int64)
 
 
 def _unsupported(mechanism, layout) -> str:
@@ -753,33 +782,65 @@ def _soft_norm(table, res):
 
 
 @njit(cache=True)
-def dynamics_kernel(model, constraints, general, factors, scope, factorize_maps, solve_maps, drops, sizes, Q, V, TAU,
-                    LAM0, mu, tol, max_iter, refine, iterating, out):
-    """Forward dynamics of every state ``Q (B, nq), V, TAU (B, nv)``, warm start ``LAM0 (B, m)``, into
-    ``out`` (:meth:`CompiledDynamics.run`)."""
-    qdd_o, lam_o, iter_o, res_o, k_o, conv_o, acc_o, status_o = out
+def _load_state(Q, V, TAU, F0, b, unit, qn, lam):
+    """State ``b``'s ``q`` into ``qn`` with its unit parts normalised, ``lam = -forces0``; False where
+    :func:`mechanics.checks.check_state` refuses it (NaN / inf, a unit part beyond ``UNIT_NORM_TOL``)."""
+    total = 0.0  # a sum is finite only if every term is
+    for i in range(Q.shape[1]):
+        qn[i] = Q[b, i]
+        total += Q[b, i]
+    for i in range(V.shape[1]):
+        total += V[b, i] + TAU[b, i]
+    for i in range(F0.shape[1]):
+        lam[i] = -F0[b, i]
+        total += F0[b, i]
+    valid = np.isfinite(total)
+    for u in range(unit.shape[0]):
+        norm2 = 0.0
+        for i in range(unit[u, 0], unit[u, 1]):
+            norm2 += qn[i] * qn[i]
+        valid = valid and abs(norm2 - 1.0) <= UNIT_NORM_TOL
+        norm = np.sqrt(norm2) if valid else 1.0  # (a refused state is not read: no division by a zero norm)
+        for i in range(unit[u, 0], unit[u, 1]):
+            qn[i] /= norm
+    return valid
+
+
+@njit(cache=True)
+def dynamics_kernel(model, constraints, general, factors, scope, factorize_maps, solve_maps, drops, sizes, unit,
+                    parts, Q, V, TAU, F0, mu, tol, max_iter, refine, iterating, ws, wi, out, flags):
+    """Forward dynamics of every state ``Q (B, nq), V, TAU (B, nv)``, warm start ``F0 (B, m)``, into ``out``
+    and ``flags`` (:meth:`CompiledDynamics.run`); ``ws``, ``wi``: the workspace, carved at ``parts``."""
     factor_size, conditional_size, linear_size, cache_size, value_size, dropped_size, maxn, check_rank = sizes
     links, table = model[0], constraints[0]
-    n, m = links.shape[0], LAM0.shape[1]
-    R, p, vel = np.zeros((n + 1, 3, 3)), np.zeros((n + 1, 3)), np.zeros((n + 1, 6))
-    S, bias, Iw, fb = np.zeros((n, 6, 6)), np.zeros((n, 6)), np.zeros((n, 6, 6)), np.zeros((n, 6))
-    Kbuf = np.zeros((max(constraints[2].shape[0], 1), 6, 6))
-    rows_m, rows_L, rows_x = np.zeros((4, m)), np.zeros((4, linear_size)), np.zeros((3, value_size))  # few allocations
-    k, meas, meas0, res, e = rows_m[0], rows_m[1], rows_m[2], rows_m[3], np.zeros(max(6, maxn))
-    Fw, C = np.zeros(factor_size), np.zeros(conditional_size)
+    n, m, nv = links.shape[0], F0.shape[1], V.shape[1]
+    o = parts  # the workspace's parts, in _workspace_parts' order: zeroed once when made; every state writes
+    # what it reads, and what no state writes stays zero (as it did between the states of one batch)
+    R, p = ws[o[0]:o[1]].reshape((n + 1, 3, 3)), ws[o[1]:o[2]].reshape((n + 1, 3))
+    vel, S = ws[o[2]:o[3]].reshape((n + 1, 6)), ws[o[3]:o[4]].reshape((n, 6, 6))
+    bias, Iw, fb = ws[o[4]:o[5]].reshape((n, 6)), ws[o[5]:o[6]].reshape((n, 6, 6)), ws[o[6]:o[7]].reshape((n, 6))
+    Kbuf = ws[o[7]:o[8]].reshape((-1, 6, 6))
+    rows_m, rows_L = ws[o[8]:o[9]].reshape((6, m)), ws[o[9]:o[10]].reshape((4, linear_size))
+    rows_x, e = ws[o[10]:o[11]].reshape((3, value_size)), ws[o[11]:o[12]]
+    Fw, C, cache, dropped = ws[o[12]:o[13]], ws[o[13]:o[14]], ws[o[14]:o[15]], ws[o[15]:o[16]]
+    qn = ws[o[16]:o[17]]
+    fscr, sscr = factorize_scratch_in(ws[o[17]:o[18]], wi, maxn), solve_scratch_in(ws[o[18]:o[19]], maxn)
+    k, meas, meas0, res, lam, corrected = rows_m[0], rows_m[1], rows_m[2], rows_m[3], rows_m[4], rows_m[5]
     Lin, Lin0, Lmag, Lres = rows_L[0], rows_L[1], rows_L[2], rows_L[3]
-    cache, dropped = np.zeros(cache_size), np.zeros(dropped_size)
     x, xn, corr = rows_x[0], rows_x[1], rows_x[2]
-    fscr, sscr = factorize_scratch(maxn), solve_scratch(maxn)
     work = (factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, Lres, e, corr, cache, dropped)
+    c_forces, c_acc, c_res, c_k = nv, nv + m, nv + m + 6 * n, nv + 2 * m + 6 * n
+    c_worst = nv + 3 * m + 6 * n
     has_soft = False
     for j in range(table.shape[0]):
         has_soft = has_soft or table[j, POLICY] == 3
     for b in range(Q.shape[0]):
-        status_o[b] = FALLBACK
-        lam, qdd, res = lam_o[b], qdd_o[b], res_o[b]
-        lam[:] = LAM0[b]
-        _kinematics(model, Q[b], V[b], R, p, S, vel, bias, Iw, fb)
+        flags[b, STATUS], flags[b, ITERATIONS], flags[b, CONVERGED] = BAD_INPUT, 0, 0
+        if not _load_state(Q, V, TAU, F0, b, unit, qn, lam):
+            continue
+        flags[b, STATUS] = FALLBACK
+        qdd = out[b, :nv]
+        _kinematics(model, qn, V[b], R, p, S, vel, bias, Iw, fb)
         _constraint_terms(constraints, general, model[6], R, p, vel, Kbuf, k)
         largest = _fill(model, constraints, factors, S, bias, Iw, fb, Kbuf, k, TAU[b], lam, mu, Fw, Lin, Lmag, meas)
         Lin0[:] = Lin
@@ -819,12 +880,13 @@ def dynamics_kernel(model, constraints, general, factors, scope, factorize_maps,
                     _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas)
             if not _solve(solve_maps, drops, sscr, work, C, Lmag, xn, suspect, refine):
                 continue
-            corrected = k_o[b]  # scratch until k is written below
             _constraint_residual(constraints, Kbuf, k, links, xn, corrected)
             converged = converged and _soft_norm(table, corrected) <= SOFT_CONTRACTION * _soft_norm(table, res)
-        k_o[b] = k
-        conv_o[b], iter_o[b] = converged, iterations
-        for l in range(n):
-            for c in range(6):
-                acc_o[b, l, c] = x[links[l, ACC] + c]
-        status_o[b] = OK
+        for r in range(m):
+            out[b, c_forces + r], out[b, c_res + r], out[b, c_k + r] = -lam[r], res[r], k[r]
+        out[b, c_worst] = _largest(res)
+        for l in range(n):  # [angular; linear] -> Pinocchio's [linear; angular]
+            for c in range(3):
+                out[b, c_acc + 6 * l + c] = x[links[l, ACC] + 3 + c]
+                out[b, c_acc + 6 * l + 3 + c] = x[links[l, ACC] + c]
+        flags[b, CONVERGED], flags[b, ITERATIONS], flags[b, STATUS] = converged, iterations, OK

@@ -25,11 +25,13 @@ from elimination import Ordering
 from elimination.numeric import BACKENDS, check_refine
 
 from .algorithms import layout_of, plan_of, policy_types, resolve_algorithm, tree_order
-from .checks import check_max_iter, check_mechanism, check_mu, check_multipliers, check_state, check_tol
+from .checks import (
+    check_max_iter, check_mechanism, check_mu, check_multipliers, check_state, check_tol, plain_state, state_arrays,
+)
 from .convergence import (
     RESIDUAL_RTOL, SOFT_CONTRACTION, element_max, element_norm, residual_tolerance, warn_inverse_mu, warn_not_converged,
 )
-from .compiled import CompiledDynamics
+from .compiled import CONVERGED, ITERATIONS, OK, STATUS, CompiledDynamics
 from .gplc import GPLCLayout, split_multipliers
 from .keys import JointAcceleration, LinkAcceleration, Multiplier
 from .kinematics import LINEAR_FIRST, kinematics
@@ -124,15 +126,6 @@ def _named_links(mechanism: Mechanism) -> dict:
 def _named_constraints(mechanism: Mechanism) -> dict:
     starts = np.cumsum([0] + [c.dim for c in mechanism.constraints])
     return {c.name: (slice(int(a), int(b)),) for c, a, b in zip(mechanism.constraints, starts, starts[1:])}
-
-
-def _results(mechanism: Mechanism, accelerations: np.ndarray, forces: np.ndarray) -> dict:
-    """The named views of a result: link accelerations ``(*batch, n_links, 6)`` given ``[angular; linear]``,
-    returned in Pinocchio's ``[linear; angular]``; constraint forces by name."""
-    links = mechanism.derived.get(("link parts",), lambda: _named_links(mechanism))
-    constraints = mechanism.derived.get(("constraint parts",), lambda: _named_constraints(mechanism))
-    return {"link_accelerations": NamedParts(links, accelerations[..., LINEAR_FIRST]),
-            "constraint_forces": NamedParts(constraints, forces)}
 
 
 def algorithm_plan(mechanism: Mechanism, algorithm):
@@ -324,6 +317,7 @@ class PreparedDynamics:
 
     def __init__(self, mechanism: Mechanism, algorithm="lcaba", mu: float = 1e6, tol: float = 1e-10,
                  max_iter: int = 50, refine: int | None = None, backend: str = "auto", *, _stacklevel: int | None = 3):
+        check_mechanism(mechanism)
         self.mu, self.tol, self.max_iter = check_mu(mu), check_tol(tol), check_max_iter(max_iter)
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
@@ -341,6 +335,9 @@ class PreparedDynamics:
             refine = mechanism.derived.get(("refine", policy_types(self.policies), algo.ordering),
                                            lambda: default_refine(self.policies, self.plan))
         self.refine = refine  # checked by the solve
+        self._link_parts = mechanism.derived.get(("link parts",), lambda: _named_links(mechanism))
+        self._constraint_parts = mechanism.derived.get(("constraint parts",), lambda: _named_constraints(mechanism))
+        self._no_forces = np.zeros((1, mechanism.constraint_dim))  # one state's warm start (read only)
         self.compiled = None
         if backend != "numpy":
             self.plan.lowered()  # lowered now, not at the first call
@@ -357,21 +354,18 @@ class PreparedDynamics:
         """Forward dynamics at ``(q, v, tau)`` (shapes and checks as :func:`forward_dynamics`)."""
         return self._run(q, v, tau, forces0, stacklevel=3)
 
-    def _run(self, q, v, tau, forces0, stacklevel: int, checked: bool = False) -> DynamicsResult:
-        """``checked``: ``(q, v, tau)`` come from :func:`~mechanics.checks.check_state` already."""
+    def _run(self, q, v, tau, forces0, stacklevel: int) -> DynamicsResult:
+        if self.compiled is not None:
+            result = self._run_compiled(q, v, tau, forces0, stacklevel + 1)
+            if result is not None:
+                return result
         mechanism, policies, mu = self.mechanism, self.policies, self.mu
-        if not checked:
-            q, v, tau = check_state(mechanism, q, v, tau)
+        q, v, tau = check_state(mechanism, q, v, tau)
         state = {"q": q, "v": v, "tau": tau}
         if forces0 is not None:
             forces0 = check_multipliers(mechanism, forces0, "forces0", state)
             state["forces0"] = forces0
-        one = all(a.ndim == 1 for a in state.values())
-        batch = () if one else tuple(np.broadcast_shapes(*(a.shape[:-1] for a in state.values())))
-        if self.compiled is not None:
-            result = self._run_compiled(state, batch, stacklevel + 1)
-            if result is not None:
-                return result
+        batch = tuple(np.broadcast_shapes(*(a.shape[:-1] for a in state.values())))
         lam = split_multipliers(mechanism, None if forces0 is None else -forces0, batch)
         gplc = self.layout.fill(kinematics(mechanism, q, v), tau, mu, lam)
         with _explained(self.name, self.label, policies, mechanism, mu):
@@ -387,6 +381,10 @@ class PreparedDynamics:
         forces = np.concatenate(forces, axis=-1) if forces else np.zeros(batch + (0,))
         accelerations = np.stack([np.broadcast_to(x[LinkAcceleration(l.name)], batch + (6,)) for l in mechanism.links],
                                  axis=-2)
+        return self._result(qdd, forces, accelerations[..., LINEAR_FIRST], iterations, worst, converged, batch)
+
+    def _result(self, qdd, forces, accelerations, iterations, worst, converged, batch: tuple) -> DynamicsResult:
+        """``accelerations (*batch, n_links, 6)`` in Pinocchio's ``[linear; angular]`` order."""
         return DynamicsResult(
             qdd=qdd,
             forces=forces,
@@ -394,43 +392,58 @@ class PreparedDynamics:
             residual=_scalar_if_unbatched(worst, batch, float),
             algorithm=self.name,
             converged=_scalar_if_unbatched(converged, batch, bool),
-            **_results(mechanism, accelerations, forces),
+            link_accelerations=NamedParts(self._link_parts, accelerations),
+            constraint_forces=NamedParts(self._constraint_parts, forces),
         )
 
-    def _run_compiled(self, state: dict, batch: tuple, stacklevel: int) -> DynamicsResult | None:
+    def _compiled_rows(self, q, v, tau, forces0) -> tuple:
+        """``(batch, (q, v, tau, forces0) as (B, n) rows)`` for the kernel: shapes and types checked here, values
+        (finite, unit parts of ``q``) by the kernel, which normalises ``q``."""
+        mechanism = self.mechanism
+        if forces0 is None and plain_state(mechanism, q, v, tau):  # one state, the common call: no copies
+            return (), (q[None], v[None], tau[None], self._no_forces)
+        q, v, tau = state_arrays(mechanism, q, v, tau)
+        state = {"q": q, "v": v, "tau": tau}
+        if forces0 is not None:
+            state["forces0"] = check_multipliers(mechanism, forces0, "forces0", state)
+        batch = tuple(np.broadcast_shapes(*(a.shape[:-1] for a in state.values())))
+        B = int(np.prod(batch))
+        rows = [np.ascontiguousarray(np.broadcast_to(a, batch + a.shape[-1:]).reshape(B, a.shape[-1]))
+                for a in state.values()]
+        if forces0 is None:
+            rows.append(np.zeros((B, mechanism.constraint_dim)))
+        return batch, rows
+
+    def _run_compiled(self, q, v, tau, forces0, stacklevel: int) -> DynamicsResult | None:
         """Every state in one trip into compiled code (:mod:`mechanics.compiled`); ``None`` where a state needs
-        the numpy path (it then answers for the whole call, naming what is singular)."""
-        mechanism, B = self.mechanism, int(np.prod(batch))
-
-        def rows(array: np.ndarray) -> np.ndarray:
-            if array.ndim == 1 and B == 1:  # one state: the checked copy, as a row
-                return array[None]
-            return np.ascontiguousarray(np.broadcast_to(array, batch + array.shape[-1:]).reshape(B, array.shape[-1]))
-
-        lam0 = -state["forces0"] if "forces0" in state else np.zeros(mechanism.constraint_dim)
-        qdd, lam, iterations, residual, k, converged, accelerations, status = self.compiled.run(
-            rows(state["q"]), rows(state["v"]), rows(state["tau"]), rows(lam0), self.mu, self.tol, self.max_iter,
-            self.refine)
-        if status.any():
-            return None
-        hard = self.compiled.hard_rows
-        if hard is not None and _beyond_round_off(_max_abs([residual[:, hard]]), _max_abs([k[:, hard]])):
+        the numpy path (it then answers for the whole call, naming what is singular) or its checks (they then
+        name what is wrong with the state)."""
+        compiled = self.compiled
+        batch, rows = self._compiled_rows(q, v, tau, forces0)
+        out, flags = compiled.run(*rows, self.mu, self.tol, self.max_iter, self.refine)
+        if batch == ():  # one state: Python scalars (numpy's reductions cost more than the rest of the call)
+            iterations, converged, status = flags[0].tolist()
+            bad, converged = status != OK, bool(converged)
+        else:
+            iterations, converged = flags[:, ITERATIONS].reshape(batch), flags[:, CONVERGED].astype(bool).reshape(batch)
+            bad = flags[:, STATUS].any()
+        columns, hard = compiled.columns, compiled.hard_rows
+        if bad or hard is not None and _beyond_round_off(_max_abs([out[:, columns["residual"]][:, hard]]),
+                                                         _max_abs([out[:, columns["k"]][:, hard]])):
             return None  # the numpy path (its refinement decided over the batch) answers, or refuses
-        worst = np.max(np.abs(residual), axis=-1, initial=0.0).reshape(batch)
-        iterations, converged = iterations.reshape(batch), converged.reshape(batch)
-        if not converged.all():
-            warn_not_converged(self._context, self._names, self.tol, self.max_iter, converged, iterations, worst,
-                               stacklevel=stacklevel)
-        forces = -lam.reshape(batch + lam.shape[-1:])
-        return DynamicsResult(
-            qdd=qdd.reshape(batch + qdd.shape[-1:]),
-            forces=forces,
-            iterations=_scalar_if_unbatched(iterations, batch, int),
-            residual=_scalar_if_unbatched(worst, batch, float),
-            algorithm=self.name,
-            converged=_scalar_if_unbatched(converged, batch, bool),
-            **_results(mechanism, accelerations.reshape(batch + accelerations.shape[1:]), forces),
-        )
+        row = out[0] if batch == () else out.reshape(batch + out.shape[-1:])
+        worst = row[..., columns["worst"]]
+        qdd, forces = row[..., columns["qdd"]], row[..., columns["forces"]]
+        if batch != ():
+            qdd, forces = np.ascontiguousarray(qdd), np.ascontiguousarray(forces)
+            if not converged.all():
+                warn_not_converged(self._context, self._names, self.tol, self.max_iter, converged, iterations, worst,
+                                   stacklevel=stacklevel)
+        elif not converged:
+            warn_not_converged(self._context, self._names, self.tol, self.max_iter, np.asarray(converged),
+                               np.asarray(iterations), np.asarray(worst), stacklevel=stacklevel)
+        accelerations = row[..., columns["accelerations"]].reshape(batch + (len(self.mechanism.links), 6))
+        return self._result(qdd, forces, accelerations, iterations, worst, converged, batch)
 
 
 def prepare(mechanism: Mechanism, algorithm="lcaba", mu: float = 1e6, tol: float = 1e-10, max_iter: int = 50,
@@ -539,9 +552,13 @@ def forward_dynamics(
     >>> res.converged, res.residual < 1e-9
     (True, True)
     """
-    q, v, tau = check_state(mechanism, q, v, tau)  # the state's errors before the settings', as always
-    prepared = _prepared(mechanism, algorithm, mu, tol, max_iter, refine, backend)
-    return prepared._run(q, v, tau, forces0, stacklevel=3, checked=True)
+    check_mechanism(mechanism)
+    try:
+        prepared = _prepared(mechanism, algorithm, mu, tol, max_iter, refine, backend)
+    except (TypeError, ValueError):
+        check_state(mechanism, q, v, tau)  # the state's errors before the settings', as always
+        raise
+    return prepared._run(q, v, tau, forces0, stacklevel=3)
 
 
 def _prepared(mechanism: Mechanism, algorithm, mu, tol, max_iter, refine, backend) -> PreparedDynamics:

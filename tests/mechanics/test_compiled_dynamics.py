@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import elimination
 import mechanics
 from mechanics import GROUND, General, Joint, Link, Mechanism, Weld, at, models
-from mechanics.compiled import FALLBACK, OK
+from mechanics.compiled import FALLBACK, OK, STATUS
 from tests.mechanics.pinocchio_oracle import ALM_MU, constraint_jacobian, dense_reference, pinocchio_model_of
 from tests.mechanics.random_mechanisms import mechanisms, random_state
 
@@ -33,9 +33,9 @@ def _quiet(call, *args, **kwargs):
 
 def _kernel_status(prepared, q, v, tau) -> np.ndarray:
     """The fused kernel's per-state status (OK: its own answer; FALLBACK: the numpy path's)."""
-    B = q.shape[0]
-    lam0 = np.zeros((B, prepared.mechanism.constraint_dim))
-    return prepared.compiled.run(q, v, tau, lam0, prepared.mu, prepared.tol, prepared.max_iter, prepared.refine)[-1]
+    forces0 = np.zeros((q.shape[0], prepared.mechanism.constraint_dim))
+    _, flags = prepared.compiled.run(q, v, tau, forces0, prepared.mu, prepared.tol, prepared.max_iter, prepared.refine)
+    return flags[:, STATUS]
 
 
 @pytest.mark.parametrize("model, rtol", [("fig4", 1e-12), ("four_bar", 1e-12), ("cycle", 1e-12), ("ladder", 1e-12),

@@ -42,6 +42,8 @@ def test_a_unit_part_of_q_far_from_unit_norm_is_refused_naming_the_link(columns,
     q[columns] *= scale
     with pytest.raises(ValueError, match=rf"link '{link}'.*has norm {scale:g}\b.*unit norm"):
         mechanics.forward_dynamics(mech, q, v, tau, algorithm="aba")
+    with pytest.raises(ValueError, match=rf"link '{link}'.*has norm {scale:g}\b.*unit norm"):
+        mechanics.prepare(mech, "aba")(q, v, tau)  # one state straight to the kernel, which refuses it
     with pytest.raises(ValueError, match=f"link '{link}'"):
         mechanics.gplc_graph(mech, q, v, tau)
 
@@ -69,6 +71,22 @@ def test_a_nearly_unit_quaternion_is_normalised_as_pinocchio_expects():
     result = mechanics.forward_dynamics(mech, drifted, v, tau, algorithm="aba")
     assert np.allclose(result.qdd, expected, rtol=1e-10, atol=1e-10)
     assert np.isclose(np.linalg.norm(drifted[3:7]), 1.0 + 4e-5)  # the caller's array is not touched
+
+
+def test_a_drifted_quaternion_gives_the_same_bits_alone_and_in_a_batch():
+    """One state and a batch are normalised in one place: a batch element equals its unbatched call bit for
+    bit, and both backends agree to round-off."""
+    mech = floating_arm()
+    Q, V, T = random_state(mech, np.random.default_rng(6), (3,))
+    Q[:, 3:7] *= 1.0 + np.array([4e-5, -3e-5, 1e-6])[:, None]
+    Q[:, 11:13] *= 1.0 - 2e-5
+    prepared = mechanics.prepare(mech, "aba")
+    batched = prepared(Q, V, T)
+    reference = mechanics.prepare(mech, "aba", backend="numpy")(Q, V, T)
+    assert np.allclose(batched.qdd, reference.qdd, rtol=1e-12, atol=1e-12)
+    for i in range(3):
+        assert np.array_equal(prepared(Q[i], V[i], T[i]).qdd, batched.qdd[i])
+        assert np.array_equal(mechanics.forward_dynamics(mech, Q[i], V[i], T[i], algorithm="aba").qdd, batched.qdd[i])
 
 
 # -- complex and non-numeric input ------------------------------------------------------------------------
@@ -131,6 +149,18 @@ def test_wrong_values_are_value_errors(kwargs, message):
     mech = models.four_bar()
     with pytest.raises(ValueError, match=message):
         mechanics.forward_dynamics(mech, *state(mech), **kwargs)
+
+
+def test_the_state_is_named_before_the_settings():
+    mech = models.four_bar()
+    q, v, tau = state(mech)
+    v[1] = np.nan
+    with pytest.raises(ValueError, match=r"^v contains NaN or inf at index \(1,\)"):
+        mechanics.forward_dynamics(mech, q, v, tau, mu=0.0)
+    with pytest.raises(ValueError, match=r"^v contains NaN or inf at index \(1,\)"):
+        mechanics.prepare(mech)(q, v, tau)
+    with pytest.raises(TypeError, match=r"^q is complex"):
+        mechanics.forward_dynamics(mech, q.astype(complex), v, tau, algorithm=3)
 
 
 # -- numpy scalars -----------------------------------------------------------------------------------------
