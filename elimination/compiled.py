@@ -26,7 +26,12 @@ The per-step loops read the step table by ``(step, column)`` and call helpers
 with one exit: numba counts references to every array view and to an inlined
 helper's arrays with atomic instructions unless it can prove them redundant,
 and those counts, not the arithmetic, were most of the time (see
-:func:`_revolute_pair`).
+:func:`_revolute_pair`).  The per-element kernels (:func:`factorize_one`,
+:func:`solve_one`) allocate nothing, so they run without reference counting at
+all (``UNCOUNTED``: numba's ``_nrt=False``, a flag of its CPU target since
+0.4x; a numba without it refuses the option at compile time, loudly).  They may
+call helpers that allocate (``eigh``, ``svd``), which keep counting
+(``COUNTED``) and return scalars only, so nothing they make outlives them.
 """
 from __future__ import annotations
 
@@ -40,6 +45,7 @@ from .gaussian import RANK_RTOL, SINGULAR_RTOL  # numba freezes module globals: 
 from .program import F, JOINT_HALF, LINK_HALF
 
 _ANNOUNCED: set = set()  # modules announced in this process
+COUNTED, UNCOUNTED = {"_nrt": True}, {"_nrt": False}  # numba's reference counting on / off (module docstring)
 
 NF, NS, IDENTITY, PIVOT, NMIN, M, R, P, D_, NZ = (F[k] for k in ("nF", "nS", "identity", "pivot", "n_min", "m", "r", "p", "d", "nz"))
 H0, H1, S0, S1, A0, A1, W0, W1 = (F[k] for k in ("h0", "h1", "s0", "s1", "a0", "a1", "w0", "w1"))
@@ -52,7 +58,7 @@ PAIR, TQ, TN, TSIG, PB0, PB1, PH0, PH1, PS0, PS1, PG0, PG1 = (
     F[k] for k in ("pair", "tq", "tn", "tsig", "pb0", "pb1", "ph0", "ph1", "ps0", "ps1", "pg0", "pg1"))
 
 
-@njit(cache=True)
+@njit(cache=True, **UNCOUNTED)
 def _cholesky(A, n, L):
     """Lower Cholesky factor of the leading ``n x n`` of ``A`` into ``L``; False if a pivot is not positive."""
     for j in range(n):
@@ -73,7 +79,7 @@ def _cholesky(A, n, L):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, **UNCOUNTED)
 def _lower_inverse(L, n, out):
     """``out = L^-1`` for lower-triangular ``L`` (``n x n``)."""
     for j in range(n):
@@ -87,7 +93,7 @@ def _lower_inverse(L, n, out):
             out[i, j] = s / L[i, i]
 
 
-@njit(cache=True)
+@njit(cache=True, **COUNTED)
 def _pivot(Hz, scale, nz, n_min, kind, Li, D, L, Lw, X):
     """``Hz = L D L'`` (``nz x nz``) into ``Li = L^-1`` and ``D``; the smallest pivot ratio, or -1 when a
     pivot is not of its sign or a multiplier's falls below round-off (the numpy rule refuses those)."""
@@ -210,7 +216,7 @@ def _substituted_separator(H, T, Tnz, HFT, scale, nF, nS):
         scale[nF + i] += grown
 
 
-@njit(cache=True)
+@njit(cache=True, **COUNTED)
 def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT, Hz, sz, Hzs):
     """A general substitution (elimination.gaussian.substitution and split_leftover) on the front in
     ``H``, ``A``; fills ``W, N, E_keep, E_drop, T``, the reduced pivot block ``Hz``, ``Hzs`` and its scales,
@@ -455,7 +461,7 @@ def _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6
     return root * root / max(sz, 1e-300) if d > 0.0 else -1.0
 
 
-@njit(cache=True)
+@njit(cache=True, **UNCOUNTED)
 def factorize_one(maps, Fw, C, floor, check_rank, scratch):
     """Every step of the program on one element: its factor workspace ``Fw (factor_size,)``, conditionals
     into ``C (conditional_size,)``; ``maps`` from :func:`factorize_maps`, ``scratch`` from
@@ -713,7 +719,7 @@ def solve_maps(program) -> tuple:
     return (program.steps, *maps["g"], *maps["b"], *maps["xf"], *maps["xs"], *maps["pg"])
 
 
-@njit(cache=True)
+@njit(cache=True, **UNCOUNTED)
 def solve_one(maps, C, Lin, Lmag, cache, Xout, dropped, scratch):
     """Forward sweep of one element's linear terms ``Lin (linear_size,)`` (with ``Lmag``, the size of the
     right-hand sides each hard row combines) through its conditionals ``C``, and back-substitution into

@@ -42,7 +42,7 @@ from numba import njit
 
 import elimination.compiled as elimination_compiled
 from elimination.compiled import (
-    SOLVE_SCRATCH, announce_first_compile, factorize_maps, factorize_one, factorize_scratch_in, factorize_scratch_size,
+    SOLVE_SCRATCH, UNCOUNTED, announce_first_compile, factorize_maps, factorize_one, factorize_scratch_in, factorize_scratch_size,
     max_front, solve_maps, solve_one, solve_scratch_in,
 )
 from elimination.gaussian import CONSISTENCY_RTOL, PIVOT_SUSPECT_RTOL
@@ -177,7 +177,8 @@ def _workspace_parts(mechanism, constraints: tuple, program) -> np.ndarray:
     sizes = (9 * (n + 1), 3 * (n + 1), 6 * (n + 1), 36 * n, 6 * n, 36 * n, 6 * n,  # R p vel S bias Iw fb
              36 * max(constraints[2].shape[0], 1), 6 * m, 4 * program.linear_size, 3 * program.value_size,  # Kbuf rows
              max(6, maxn), program.factor_size, program.conditional_size, program.cache_size,  # e Fw C cache
-             program.dropped_size, nq, factorize_scratch_size(maxn)[0], SOLVE_SCRATCH * maxn)  # dropped qn scratch
+             program.dropped_size, nq, factorize_scratch_size(maxn)[0], SOLVE_SCRATCH * maxn,  # dropped qn scratch
+             6 + TERMS_SCRATCH)  # the kinematics' scratch
     return np.cumsum((0,) + sizes).astype(np.int64)
 
 
@@ -297,7 +298,7 @@ def _quaternion_matrix(x, y, z, w):
             2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y))
 
 
-@njit(cache=True)
+@njit(cache=True, **UNCOUNTED)
 def _joint_pose(kind, a0, a1, a2, q, q0):
     """:func:`mechanics.joints.jcalc` for one joint, ``(a0, a1, a2)`` its axis and ``q[q0:]`` its
     configuration: ``(R, p)`` of the child frame as a row-major 9-tuple and a 3-tuple (scalars: no
@@ -339,7 +340,7 @@ def _link_pose(R, p, l, parent, place_R, place_p, Rj, pj):
             R[l, i, j] = r0 * Rj[j] + r1 * Rj[3 + j] + r2 * Rj[6 + j]
 
 
-@njit(cache=True)
+@njit(cache=True, **UNCOUNTED)
 def _compose(R1, p1, R2, p2, R, p):
     """``(R, p) = (R1 R2, p1 + R1 p2)`` (:func:`mechanics.spatial.compose`)."""
     for i in range(3):
@@ -348,7 +349,7 @@ def _compose(R1, p1, R2, p2, R, p):
             R[i, j] = R1[i, 0] * R2[0, j] + R1[i, 1] * R2[1, j] + R1[i, 2] * R2[2, j]
 
 
-@njit(cache=True)
+@njit(cache=True, **UNCOUNTED)
 def _inverse_transform(R, p, X):
     """:func:`mechanics.spatial.inverse_motion_transform`: ``[[R', 0], [-R' [p]x, R']]``."""
     for i in range(6):
@@ -410,9 +411,10 @@ def _world_inertia(body, R, p, l, out):
             out[l, 3 + i, j] = out[l, j, 3 + i]  # m [c]x'
 
 
-@njit(cache=True)
-def _kinematics(model, q, v, R, p, S, vel, bias, Iw, fb):
-    """:func:`mechanics.kinematics.kinematics` for one state; the ground is the last row of ``R, p, vel``."""
+@njit(cache=True, **UNCOUNTED)
+def _kinematics(model, q, v, R, p, S, vel, bias, Iw, fb, jv):
+    """:func:`mechanics.kinematics.kinematics` for one state; the ground is the last row of ``R, p, vel``
+    (``jv``: scratch of 6)."""
     links, axis, place_R, place_p, body, S_local, root = model
     n = links.shape[0]
     for i in range(3):
@@ -420,7 +422,6 @@ def _kinematics(model, q, v, R, p, S, vel, bias, Iw, fb):
         for j in range(3):
             R[n, i, j] = 1.0 if i == j else 0.0
     vel[n, :] = 0.0
-    jv = np.zeros(6)
     for l in range(n):  # (the table by (link, column), never row views: see elimination.compiled._revolute_pair)
         parent, q0, v0, nv = links[l, PARENT], links[l, Q0], links[l, V0], links[l, NV]
         Rj, pj = _joint_pose(links[l, JOINT], axis[l, 0], axis[l, 1], axis[l, 2], q, q0)
@@ -460,20 +461,26 @@ def _kinematics(model, q, v, R, p, S, vel, bias, Iw, fb):
         fb[l, 5] = -(w0 * jv[4] - w1 * jv[3])
 
 
-@njit(cache=True)
-def _constraint_terms(constraints, general, root, R, p, vel, Kbuf, k):
+TERMS_SCRATCH = 96  # floats of _constraint_terms' scratch
+
+
+@njit(cache=True, **UNCOUNTED)
+def _constraint_terms(constraints, general, root, R, p, vel, Kbuf, k, scratch):
     """:func:`mechanics.kinematics.constraint_terms` of every constraint: ``K`` per pair into ``Kbuf`` (rows
-    ``0..m``), ``k`` (ground terms folded in, as there) stacked in constraint order."""
+    ``0..m``), ``k`` (ground terms folded in, as there) stacked in constraint order (``scratch``:
+    ``TERMS_SCRATCH`` floats)."""
     table, axes, pairs = constraints
     place_R, place_p, K_const, k_const = general
     ground = R.shape[0] - 1
-    R1, p1, R2, p2 = np.zeros((3, 3)), np.zeros(3), np.zeros((3, 3)), np.zeros(3)
-    X, Kl = np.zeros((6, 6)), np.zeros((6, 6))
+    R1, p1, R2, p2 = scratch[:9].reshape((3, 3)), scratch[9:12], scratch[12:21].reshape((3, 3)), scratch[21:24]
+    X, Kl = scratch[24:60].reshape((6, 6)), scratch[60:96].reshape((6, 6))
     for j in range(table.shape[0]):
         kind, m, r0, pair = table[j, CKIND], table[j, CDIM], table[j, ROW0], table[j, PAIR0]
         if kind == GENERAL:
             for q in range(table[j, NPAIR]):
-                Kbuf[pair + q] = K_const[pair + q]
+                for r in range(6):
+                    for c in range(6):
+                        Kbuf[pair + q, r, c] = K_const[pair + q, r, c]
             for r in range(m):
                 k[r0 + r] = k_const[r0 + r]
             continue
@@ -531,7 +538,7 @@ def _constraint_terms(constraints, general, root, R, p, vel, Kbuf, k):
 
 # -- the graph's numbers ----------------------------------------------------------------------------------------
 
-@njit(cache=True)
+@njit(cache=True, **UNCOUNTED)
 def _penalty_information(factors, f, constraints, Kbuf, mu, e, out):
     """``out = A' (mu e)`` for the penalty factor ``f``: ``A = [K_l ...]`` over its links (``LeastSquares.information``)."""
     table = constraints[0]
@@ -545,7 +552,7 @@ def _penalty_information(factors, f, constraints, Kbuf, mu, e, out):
             out[6 * q + c] = t
 
 
-@njit(cache=True)
+@njit(cache=True, **UNCOUNTED)
 def _fill(model, constraints, factors, S, bias, Iw, fb, Kbuf, k, tau, lam, mu, Fw, Lin, Lmag, meas):
     """Every graph factor's matrix, scales and linear term into the program's workspaces, as the slots of
     :class:`mechanics.gplc.GPLCLayout` and the policies build them; returns the largest diagonal magnitude
@@ -621,7 +628,7 @@ def _fill(model, constraints, factors, S, bias, Iw, fb, Kbuf, k, tau, lam, mu, F
     return largest
 
 
-@njit(cache=True)
+@njit(cache=True, **UNCOUNTED)
 def _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas):
     """Constraint ``j``'s moving term for ``lambda`` (:meth:`~mechanics.policies.ConstraintPolicy.moving_term`):
     the penalty's target ``k - lambda / mu`` (``alm``, ``soft``) or the proximal prior's ``-lambda / mu``."""
@@ -636,7 +643,7 @@ def _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas):
         _penalty_information(factors, f, constraints, Kbuf, mu, meas[r0:], Lin[factors[f, LIN]:])
 
 
-@njit(cache=True)
+@njit(cache=True, **UNCOUNTED)
 def _residual_terms(factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, x, Lres, e):
     """``g - H x`` and ``b - A x`` per graph factor (``A' mu (b - A x)`` for penalties), as
     :meth:`elimination.Factorization._residual_terms`: refinement's right-hand sides."""
@@ -663,7 +670,7 @@ def _residual_terms(factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, x, Lre
             Lres[lin + i] = t
 
 
-@njit(cache=True)
+@njit(cache=True, **UNCOUNTED)
 def _largest(a):
     top = 0.0
     for i in range(a.shape[0]):
@@ -671,7 +678,7 @@ def _largest(a):
     return top
 
 
-@njit(cache=True)
+@njit(cache=True, **UNCOUNTED)
 def _refine_step(solve_maps, sscr, work, C, Lmag, x):
     """One step of iterative refinement of ``x`` in place; the size of the correction relative to ``x``."""
     factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, Lres, e, corr, cache, dropped = work
@@ -682,7 +689,7 @@ def _refine_step(solve_maps, sscr, work, C, Lmag, x):
     return _largest(corr) / max(_largest(x), 2.2250738585072014e-308)
 
 
-@njit(cache=True)
+@njit(cache=True, **UNCOUNTED)
 def _solve(solve_maps, drops, sscr, work, C, Lmag, x, suspect, refine):
     """:meth:`elimination.Factorization.solve` for the linear terms in ``work``: the sweeps, the dropped
     rows' consistency, ``refine`` steps, and the verification of a suspect factorization.  False where the
@@ -715,7 +722,7 @@ def _solve(solve_maps, drops, sscr, work, C, Lmag, x, suspect, refine):
 
 # -- the outer loop ---------------------------------------------------------------------------------------------
 
-@njit(cache=True)
+@njit(cache=True, **UNCOUNTED)
 def _constraint_residual(constraints, Kbuf, k, links, x, res):
     """``K a - k`` of every constraint row at the solution ``x``."""
     table, pairs = constraints[0], constraints[2]
@@ -730,7 +737,7 @@ def _constraint_residual(constraints, Kbuf, k, links, x, res):
             res[r0 + r] = t
 
 
-@njit(cache=True)
+@njit(cache=True, **UNCOUNTED)
 def _update(constraints, x, res, mu, lam):
     """Every constraint's ``lambda`` after a solve (the policies' ``update``: 000 eq. 33, eq. 42, the
     multiplier, the penalty force)."""
@@ -746,7 +753,7 @@ def _update(constraints, x, res, mu, lam):
                 lam[r0 + r] = x[mult + r]
 
 
-@njit(cache=True)
+@njit(cache=True, **UNCOUNTED)
 def _qdd_step(links, x, qdd, set_qdd):
     """``max |qdd(x) - qdd|``; with ``set_qdd`` also ``qdd = qdd(x)``."""
     step = 0.0
@@ -759,7 +766,7 @@ def _qdd_step(links, x, qdd, set_qdd):
     return step
 
 
-@njit(cache=True)
+@njit(cache=True, **UNCOUNTED)
 def _rows_max(table, res, soft):
     """``max |res|`` over the rows of the iterating constraints (``alm``, ``prox``), or with ``soft`` of the
     ``soft`` ones (0 if none)."""
@@ -771,7 +778,7 @@ def _rows_max(table, res, soft):
     return top
 
 
-@njit(cache=True)
+@njit(cache=True, **UNCOUNTED)
 def _soft_norm(table, res):
     total = 0.0
     for j in range(table.shape[0]):
@@ -781,7 +788,7 @@ def _soft_norm(table, res):
     return np.sqrt(total)
 
 
-@njit(cache=True)
+@njit(cache=True, **UNCOUNTED)
 def _load_state(Q, V, TAU, F0, b, unit, qn, lam):
     """State ``b``'s ``q`` into ``qn`` with its unit parts normalised, ``lam = -forces0``; False where
     :func:`mechanics.checks.check_state` refuses it (NaN / inf, a unit part beyond ``UNIT_NORM_TOL``)."""
@@ -825,6 +832,7 @@ def dynamics_kernel(model, constraints, general, factors, scope, factorize_maps,
     Fw, C, cache, dropped = ws[o[12]:o[13]], ws[o[13]:o[14]], ws[o[14]:o[15]], ws[o[15]:o[16]]
     qn = ws[o[16]:o[17]]
     fscr, sscr = factorize_scratch_in(ws[o[17]:o[18]], wi, maxn), solve_scratch_in(ws[o[18]:o[19]], maxn)
+    jv, terms_scratch = ws[o[19]:o[19] + 6], ws[o[19] + 6:o[20]]
     k, meas, meas0, res, lam, corrected = rows_m[0], rows_m[1], rows_m[2], rows_m[3], rows_m[4], rows_m[5]
     Lin, Lin0, Lmag, Lres = rows_L[0], rows_L[1], rows_L[2], rows_L[3]
     x, xn, corr = rows_x[0], rows_x[1], rows_x[2]
@@ -840,8 +848,8 @@ def dynamics_kernel(model, constraints, general, factors, scope, factorize_maps,
             continue
         flags[b, STATUS] = FALLBACK
         qdd = out[b, :nv]
-        _kinematics(model, qn, V[b], R, p, S, vel, bias, Iw, fb)
-        _constraint_terms(constraints, general, model[6], R, p, vel, Kbuf, k)
+        _kinematics(model, qn, V[b], R, p, S, vel, bias, Iw, fb, jv)
+        _constraint_terms(constraints, general, model[6], R, p, vel, Kbuf, k, terms_scratch)
         largest = _fill(model, constraints, factors, S, bias, Iw, fb, Kbuf, k, TAU[b], lam, mu, Fw, Lin, Lmag, meas)
         Lin0[:] = Lin
         meas0[:] = meas
