@@ -293,7 +293,7 @@ def factorize_scratch_size(maxn: int) -> tuple:
     return 14 * maxn * maxn + 4 * maxn, maxn * (maxn + 1)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # (its caller's reference counting, on or off)
 def factorize_scratch_in(floats, ints, maxn):
     """The scratch matrices of :func:`factorize_one` for fronts up to ``maxn`` wide, as views of ``floats``
     and ``ints`` (:func:`factorize_scratch_size`): a caller that keeps them allocates nothing per call."""
@@ -608,7 +608,7 @@ def factorize_kernel(maps, Fw, C, floor, maxn, check_rank, ratio_out, weak_out, 
 SOLVE_SCRATCH = 6  # vectors of maxn floats
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # (its caller's reference counting, on or off)
 def solve_scratch_in(floats, maxn):
     """The scratch vectors of :func:`solve_one`, as views of ``floats`` (``SOLVE_SCRATCH * maxn``)."""
     v = floats[: SOLVE_SCRATCH * maxn].reshape((SOLVE_SCRATCH, maxn))

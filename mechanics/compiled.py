@@ -671,6 +671,13 @@ def _residual_terms(factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, x, Lre
 
 
 @njit(cache=True, **UNCOUNTED)
+def _copy(src, dst):
+    """``dst[:] = src``, element by element (numba's slice assignment needs reference counting)."""
+    for i in range(src.shape[0]):
+        dst[i] = src[i]
+
+
+@njit(cache=True, **UNCOUNTED)
 def _largest(a):
     top = 0.0
     for i in range(a.shape[0]):
@@ -813,7 +820,7 @@ def _load_state(Q, V, TAU, F0, b, unit, qn, lam):
     return valid
 
 
-@njit(cache=True)
+@njit(cache=True, **UNCOUNTED)
 def dynamics_kernel(model, constraints, general, factors, scope, factorize_maps, solve_maps, drops, sizes, unit,
                     parts, Q, V, TAU, F0, mu, tol, max_iter, refine, iterating, ws, wi, out, flags):
     """Forward dynamics of every state ``Q (B, nq), V, TAU (B, nv)``, warm start ``F0 (B, m)``, into ``out``
@@ -851,8 +858,8 @@ def dynamics_kernel(model, constraints, general, factors, scope, factorize_maps,
         _kinematics(model, qn, V[b], R, p, S, vel, bias, Iw, fb, jv)
         _constraint_terms(constraints, general, model[6], R, p, vel, Kbuf, k, terms_scratch)
         largest = _fill(model, constraints, factors, S, bias, Iw, fb, Kbuf, k, TAU[b], lam, mu, Fw, Lin, Lmag, meas)
-        Lin0[:] = Lin
-        meas0[:] = meas
+        _copy(Lin, Lin0)
+        _copy(meas, meas0)
         ratio, weak, failed = factorize_one(factorize_maps, Fw, C, SCALE_FLOOR * largest, check_rank != 0, fscr)
         if failed != -1:
             continue
@@ -874,15 +881,15 @@ def dynamics_kernel(model, constraints, general, factors, scope, factorize_maps,
                 break
             step = _qdd_step(links, xn, qdd, True)
             iterations += 1
-            x[:] = xn
+            _copy(xn, x)
             _constraint_residual(constraints, Kbuf, k, links, x, res)
         if not ok:
             continue
         tolerance = max(tol, RESIDUAL_RTOL * (1.0 + _largest(k)))
         converged = _rows_max(table, res, False) <= tolerance
         if has_soft and not _rows_max(table, res, True) <= tolerance:  # does one ALM correction halve it?
-            Lin[:] = Lin0
-            meas[:] = meas0
+            _copy(Lin0, Lin)
+            _copy(meas0, meas)
             for j in range(table.shape[0]):
                 if table[j, POLICY] == 3:
                     _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas)
