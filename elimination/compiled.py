@@ -962,6 +962,77 @@ def scratch_maps(program) -> tuple:
     return program.derived[key]
 
 
+def packed(arrays) -> tuple:
+    """``(flat, index)``: ``arrays`` (one dtype, up to 4-D) end to end in ``flat``, and ``index (k, 5)`` of
+    rows ``(start, *shape)`` (shape padded with ones).
+
+    A kernel that takes the two instead of ``k`` arrays is cheaper to call: numba's dispatch costs ~50 ns
+    per array argument, most of a one-state call's overhead.  It views them back with ``unpacked1`` ...
+    ``unpacked4`` (free where it runs :data:`UNCOUNTED`).
+
+    >>> flat, index = packed([np.arange(6).reshape(2, 3), np.arange(2)])
+    >>> flat.tolist(), index[:, :3].tolist()
+    ([0, 1, 2, 3, 4, 5, 0, 1], [[0, 2, 3], [6, 2, 1]])
+    """
+    arrays = [np.ascontiguousarray(a) for a in arrays]
+    index = np.ones((len(arrays), 5), dtype=np.int64)
+    starts = np.cumsum([0] + [a.size for a in arrays])
+    for k, a in enumerate(arrays):
+        index[k, 0] = starts[k]
+        index[k, 1:1 + a.ndim] = a.shape
+    flat = np.concatenate([a.ravel() for a in arrays]) if arrays else np.zeros(0)
+    return flat, index
+
+
+@njit(cache=True, inline="always")
+def unpacked1(flat, index, k):
+    return flat[index[k, 0]:index[k, 0] + index[k, 1]]
+
+
+@njit(cache=True, inline="always")
+def unpacked2(flat, index, k):
+    s, a, b = index[k, 0], index[k, 1], index[k, 2]
+    return flat[s:s + a * b].reshape((a, b))
+
+
+@njit(cache=True, inline="always")
+def unpacked3(flat, index, k):
+    s, a, b, c = index[k, 0], index[k, 1], index[k, 2], index[k, 3]
+    return flat[s:s + a * b * c].reshape((a, b, c))
+
+
+@njit(cache=True, inline="always")
+def unpacked4(flat, index, k):
+    s, a, b, c, d = index[k, 0], index[k, 1], index[k, 2], index[k, 3], index[k, 4]
+    return flat[s:s + a * b * c * d].reshape((a, b, c, d))
+
+
+FACTORIZE_MAPS = 17  # arrays of factorize_maps (the step table first); solve_maps: the table and SOLVE_MAPS more
+SOLVE_MAPS = 10
+
+
+@njit(cache=True, inline="always")
+def factorize_maps_in(flat, index):
+    """:func:`factorize_maps` from :func:`packed` ``(flat, index)``, whose first ``FACTORIZE_MAPS`` rows
+    they are."""
+    return (unpacked2(flat, index, 0), unpacked1(flat, index, 1), unpacked1(flat, index, 2),
+            unpacked1(flat, index, 3), unpacked1(flat, index, 4), unpacked1(flat, index, 5),
+            unpacked1(flat, index, 6), unpacked1(flat, index, 7), unpacked1(flat, index, 8),
+            unpacked1(flat, index, 9), unpacked1(flat, index, 10), unpacked1(flat, index, 11),
+            unpacked1(flat, index, 12), unpacked1(flat, index, 13), unpacked1(flat, index, 14),
+            unpacked1(flat, index, 15), unpacked1(flat, index, 16))
+
+
+@njit(cache=True, inline="always")
+def solve_maps_in(flat, index, k):
+    """:func:`solve_maps` from :func:`packed` ``(flat, index)``: the step table at row 0 (shared with
+    :func:`factorize_maps_in`), its ``SOLVE_MAPS`` index maps from row ``k``."""
+    return (unpacked2(flat, index, 0), unpacked1(flat, index, k), unpacked1(flat, index, k + 1),
+            unpacked1(flat, index, k + 2), unpacked1(flat, index, k + 3), unpacked1(flat, index, k + 4),
+            unpacked1(flat, index, k + 5), unpacked1(flat, index, k + 6), unpacked1(flat, index, k + 7),
+            unpacked1(flat, index, k + 8), unpacked1(flat, index, k + 9))
+
+
 def factorize_maps(program) -> tuple:
     """The step table and index maps :func:`factorize_one` reads (gathers re-addressed by
     :func:`scratch_maps`)."""

@@ -42,8 +42,9 @@ from numba import njit
 
 import elimination.compiled as elimination_compiled
 from elimination.compiled import (
-    SOLVE_SCRATCH, UNCOUNTED, announce_first_compile, factorize_maps, factorize_one, factorize_scratch_in, factorize_scratch_size,
-    max_front, solve_maps, solve_one, solve_scratch_in,
+    FACTORIZE_MAPS, SOLVE_MAPS, SOLVE_SCRATCH, UNCOUNTED, announce_first_compile, factorize_maps, factorize_one, factorize_scratch_in, factorize_scratch_size,
+    factorize_maps_in, max_front, packed, solve_maps, solve_maps_in, solve_one, solve_scratch_in, unpacked1,
+    unpacked2, unpacked3, unpacked4,
 )
 from elimination.gaussian import CONSISTENCY_RTOL, PIVOT_SUSPECT_RTOL
 from elimination.numeric import FINISHING_REFINE, SCALE_FLOOR, SETTLED_RTOL, SUSPECT_REFINE, VERIFY_RTOL
@@ -138,6 +139,10 @@ class CompiledDynamics:
         self.parts = _workspace_parts(mechanism, self.constraints, program)
         self.floats = np.zeros(self.parts[-1])
         self.ints = np.zeros(factorize_scratch_size(int(self.sizes[6]))[1], dtype=np.int64)
+        # every table in two flat arrays (the order dynamics_kernel unpacks them in): two arguments, not 48
+        self.tables = (*packed([*self.factorize_maps, *self.solve_maps[1:], self.model[0], *self.constraints,
+                                self.factors, self.scope, self.drops, self.sizes, self.unit, self.parts]),
+                       *packed([*self.model[1:], *self.general]))
 
     def run(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, forces0: np.ndarray, mu: float, tol: float,
             max_iter: int, refine: int) -> tuple:
@@ -156,9 +161,8 @@ class CompiledDynamics:
                              f"{forces0.shape} do not fit ({mech.nq}, {mech.nv}, {mech.constraint_dim}) per state")
         out, flags = np.empty((B, self.width)), np.empty((B, 3), dtype=np.int64)
         announce_first_compile(__file__, "the dynamics kernel")
-        dynamics_kernel(self.model, self.constraints, self.general, self.factors, self.scope, self.factorize_maps,
-                        self.solve_maps, self.drops, self.sizes, self.unit, self.parts, q, v, tau, forces0, float(mu),
-                        float(tol), int(max_iter), int(refine), self.iterating, self.floats, self.ints, out, flags)
+        dynamics_kernel(*self.tables, q, v, tau, forces0, float(mu), float(tol), int(max_iter), int(refine),
+                        self.iterating, self.floats, self.ints, out, flags)
         return out, flags
 
 
@@ -821,10 +825,18 @@ def _load_state(Q, V, TAU, F0, b, unit, qn, lam):
 
 
 @njit(cache=True, **UNCOUNTED)
-def dynamics_kernel(model, constraints, general, factors, scope, factorize_maps, solve_maps, drops, sizes, unit,
-                    parts, Q, V, TAU, F0, mu, tol, max_iter, refine, iterating, ws, wi, out, flags):
+def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, iterating, ws, wi, out, flags):
     """Forward dynamics of every state ``Q (B, nq), V, TAU (B, nv)``, warm start ``F0 (B, m)``, into ``out``
-    and ``flags`` (:meth:`CompiledDynamics.run`); ``ws``, ``wi``: the workspace, carved at ``parts``."""
+    and ``flags`` (:meth:`CompiledDynamics.run`).  ``TI, II``, ``TF, IF``: the integer and float tables,
+    packed (:attr:`CompiledDynamics.tables`); ``ws``, ``wi``: the workspace, carved at ``parts``."""
+    factorize_maps, solve_maps = factorize_maps_in(TI, II), solve_maps_in(TI, II, FACTORIZE_MAPS)
+    k0 = FACTORIZE_MAPS + SOLVE_MAPS
+    constraints = (unpacked2(TI, II, k0 + 1), unpacked2(TI, II, k0 + 2), unpacked2(TI, II, k0 + 3))
+    factors, scope, drops = unpacked2(TI, II, k0 + 4), unpacked1(TI, II, k0 + 5), unpacked2(TI, II, k0 + 6)
+    sizes, unit, parts = unpacked1(TI, II, k0 + 7), unpacked2(TI, II, k0 + 8), unpacked1(TI, II, k0 + 9)
+    model = (unpacked2(TI, II, k0), unpacked2(TF, IF, 0), unpacked3(TF, IF, 1), unpacked2(TF, IF, 2),
+             unpacked2(TF, IF, 3), unpacked3(TF, IF, 4), unpacked1(TF, IF, 5))
+    general = (unpacked4(TF, IF, 6), unpacked3(TF, IF, 7), unpacked3(TF, IF, 8), unpacked1(TF, IF, 9))
     factor_size, conditional_size, linear_size, cache_size, value_size, dropped_size, maxn, check_rank = sizes
     links, table = model[0], constraints[0]
     n, m, nv = links.shape[0], F0.shape[1], V.shape[1]
