@@ -64,16 +64,17 @@ def check_max_iter(max_iter) -> int:
     return int(max_iter)
 
 
-def state_array(mechanism: Mechanism, value, name: str, size: int) -> np.ndarray:
-    """``value`` as a finite float array of shape ``(..., size)``, refused with a message naming ``name``."""
+def state_array(mechanism: Mechanism, value, name: str, size: int, finite: bool = True) -> np.ndarray:
+    """``value`` as a float array of shape ``(..., size)`` (and ``finite``), refused with a message naming
+    ``name``."""
     array = real_array(value, name)
     if array.ndim == 0 or array.shape[-1] != size:
         raise ValueError(
             f"{name} has shape {array.shape} but mechanism {mechanism.name!r} needs (..., {size}) "
             f"(nq={mechanism.nq}, nv={mechanism.nv})"
         )
-    bad = ~np.isfinite(array)
-    if np.any(bad):
+    bad = ~np.isfinite(array) if finite else None
+    if finite and np.any(bad):
         raise ValueError(f"{name} contains NaN or inf at index {tuple(int(i) for i in np.argwhere(bad)[0])}")
     return array
 
@@ -134,13 +135,13 @@ def _one_plain_state(mechanism: Mechanism, q, v, tau) -> bool:
     return plain_state(mechanism, q, v, tau) and bool(np.isfinite(q.sum() + v.sum() + tau.sum()))
 
 
-def state_arrays(mechanism: Mechanism, q, v, tau) -> tuple:
-    """Finite float copies ``q (..., nq)``, ``v (..., nv)``, ``tau (..., nv)`` whose batch shapes broadcast
-    against each other; ``q``'s unit parts not yet normalised (:func:`normalized_configuration`)."""
+def state_arrays(mechanism: Mechanism, q, v, tau, finite: bool = True) -> tuple:
+    """Float copies ``q (..., nq)``, ``v (..., nv)``, ``tau (..., nv)`` (and ``finite``) whose batch shapes
+    broadcast against each other; ``q``'s unit parts not yet normalised (:func:`normalized_configuration`)."""
     arrays = {
-        "q": state_array(mechanism, q, "q", mechanism.nq),
-        "v": state_array(mechanism, v, "v", mechanism.nv),
-        "tau": state_array(mechanism, tau, "tau", mechanism.nv),
+        "q": state_array(mechanism, q, "q", mechanism.nq, finite),
+        "v": state_array(mechanism, v, "v", mechanism.nv, finite),
+        "tau": state_array(mechanism, tau, "tau", mechanism.nv, finite),
     }
     batch_shape(arrays)
     return arrays["q"], arrays["v"], arrays["tau"]

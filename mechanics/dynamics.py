@@ -15,6 +15,7 @@ validated by :mod:`mechanics.checks`.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -402,13 +403,14 @@ class PreparedDynamics:
         mechanism = self.mechanism
         if forces0 is None and plain_state(mechanism, q, v, tau):  # one state, the common call: no copies
             return (), (q[None], v[None], tau[None], self._no_forces)
-        q, v, tau = state_arrays(mechanism, q, v, tau)
+        q, v, tau = state_arrays(mechanism, q, v, tau, finite=False)  # (the kernel refuses NaN and inf)
         state = {"q": q, "v": v, "tau": tau}
         if forces0 is not None:
             state["forces0"] = check_multipliers(mechanism, forces0, "forces0", state)
         batch = tuple(np.broadcast_shapes(*(a.shape[:-1] for a in state.values())))
-        B = int(np.prod(batch))
-        rows = [np.ascontiguousarray(np.broadcast_to(a, batch + a.shape[-1:]).reshape(B, a.shape[-1]))
+        B = math.prod(batch)
+        rows = [a.reshape(B, a.shape[-1]) if a.shape[:-1] == batch  # (fresh copies: contiguous)
+                else np.ascontiguousarray(np.broadcast_to(a, batch + a.shape[-1:]).reshape(B, a.shape[-1]))
                 for a in state.values()]
         if forces0 is None:
             rows.append(np.zeros((B, mechanism.constraint_dim)))
