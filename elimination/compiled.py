@@ -42,7 +42,7 @@ import numpy as np
 from numba import njit
 
 from .gaussian import RANK_RTOL, SINGULAR_RTOL  # numba freezes module globals: the numpy rule's tolerances
-from .program import F, JOINT_HALF, LINK_HALF
+from .program import F, JOINT_HALF, LINK_HALF, WIDE_JOINT, WIDE_LINK
 
 _ANNOUNCED: set = set()  # modules announced in this process
 COUNTED, UNCOUNTED = {"_nrt": True}, {"_nrt": False}  # numba's reference counting on / off (module docstring)
@@ -94,25 +94,34 @@ def _lower_inverse(L, n, out):
 
 
 @njit(cache=True, **COUNTED)
+def _indefinite_pivot(Hz, scale, nz, Li, D):
+    """:func:`_pivot` of an indefinite block (mixed roles after a substitution): a symmetric
+    eigendecomposition (``eigh`` allocates: this helper counts references and returns a scalar)."""
+    ratio = np.inf
+    w, V = np.linalg.eigh(Hz[:nz, :nz])
+    top = 0.0
+    for i in range(nz):
+        top = max(top, scale[i])
+    for i in range(nz):
+        ratio = min(ratio, abs(w[i]) / max(top, 1e-300))
+    if not ratio > SINGULAR_RTOL:
+        return -1.0
+    for i in range(nz):
+        D[i] = 1.0 if w[i] > 0 else -1.0
+        root = np.sqrt(abs(w[i]))
+        for j in range(nz):
+            Li[i, j] = V[j, i] / root
+    return ratio
+
+
+@njit(cache=True, **UNCOUNTED)
 def _pivot(Hz, scale, nz, n_min, kind, Li, D, L, Lw, X):
     """``Hz = L D L'`` (``nz x nz``) into ``Li = L^-1`` and ``D``; the smallest pivot ratio, or -1 when a
-    pivot is not of its sign or a multiplier's falls below round-off (the numpy rule refuses those)."""
+    pivot is not of its sign or a multiplier's falls below round-off (the numpy rule refuses those).
+    Arithmetic only, so it runs uncounted; an indefinite block goes to :func:`_indefinite_pivot`."""
     ratio = np.inf
-    if kind == 4:  # indefinite (mixed roles after a substitution): symmetric eigendecomposition
-        w, V = np.linalg.eigh(Hz[:nz, :nz])
-        top = 0.0
-        for i in range(nz):
-            top = max(top, scale[i])
-        for i in range(nz):
-            ratio = min(ratio, abs(w[i]) / max(top, 1e-300))
-        if not ratio > SINGULAR_RTOL:
-            return -1.0
-        for i in range(nz):
-            D[i] = 1.0 if w[i] > 0 else -1.0
-            root = np.sqrt(abs(w[i]))
-            for j in range(nz):
-                Li[i, j] = V[j, i] / root
-        return ratio
+    if kind == 4:
+        return _indefinite_pivot(Hz, scale, nz, Li, D)
     if kind == 1 or kind == 2:
         sgn = 1.0 if kind == 1 else -1.0
         for i in range(nz):
@@ -171,17 +180,18 @@ def _pivot(Hz, scale, nz, n_min, kind, Li, D, L, Lw, X):
 
 
 @njit(cache=True, inline="always")
-def _nonzero_rows(T, nF, nS, Tnz):
-    """``Tnz[j] = (count, rows...)`` of the nonzero entries of column ``j`` of ``T (nF x nS)``.  A
-    substitution's ``T`` is mostly zeros (a tree joint's ``[-+D, sigma I]``, zero columns for the
-    separator's other variables): the products below run over these rows only."""
-    for j in range(nS):
+def _nonzero_columns(T, nF, nS, Tnz):
+    """``Tnz[q] = (count, columns...)`` of the nonzero entries of row ``q`` of ``T (nF x nS)``.  A
+    substitution's ``T`` is mostly zeros (a tree joint's ``[-+D, sigma I]``: two entries a row, zero columns
+    for the separator's other variables): the products below run over these entries only, each one an
+    update of a whole row or column, so that the inner loops have the separator's length."""
+    for q in range(nF):
         k = 0
-        for q in range(nF):
+        for j in range(nS):
             if T[q, j] != 0.0:
                 k += 1
-                Tnz[j, k] = q
-        Tnz[j, 0] = k
+                Tnz[q, k] = j
+        Tnz[q, 0] = k
 
 
 @njit(cache=True, inline="always")
@@ -189,31 +199,27 @@ def _front_times_T(H, T, Tnz, HFT, nF, nS):
     """``HFT = H_FF T + H_FS``: the front's rows of the Hessian after the substitution ``x_F = T x_S + ...``."""
     for i in range(nF):
         for j in range(nS):
-            t = H[i, nF + j]
-            for a in range(1, Tnz[j, 0] + 1):
-                q = Tnz[j, a]
-                t += H[i, q] * T[q, j]
-            HFT[i, j] = t
+            HFT[i, j] = H[i, nF + j]
+        for q in range(nF):
+            h = H[i, q]
+            for a in range(1, Tnz[q, 0] + 1):
+                j = Tnz[q, a]
+                HFT[i, j] += h * T[q, j]
 
 
 @njit(cache=True, inline="always")
 def _substituted_separator(H, T, Tnz, HFT, scale, nF, nS):
-    """``H_SS += T' HFT + H_FS' T`` and ``scale_S += (T^2)' scale_F``: what the substitution leaves on the separator."""
-    for i in range(nS):
-        for j in range(nS):
-            t = 0.0
-            for a in range(1, Tnz[i, 0] + 1):
-                q = Tnz[i, a]
-                t += T[q, i] * HFT[q, j]
-            for a in range(1, Tnz[j, 0] + 1):
-                q = Tnz[j, a]
-                t += H[q, nF + i] * T[q, j]
-            H[nF + i, nF + j] += t
-        grown = 0.0
-        for a in range(1, Tnz[i, 0] + 1):
-            q = Tnz[i, a]
-            grown += T[q, i] * T[q, i] * scale[q]
-        scale[nF + i] += grown
+    """``H_SS += T' HFT + H_SF T`` and ``scale_S += (T^2)' scale_F``: what the substitution leaves on the
+    separator, one nonzero ``T[q, i]`` at a time (row ``i`` of the first term, column ``i`` of the second)."""
+    for q in range(nF):
+        for a in range(1, Tnz[q, 0] + 1):
+            i = Tnz[q, a]
+            t = T[q, i]
+            for j in range(nS):
+                H[nF + i, nF + j] += t * HFT[q, j]
+            for j in range(nS):
+                H[nF + j, nF + i] += H[q, nF + j] * t
+            scale[nF + i] += t * t * scale[q]
 
 
 @njit(cache=True, **COUNTED)
@@ -266,7 +272,7 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT,
             for q in range(m):
                 t -= Wm[i, q] * A[q, nF + j]
             T[i, j] = t
-    _nonzero_rows(T, nF, nS, Tnz)
+    _nonzero_columns(T, nF, nS, Tnz)
     _front_times_T(H, T, Tnz, HFT, nF, nS)
     for i in range(nz):  # Hz = N' H_FF N, Hzs = N' HFT, sz = (N^2)' scale_F
         for j in range(nz):
@@ -494,10 +500,17 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
         row = steps[st]
         nF, nS, m, nz = row[NF], row[NS], row[M], row[NZ]
         n = nF + nS
-        for i in range(n):
-            scale[i] = 0.0
-            for j in range(n):
-                H[i, j] = 0.0
+        if pair == WIDE_JOINT:  # the front is the separator block the link half left (program._wide_pair)
+            o = steps[st - 1, NF]
+            for i in range(n):  # (moved up and left, row by row: nothing is read after it is written)
+                scale[i] = scale[o + i]
+                for j in range(n):
+                    H[i, j] = H[o + i, o + j]
+        else:
+            for i in range(n):
+                scale[i] = 0.0
+                for j in range(n):
+                    H[i, j] = 0.0
         for q in range(row[H0], row[H1]):
             Hf[hd[q]] += Fw[hs[q]]
         for q in range(row[S0], row[S1]):
@@ -520,7 +533,7 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
             for i in range(nF):  # T = -W A_S with W = sign I
                 for j in range(nS):
                     T[i, j] = -sgn * A[i, nF + j]
-            _nonzero_rows(T, nF, nS, Tnz)
+            _nonzero_columns(T, nF, nS, Tnz)
             _front_times_T(H, T, Tnz, HFT, nF, nS)
             _substituted_separator(H, T, Tnz, HFT, scale, nF, nS)
         elif m:
@@ -592,6 +605,10 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
                 Fw[row[OUT_S] + i] = scale[nF + i]
                 for j in range(nS):
                     Fw[row[OUT_H] + i * nS + j] = 0.5 * (H[nF + i, nF + j] + H[nF + j, nF + i])
+        elif pair == WIDE_LINK:  # what the generated factor would hold, left in the front
+            for i in range(nS):
+                for j in range(i + 1, nS):
+                    H[nF + i, nF + j] = H[nF + j, nF + i] = 0.5 * (H[nF + i, nF + j] + H[nF + j, nF + i])
 
 
     return ratio, weak, failed
@@ -740,8 +757,13 @@ def solve_one(maps, C, Lin, Lmag, cache, Xout, dropped, scratch):
             continue
         nF, nS, m, nz, ident = steps[st, NF], steps[st, NS], steps[st, M], steps[st, NZ], steps[st, IDENTITY]
         n = nF + nS
-        for i in range(n):
-            g[i] = 0.0
+        if pair == WIDE_JOINT:  # the link half's separator terms, where it left them
+            o = steps[st - 1, NF]
+            for i in range(n):
+                g[i] = g[o + i]
+        else:
+            for i in range(n):
+                g[i] = 0.0
         for q in range(steps[st, G0], steps[st, G1]):
             g[gd[q]] += Lin[gs[q]]
         if m:

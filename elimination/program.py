@@ -28,6 +28,14 @@ joint acceleration pivoted -- ABA's step, ``U = H S``, ``D = S' H S``,
 factorization needs no dense front of the two together and no generated
 factor between them; its conditionals are those of the two generic steps; the
 solve's forward sweep also runs the two as one (no linear term between them).
+
+Any other declared ``+-I`` substitution followed by the pivot of its
+separator's leading key is a *wide pair* (:func:`_wide_pair`): the link's
+factors reach past its own block (a multiplier of proxBBO or PV, a loop
+partner, the parent through a loop) or the joint's do.  It runs as the two
+generic steps on one front: the substitution leaves its separator block in
+place and the pivot starts from it, so the factor between them is never
+written or gathered (the joint half's gathers leave it out).
 """
 from __future__ import annotations
 
@@ -50,8 +58,9 @@ FIELDS = (
 """Columns of :attr:`Program.steps`."""
 F = {name: i for i, name in enumerate(FIELDS)}
 PIVOTS = {"none": 0, "definite": 1, "negative": 2, "quasidefinite": 3, "indefinite": 4}
-LINK_HALF, JOINT_HALF = 1, 2
-"""Values of the ``pair`` column: the two steps of a tree pair (:func:`_tree_pair`)."""
+LINK_HALF, JOINT_HALF, WIDE_LINK, WIDE_JOINT = 1, 2, 3, 4
+"""Values of the ``pair`` column: the two steps of a tree pair (:func:`_tree_pair`), of a wide pair
+(:func:`_wide_pair`)."""
 
 
 @dataclass
@@ -238,20 +247,21 @@ def lower(plan: Plan) -> Program:
         sizes[space] += n
         return start
 
-    for step in plan.steps:
+    kinds, trees = _pairs(plan.steps, factors, n_graph, dims)
+    for k, step in enumerate(plan.steps):
+        # a wide pair's joint half starts from the front its link half left: their factor never exists
+        between = plan.steps[k - 1].new_quadratic if kinds[k] == WIDE_JOINT else None
         for i in step.factors:  # gathered at the start of this step: their space is free for its outputs
-            if i >= n_graph:
+            if i >= n_graph and i != between:
                 arena.give(offsets["A" if factors[i].hard else "H"][i], _matrix_size(factors[i], size[i]))
         for i in (step.new_quadratic, step.new_equality):
-            if i is not None:
+            if i is not None and kinds[k] != WIDE_LINK:
                 _place(i, factors[i], size[i], arena.take(_matrix_size(factors[i], size[i])), offsets)
-        rows.append(_step_row(step, factors, size, offsets, value_offset, dims, maps, claim))
+        rows.append(_step_row(step, factors, size, offsets, value_offset, dims, maps, claim, between))
     for k, step in enumerate(plan.steps):
-        pair = _tree_pair(step, plan.steps[k + 1] if k + 1 < len(plan.steps) else None, factors, n_graph, dims)
-        if pair is not None:
-            _mark_pair(rows[k], rows[k + 1], step, plan.steps[k + 1], pair, offsets, size, maps)
-        elif rows[k][F["pair"]] < 0:
-            rows[k][F["pair"]] = 0
+        rows[k][F["pair"]] = kinds[k]
+        if trees[k] is not None:
+            _mark_pair(rows[k], rows[k + 1], step, plan.steps[k + 1], trees[k], offsets, size, maps)
         for name, key in (("pb", "pb"), ("pH", "ph"), ("ps", "ps"), ("pg", "pg")):
             if rows[k][F[key + "0"]] < 0:  # empty ranges where no pair's half gathers
                 rows[k][F[key + "0"]] = rows[k][F[key + "1"]] = maps[name].add([], [])[0]
@@ -331,8 +341,9 @@ def _joined(chunks: list) -> tuple:
     return np.concatenate([c[0] for c in chunks]), np.concatenate([c[1] for c in chunks])
 
 
-def _step_row(step, factors, size, offsets, value_offset, dims, maps, claim) -> list:
-    """One row of the step table: sizes, kinds, gather ranges and workspace offsets."""
+def _step_row(step, factors, size, offsets, value_offset, dims, maps, claim, between=None) -> list:
+    """One row of the step table: sizes, kinds, gather ranges and workspace offsets (factor ``between``
+    not gathered: a wide pair's, :func:`_wide_pair`)."""
     nF, nS, m, r = step.frontal_dim, step.separator_dim, step.hard_rows, step.substituted
     n, nz, p, d = nF + nS, step.pivot_dim, step.passed_rows, step.dropped_rows
     row = dict.fromkeys(FIELDS, -1)
@@ -341,6 +352,8 @@ def _step_row(step, factors, size, offsets, value_offset, dims, maps, claim) -> 
     parts = {name: [] for name in ("H", "scale", "A", "rs", "g", "b")}
     row_start = 0
     for i, pos in zip(step.factors, step.positions):
+        if i == between:
+            continue
         if factors[i].hard:
             r_i, n_i = factors[i].rows, size[i]
             rr, cc = np.meshgrid(np.arange(r_i), np.arange(n_i), indexing="ij")
@@ -354,7 +367,7 @@ def _step_row(step, factors, size, offsets, value_offset, dims, maps, claim) -> 
             parts["g"].append((offsets["g"][i] + np.arange(len(pos)), pos))
     for name, key in (("H", "h"), ("scale", "s"), ("A", "a"), ("rs", "w"), ("g", "g"), ("b", "b")):
         row[key + "0"], row[key + "1"] = maps[name].add(*_joined(parts[name]))
-    if step.new_quadratic is not None:
+    if step.new_quadratic in offsets["H"]:  # (not placed: a wide pair's link half, which keeps it in its front)
         q = step.new_quadratic
         row["out_H"], row["out_s"], row["out_g"] = offsets["H"][q], offsets["scale"][q], offsets["g"][q]
     if step.new_equality is not None:
@@ -378,6 +391,43 @@ def _step_row(step, factors, size, offsets, value_offset, dims, maps, claim) -> 
            if nS else np.zeros(0, int))
     row["xs0"], row["xs1"] = maps["xs"].add(sep, np.arange(nS))
     return [row[name] for name in FIELDS]
+
+
+def _pairs(steps, factors, n_graph: int, dims: dict) -> tuple:
+    """``(kinds, trees)`` per step: its value of the ``pair`` column (0: a generic step) and, at a tree
+    pair's link half, what :func:`_tree_pair` says of it."""
+    kinds, trees = [0] * len(steps), [None] * len(steps)
+    for k in range(len(steps) - 1):
+        if kinds[k]:  # the joint half of the pair before
+            continue
+        tree = _tree_pair(steps[k], steps[k + 1], factors, n_graph, dims)
+        if tree is not None:
+            kinds[k], kinds[k + 1], trees[k] = LINK_HALF, JOINT_HALF, tree
+        elif _wide_pair(steps[k], steps[k + 1]):
+            kinds[k], kinds[k + 1] = WIDE_LINK, WIDE_JOINT
+    return kinds, trees
+
+
+def _wide_pair(step, following) -> bool:
+    """Whether ``step`` substitutes its one frontal key through a declared ``+-I`` block (a link through its
+    tree joint) and ``following`` pivots what leads its separator (the joint), with no hard rows, on the
+    same front less the substituted key (its layout is ``step``'s from the second key on), the factor
+    ``step`` generates spanning that front.
+
+    Then the two run on one dense front: the substitution's ``H_SS + T' H_FF T + ...`` is the following
+    pivot's front before its other factors are added, so the generated factor need not be written and
+    gathered again.  Unlike a tree pair (:func:`_tree_pair`) nothing is asked of the factors: proxBBO's
+    and PV's links, whose separators carry their subtree's multipliers, and loops that reach a link's
+    parent or partner, are wide pairs.
+    """
+    if not step.identity or len(step.frontal) != 1 or step.new_equality is not None or step.new_quadratic is None:
+        return False
+    if following.hard_rows or following.pivot not in PIVOTS or following.pivot == "none":
+        return False
+    if tuple(following.layout) != tuple(step.layout[1:]) or step.new_quadratic not in following.factors:
+        return False
+    position = following.positions[list(following.factors).index(step.new_quadratic)]
+    return np.array_equal(position, np.arange(step.separator_dim))
 
 
 def _tree_pair(step, following, factors, n_graph: int, dims: dict):

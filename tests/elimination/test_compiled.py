@@ -234,7 +234,7 @@ def _tree(joints: tuple, coupled: int | None = None, seed: int = 5):
 def test_tree_pairs_are_fused_and_equal_the_numpy_rule(coupled):
     """ABA's pattern -- a link through its tree joint, then the joint's pivot -- runs as one fused step
     (both kernels: one-dimensional joints of 6-d links, and any other size), and gives the numpy rule's
-    numbers; a link whose factors reach its parent is left to the generic steps."""
+    numbers; a link whose factors reach its parent is no tree pair (a wide pair: the test below)."""
     from elimination.program import F, JOINT_HALF, LINK_HALF
 
     graph, ordering = _tree((6, 1, 3, 1, 2, 1), coupled)
@@ -242,6 +242,32 @@ def test_tree_pairs_are_fused_and_equal_the_numpy_rule(coupled):
     fused = set(np.flatnonzero(rows[:, F["pair"]] == LINK_HALF) // 2)
     assert fused == set(range(6)) - ({6 - 1 - coupled} if coupled is not None else set())
     assert np.array_equal(np.flatnonzero(rows[:, F["pair"]] == JOINT_HALF), np.array(sorted(2 * k + 1 for k in fused)))
+    numpy_values, compiled = _both(graph, ordering, refine=0)
+    assert max_relative_error(compiled, numpy_values) < RTOL
+    assert max_relative_error(compiled, graph.dense_solve()) < 1e-9
+
+
+@pytest.mark.parametrize("batch", [(), (3,)])
+def test_wide_pairs_run_as_one_front_and_equal_the_numpy_rule(batch):
+    """A link through its tree joint whose front reaches further -- a multiplier-like key on a leaf that
+    its ancestors carry in their separators (proxBBO, PV), a link coupled to its parent (a loop through
+    it), a factor on a joint and another link -- runs with its joint's pivot as a wide
+    pair, on one front, and gives the numpy rule's numbers (batched too) and the dense solve's."""
+    from elimination.program import F, WIDE_JOINT, WIDE_LINK
+
+    joints = (6, 1, 3, 1, 2, 1)
+    graph, ordering = _tree(joints, coupled=3)
+    rng = np.random.default_rng(11)
+    graph.add_variable(Variable("lam", 3))
+    K = rng.normal(size=(3, 9))
+    graph.add(Quadratic([("a", 5), "lam"], K.T @ K, rng.normal(size=9)))
+    graph.add(Quadratic(["lam"], np.eye(3) + rng.uniform(size=batch + (1, 1)), rng.normal(size=batch + (3,))))
+    J = rng.normal(size=(2, 7))
+    graph.add(Quadratic([("q", 3), ("a", 1)], J.T @ J, np.zeros(7)))
+    ordering = Ordering.from_keys(list(ordering.keys()) + ["lam"])
+    rows = analyze(graph, ordering).lowered().steps
+    wide = np.flatnonzero(rows[:, F["pair"]] == WIDE_LINK)
+    assert len(wide) >= 3 and np.array_equal(np.flatnonzero(rows[:, F["pair"]] == WIDE_JOINT), wide + 1)
     numpy_values, compiled = _both(graph, ordering, refine=0)
     assert max_relative_error(compiled, numpy_values) < RTOL
     assert max_relative_error(compiled, graph.dense_solve()) < 1e-9
