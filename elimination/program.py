@@ -442,12 +442,8 @@ def _tree_pair(step, following, factors, n_graph: int, dims: dict):
     sigma I]`` with ``T_q = -+D`` and ``sigma = -+u``, the generated factor is ``T' H T`` and its pivot
     ``T_q' H T_q``: computed straight from ``H`` (ABA's ``U = H S``, ``D = S' U``), without the dense front.
     """
-    if following is None or not step.identity or step.new_equality is not None or step.new_quadratic is None:
-        return None
-    if following.hard_rows or following.pivot != "definite" or len(following.frontal) != 1:
-        return None
-    if step.new_quadratic not in following.factors or tuple(following.layout) != tuple(step.layout[1:]):
-        return None
+    if not _wide_pair(step, following) or following.pivot != "definite" or len(following.frontal) != 1:
+        return None  # a tree pair is a wide pair whose factors keep to the link's own block and the joint
     nF = step.frontal_dim
     hard = [i for i in step.factors if factors[i].hard]
     if len(hard) != 1 or hard[0] >= n_graph:

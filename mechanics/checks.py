@@ -73,9 +73,10 @@ def state_array(mechanism: Mechanism, value, name: str, size: int, finite: bool 
             f"{name} has shape {array.shape} but mechanism {mechanism.name!r} needs (..., {size}) "
             f"(nq={mechanism.nq}, nv={mechanism.nv})"
         )
-    bad = ~np.isfinite(array) if finite else None
-    if finite and np.any(bad):
-        raise ValueError(f"{name} contains NaN or inf at index {tuple(int(i) for i in np.argwhere(bad)[0])}")
+    if finite:
+        bad = ~np.isfinite(array)
+        if np.any(bad):
+            raise ValueError(f"{name} contains NaN or inf at index {tuple(int(i) for i in np.argwhere(bad)[0])}")
     return array
 
 
