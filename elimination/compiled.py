@@ -54,8 +54,8 @@ T_, HF_, LINV, Y_, DS, WW, NN, EE, ED, RS = (F[k] for k in ("T", "HF", "Linv", "
 G0, G1, B0, B1, OUT_G, OUT_B = (F[k] for k in ("g0", "g1", "b0", "b1", "out_g", "out_b"))
 TC, YC, DROP = (F[k] for k in ("t", "y", "drop"))
 XF0, XF1, XS0, XS1 = (F[k] for k in ("xf0", "xf1", "xs0", "xs1"))
-PAIR, TQ, TN, TSIG, PB0, PB1, PH0, PH1, PS0, PS1, PG0, PG1 = (
-    F[k] for k in ("pair", "tq", "tn", "tsig", "pb0", "pb1", "ph0", "ph1", "ps0", "ps1", "pg0", "pg1"))
+PAIR, TQ, TN, TSIG, TP, PB0, PB1, PH0, PH1, PS0, PS1, PG0, PG1 = (
+    F[k] for k in ("pair", "tq", "tn", "tsig", "tp", "pb0", "pb1", "ph0", "ph1", "ps0", "ps1", "pg0", "pg1"))
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -467,6 +467,86 @@ def _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6
     return root * root / max(sz, 1e-300) if d > 0.0 else -1.0
 
 
+@njit(cache=True, inline="always")
+def _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, Hf, scale, t6, u6, y):
+    """Both steps of a wide pair with a revolute joint (:func:`elimination.program._wide_revolute`), link half
+    at step ``st``, on the front ``[a, q, S]`` without the joint's row and column, which no factor of the
+    link reaches: ``S`` is the joint's separator (the parent ``p`` somewhere in it, a subtree's multipliers,
+    a loop's other link) and ``T = [t, sigma E_p]``, so the joint's pivot is ``d = t'u`` with ``u = H_aa t``
+    (+ the joint's own factors), its row ``y = (t'H_aS + sigma E_p u) / sqrt(d)`` and the generated factor
+    ``H_SS`` with ``a`` folded into ``p`` (rows ``+= sigma H_aS``, columns ``+= sigma H_Sa``, ``H_aa`` on
+    ``p x p``) less ``y y'``.  The numbers of the two generic steps, round-off aside, without the dense
+    substitution or the factor between them.  Returns the pivot ratio, or -1 where the numpy rule refuses
+    the pivot."""
+    joint = st + 1
+    m = steps[st, NS] - 1  # the joint's separator
+    n = 7 + m
+    sgn, sigma, tq, tn = -float(steps[st, IDENTITY]), float(steps[st, TSIG]), steps[st, TQ], steps[st, TN]
+    npar, p0 = (6, 7 + steps[st, TP]) if steps[st, TSIG] != 0 else (0, 7)  # p0: the parent's first row
+    for i in range(n):  # every row and column but the joint's (the gathers reach nothing else)
+        scale[i] = 0.0
+        for j in range(6):
+            H[i, j] = 0.0
+        for j in range(7, n):
+            H[i, j] = 0.0
+    for q in range(steps[st, H0], steps[st, H1]):
+        Hf[hd[q]] += Fw[hs[q]]
+    for q in range(steps[st, S0], steps[st, S1]):
+        scale[sd[q]] += Fw[ss[q]]
+    for i in range(n):
+        scale[i] = max(scale[i], floor)
+    ts, hf = steps[st, T_], steps[st, HF_]
+    for i in range(6):  # t = -+D; T = [t, sigma E_p]
+        t6[i] = sgn * Fw[tq + i * tn]
+        C[ts + i * (m + 1)] = t6[i]
+        for j in range(m):
+            C[ts + i * (m + 1) + 1 + j] = sigma if 7 + j == p0 + i and npar else 0.0
+    for i in range(n):  # HF = [H_aa; 0; H_Sa]
+        for j in range(6):
+            C[hf + i * 6 + j] = H[i, j] if i != 6 else 0.0
+    d, sz = 0.0, floor
+    for i in range(6):  # u = H_aa t, d = t'u
+        t = 0.0
+        for q in range(6):
+            t += H[i, q] * t6[q]
+        u6[i] = t
+        d += t6[i] * t
+        sz += t6[i] * t6[i] * scale[i]
+    for q in range(steps[joint, H0], steps[joint, H1]):  # the joint's own factors: on q alone
+        d += Fw[hs[q]]
+    for q in range(steps[joint, S0], steps[joint, S1]):
+        sz += Fw[ss[q]]
+    sz = max(sz, floor)
+    root = np.sqrt(max(d, 0.0))
+    li = 1.0 / root if d > 0.0 else 0.0
+    C[steps[joint, DS]], C[steps[joint, LINV]] = 1.0, li
+    for j in range(m):  # y = (t'H_aS + sigma E_p u) / sqrt(d)
+        y[j] = 0.0
+    for q in range(6):
+        for j in range(m):
+            y[j] += t6[q] * H[q, 7 + j]
+    for i in range(npar):
+        y[p0 - 7 + i] += sigma * u6[i]
+    yy = steps[joint, Y_]
+    for j in range(m):
+        y[j] *= li
+        C[yy + j] = y[j]
+    for i in range(npar):  # a folded into p: rows, columns, then H_aa; scales
+        for j in range(7, n):
+            H[p0 + i, j] += sigma * H[i, j]
+        for j in range(7, n):
+            H[j, p0 + i] += sigma * H[j, i]
+        for j in range(6):
+            H[p0 + i, p0 + j] += H[i, j]
+        scale[p0 + i] += scale[i]
+    out, outs = steps[joint, OUT_H], steps[joint, OUT_S]
+    for i in range(m if out >= 0 else 0):  # the generated factor: H_SS - y y', symmetrized
+        Fw[outs + i] = scale[7 + i] + y[i] * y[i]
+        for j in range(i, m):
+            Fw[out + i * m + j] = Fw[out + j * m + i] = 0.5 * (H[7 + i, 7 + j] + H[7 + j, 7 + i]) - y[i] * y[j]
+    return root * root / max(sz, 1e-300) if d > 0.0 else -1.0
+
+
 @njit(cache=True, **UNCOUNTED)
 def factorize_one(maps, Fw, C, floor, check_rank, scratch):
     """Every step of the program on one element: its factor workspace ``Fw (factor_size,)``, conditionals
@@ -496,6 +576,16 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
                 break
             if r < ratio:
                 ratio, weak = r, st + 1
+            continue
+        if pair == WIDE_LINK and steps[st, TQ] >= 0:
+            r = _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, Hf, scale, unit, sz, Dv)
+            if r < 0.0:
+                failed = st + 1
+                break
+            if r < ratio:
+                ratio, weak = r, st + 1
+            continue
+        if pair == WIDE_JOINT and steps[st - 1, TQ] >= 0:  # done with the link half, just before
             continue
         row = steps[st]
         nF, nS, m, nz = row[NF], row[NS], row[M], row[NZ]

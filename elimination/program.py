@@ -40,6 +40,7 @@ written or gathered (the joint half's gathers leave it out).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Hashable, NamedTuple
 
 import numpy as np
 
@@ -53,7 +54,8 @@ FIELDS = (
     "g0", "g1", "b0", "b1", "out_g", "out_b",        # gather maps of the linear terms; the new factors' terms
     "t", "y", "drop",                                # per-solve caches; offset of the dropped rows' residuals
     "xf0", "xf1", "xs0", "xs1",                      # scatter of the front's values, gather of the separator's
-    "pair", "tq", "tn", "tsig", "pb0", "pb1", "ph0", "ph1", "ps0", "ps1", "pg0", "pg1",  # a tree pair (_tree_pair)
+    "pair", "tq", "tn", "tsig", "tp",                # a pair's joint (_joint_substitution)
+    "pb0", "pb1", "ph0", "ph1", "ps0", "ps1", "pg0", "pg1",  # a tree pair's gathers (_mark_pair)
 )
 """Columns of :attr:`Program.steps`."""
 F = {name: i for i, name in enumerate(FIELDS)}
@@ -260,8 +262,10 @@ def lower(plan: Plan) -> Program:
         rows.append(_step_row(step, factors, size, offsets, value_offset, dims, maps, claim, between))
     for k, step in enumerate(plan.steps):
         rows[k][F["pair"]] = kinds[k]
-        if trees[k] is not None:
+        if kinds[k] == LINK_HALF:
             _mark_pair(rows[k], rows[k + 1], step, plan.steps[k + 1], trees[k], offsets, size, maps)
+        elif trees[k] is not None:  # a wide pair the kernel runs on the link's block (_wide_revolute)
+            _mark_substitution(rows[k], trees[k], offsets, size)
         for name, key in (("pb", "pb"), ("pH", "ph"), ("ps", "ps"), ("pg", "pg")):
             if rows[k][F[key + "0"]] < 0:  # empty ranges where no pair's half gathers
                 rows[k][F[key + "0"]] = rows[k][F[key + "1"]] = maps[name].add([], [])[0]
@@ -394,8 +398,8 @@ def _step_row(step, factors, size, offsets, value_offset, dims, maps, claim, bet
 
 
 def _pairs(steps, factors, n_graph: int, dims: dict) -> tuple:
-    """``(kinds, trees)`` per step: its value of the ``pair`` column (0: a generic step) and, at a tree
-    pair's link half, what :func:`_tree_pair` says of it."""
+    """``(kinds, trees)`` per step: its value of the ``pair`` column (0: a generic step) and, at the link half
+    of a tree pair or of a wide pair with a revolute joint, what :func:`_joint_substitution` says of it."""
     kinds, trees = [0] * len(steps), [None] * len(steps)
     for k in range(len(steps) - 1):
         if kinds[k]:  # the joint half of the pair before
@@ -405,6 +409,7 @@ def _pairs(steps, factors, n_graph: int, dims: dict) -> tuple:
             kinds[k], kinds[k + 1], trees[k] = LINK_HALF, JOINT_HALF, tree
         elif _wide_pair(steps[k], steps[k + 1]):
             kinds[k], kinds[k + 1] = WIDE_LINK, WIDE_JOINT
+            trees[k] = _wide_revolute(steps[k], steps[k + 1], factors, n_graph, dims)
     return kinds, trees
 
 
@@ -430,43 +435,89 @@ def _wide_pair(step, following) -> bool:
     return np.array_equal(position, np.arange(step.separator_dim))
 
 
-def _tree_pair(step, following, factors, n_graph: int, dims: dict):
-    """``(hard factor, column of the pivot key in it, sign of the parent's column block)`` when ``step`` and
-    ``following`` form a tree pair; else None.
+class JointSubstitution(NamedTuple):
+    """How a pair's link half substitutes its link through its tree joint (:func:`_joint_substitution`)."""
 
-    A tree pair: ``step`` substitutes its single frontal key (a link acceleration ``a``) through a declared
-    ``+-I`` block of one graph factor ``[+-I, D, u I]`` (the tree joint ``a = a_parent + S qdd + c``: ``D``
-    on one key ``q``, ``u I`` on the parent ``p``, or no parent), its quadratic factors involve ``a`` only,
-    and the quadratic it generates on ``(q, p)`` goes to ``following``, which eliminates ``q`` by a definite
-    pivot, with no hard rows, in the same layout, any other factors of it on ``q`` alone.  Then ``T = [T_q,
-    sigma I]`` with ``T_q = -+D`` and ``sigma = -+u``, the generated factor is ``T' H T`` and its pivot
-    ``T_q' H T_q``: computed straight from ``H`` (ABA's ``U = H S``, ``D = S' U``), without the dense front.
+    hard: int  # the joint's hard factor
+    column: int  # of the joint's key in it
+    sigma: int  # sign of the parent's block in ``T`` (0: no parent)
+    parent: Hashable  # the parent link's key, or None
+    parent_at: int  # where the parent starts in the joint's separator (-1: no parent)
+
+
+def _joint_substitution(step, following, factors, n_graph: int, dims: dict):
+    """A :class:`JointSubstitution` when a wide pair (:func:`_wide_pair`) substitutes its link ``a`` through
+    one graph factor ``[+-I, D, u I]`` on ``(a, q, parent)`` -- the tree joint ``a = a_parent + S qdd + c``,
+    ``D`` on the joint's key ``q``, ``u I`` on the parent, or no parent -- and eliminates ``q`` alone by a
+    definite pivot, its other factors on ``q`` alone; else None.
+
+    Then ``T = [T_q, sigma I, 0]`` (in the separator's order) with ``T_q = -+D`` and ``sigma = -+u``: read as
+    such from the hard factor, not gathered and searched (:func:`_tree_pair`, :func:`_wide_revolute`).
     """
     if not _wide_pair(step, following) or following.pivot != "definite" or len(following.frontal) != 1:
-        return None  # a tree pair is a wide pair whose factors keep to the link's own block and the joint
-    nF = step.frontal_dim
+        return None
     hard = [i for i in step.factors if factors[i].hard]
     if len(hard) != 1 or hard[0] >= n_graph:
         return None
     h = hard[0]
     keys, units = factors[h].keys, factors[h].units
-    q, parent = following.frontal[0], following.separator
-    if q not in keys or units[keys.index(q)] != 0:
+    link, q = step.frontal[0], following.frontal[0]
+    if link not in keys or q not in keys or units[keys.index(q)] != 0:
         return None
-    if parent and (len(parent) != 1 or parent[0] not in keys or not units[keys.index(parent[0])]
-                   or dims[parent[0]] != nF):
+    others = [k for k in keys if k not in (link, q)]
+    parent = others[0] if len(others) == 1 else None
+    if len(others) > 1 or (parent is not None and (not units[keys.index(parent)] or dims[parent] != step.frontal_dim)):
         return None
-    if set(keys) != {step.frontal[0], q, *parent}:
-        return None
-    for i, pos in zip(step.factors, step.positions):
-        if not factors[i].hard and not np.array_equal(pos, np.arange(nF)):  # on the separator too: H_FS != 0
-            return None
     for i, pos in zip(following.factors, following.positions):
         if i != step.new_quadratic and np.any(pos >= following.frontal_dim):
             return None
     column = sum(dims[k] for k in keys[: keys.index(q)])
-    sigma = -step.identity * units[keys.index(parent[0])] if parent else 0
-    return h, column, sigma
+    if parent is None:
+        return JointSubstitution(h, column, 0, None, -1)
+    separator = list(following.separator)
+    parent_at = sum(dims[k] for k in separator[: separator.index(parent)])
+    return JointSubstitution(h, column, -step.identity * units[keys.index(parent)], parent, parent_at)
+
+
+def _tree_pair(step, following, factors, n_graph: int, dims: dict):
+    """``(hard factor, column of the pivot key in it, sign of the parent's column block, parent)`` when
+    ``step`` and ``following`` form a tree pair; else None.
+
+    A tree pair: ``step`` substitutes its single frontal key (a link acceleration ``a``) through a declared
+    ``+-I`` block of one graph factor (:func:`_joint_substitution`), its quadratic factors involve ``a``
+    only, and the quadratic it generates on ``(q, parent)`` -- nothing else -- goes to ``following``.  Then
+    the generated factor is ``T' H T`` and its pivot ``T_q' H T_q``: computed straight from ``H`` (ABA's
+    ``U = H S``, ``D = S' U``), without the dense front.
+    """
+    tree = _joint_substitution(step, following, factors, n_graph, dims)
+    if tree is None or tuple(following.separator) != ((tree.parent,) if tree.parent is not None else ()):
+        return None
+    for i, pos in zip(step.factors, step.positions):
+        if not factors[i].hard and not np.array_equal(pos, np.arange(step.frontal_dim)):  # H_FS != 0
+            return None
+    return tree
+
+
+def _wide_revolute(step, following, factors, n_graph: int, dims: dict):
+    """What :func:`_joint_substitution` says of a wide pair whose link is 6-dimensional, whose joint is
+    one-dimensional and whose link's quadratic factors stay off the joint (proxBBO's links, with their
+    subtree's multipliers; a loop to the parent or to another link); else None.  The compiled kernel then
+    runs the pair without the joint's row and column of the front (``compiled._wide_revolute_pair``)."""
+    tree = _joint_substitution(step, following, factors, n_graph, dims)
+    if tree is None or step.frontal_dim != 6 or following.frontal_dim != 1:
+        return None
+    for i, pos in zip(step.factors, step.positions):
+        if not factors[i].hard and np.any(pos == 6):
+            return None
+    return tree
+
+
+def _mark_substitution(row: list, pair: tuple, offsets: dict, size: dict) -> None:
+    """Mark where a pair's link half reads its joint: the pivot key's block of the hard factor in the factor
+    workspace (``tq``, row stride ``tn``), the parent block's sign (``tsig``, 0 for no parent) and where the
+    parent starts in the joint's separator (``tp``)."""
+    row[F["tq"]], row[F["tn"]] = offsets["A"][pair.hard] + pair.column, size[pair.hard]
+    row[F["tsig"]], row[F["tp"]] = pair.sigma, pair.parent_at
 
 
 def _mark_pair(row: list, following_row: list, step, following, pair: tuple, offsets: dict, size: dict,
@@ -476,8 +527,8 @@ def _mark_pair(row: list, following_row: list, step, following, pair: tuple, off
     ``pb``: each one's whole ``nF x nF`` block and its scales, ``(H offset, scale offset)``), and the gathers
     of the pivot half's factors other than the generated one (onto its ``nq x nq`` block, ``i * nq + j``; their
     linear terms, map ``pg``, for the solve's forward sweep)."""
-    h, column, sigma = pair
-    row[F["pair"]], row[F["tq"]], row[F["tn"]], row[F["tsig"]] = LINK_HALF, offsets["A"][h] + column, size[h], sigma
+    _mark_substitution(row, pair, offsets, size)
+    row[F["pair"]] = LINK_HALF
     link = [i for i in step.factors if i in offsets["H"]]  # the quadratic ones (the hard one is in offsets["A"])
     row[F["pb0"]], row[F["pb1"]] = maps["pb"].add([offsets["H"][i] for i in link], [offsets["scale"][i] for i in link])
     following_row[F["pair"]] = JOINT_HALF

@@ -273,6 +273,38 @@ def test_wide_pairs_run_as_one_front_and_equal_the_numpy_rule(batch):
     assert max_relative_error(compiled, graph.dense_solve()) < 1e-9
 
 
+@pytest.mark.parametrize("batch", [(), (3,)])
+def test_wide_revolute_pairs_skip_the_joint_and_equal_the_numpy_rule(batch):
+    """Wide pairs of 6-d links through one-dimensional joints run on the front without the joint's row and
+    column (the link folded into its parent): with a multiplier-like key behind the parent in the
+    separator, the parent after another link (a loop from the link to a link eliminated before its
+    parent), the parent reached by the link's own factor (a loop through it), and no parent at all (the
+    root).  Same values and smallest pivot ratio as the numpy rule, and the dense solve's values."""
+    from elimination.program import F, WIDE_LINK
+
+    graph, ordering = _tree((1,) * 6, coupled=3)
+    rng = np.random.default_rng(11)
+    graph.add_variable(Variable("lam", 3))
+    K, L = rng.normal(size=(3, 9)), rng.normal(size=(4, 12))
+    graph.add(Quadratic([("a", 5), "lam"], K.T @ K, rng.normal(size=9)))
+    graph.add(Quadratic(["lam"], np.eye(3) + rng.uniform(size=batch + (1, 1)), rng.normal(size=batch + (3,))))
+    graph.add(Quadratic([("a", 4), ("a", 2)], L.T @ L, rng.normal(size=12)))  # a loop: 4's parent is 0
+    plan = analyze(graph, Ordering.from_keys(list(ordering.keys()) + ["lam"]))
+    rows = plan.lowered().steps
+    revolute = rows[(rows[:, F["pair"]] == WIDE_LINK) & (rows[:, F["tq"]] >= 0)]
+    assert len(revolute) == 6
+    assert {int(tp) for tp in revolute[:, F["tp"]]} == {-1, 0, 6}  # no parent, parent first, parent after a link
+    coupled = plan.steps[4]  # link 3, whose factor reaches its parent
+    assert coupled.frontal == (("a", 3),) and any(len(p) == 12 for i, p in zip(coupled.factors, coupled.positions)
+                                                   if not plan.factors[i].hard)
+    numpy_fact, compiled_fact = factorize(graph, plan, backend="numpy"), factorize(graph, plan, backend="numba")
+    assert type(compiled_fact).__name__ == "CompiledFactorization"
+    numpy_values, compiled = numpy_fact.solve(refine=0), compiled_fact.solve(refine=0)
+    assert max_relative_error(compiled, numpy_values) < RTOL
+    assert max_relative_error(compiled, graph.dense_solve()) < 1e-9
+    assert np.allclose(compiled_fact.pivot_ratio, numpy_fact.pivot_ratio, rtol=1e-12, atol=0)
+
+
 @pytest.mark.parametrize("weight", [None, 3.0, np.diag([1.0, 2.0, 3.0])])
 @pytest.mark.parametrize("batch_A, batch_b", [((), ()), ((), (2, 3)), ((3,), (2, 3)), ((2, 1), (2, 3)), ((4,), (4,))])
 def test_compiled_refinement_takes_residuals_group_by_group(monkeypatch, weight, batch_A, batch_b):
