@@ -820,6 +820,68 @@ def _revolute_pair_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs
         Xout[xfs[q]] = x[xfd[q]]
 
 
+@njit(cache=True, inline="always")
+def _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g):
+    """The forward sweep of a wide revolute pair (:func:`_wide_revolute_pair`, link half at ``st``): the
+    link's ``g - HF t`` over ``[a, q, S]``, carried into the joint (``+= t' g_a``) and the parent
+    (``+= sigma g_a``), the joint's own terms, then ``y = Linv g_q`` and ``g_S - Y' D y`` passed on."""
+    joint, m = st + 1, steps[st, NS] - 1
+    n = 7 + m
+    p0 = 7 + steps[st, TP]
+    npar = 6 if steps[st, TSIG] != 0 else 0
+    for i in range(n):
+        g[i] = 0.0
+    for q in range(steps[st, G0], steps[st, G1]):
+        g[gd[q]] += Lin[gs[q]]
+    tc, hf, ts, ident = steps[st, TC], steps[st, HF_], steps[st, T_], float(steps[st, IDENTITY])
+    for q in range(steps[st, B0], steps[st, B1]):  # t = W b with W = sign I
+        cache[tc + bd[q]] = ident * Lin[bs[q]]
+    for i in range(n):  # g -= HF t (the joint's row of HF is zero)
+        if i != 6:
+            t = 0.0
+            for j in range(6):
+                t += C[hf + i * 6 + j] * cache[tc + j]
+            g[i] -= t
+    t = 0.0
+    for i in range(6):  # g_q += t' g_a, g_parent += sigma g_a
+        t += C[ts + i * (m + 1)] * g[i]
+    g[6] += t
+    sigma = float(steps[st, TSIG])
+    for i in range(npar):
+        g[p0 + i] += sigma * g[i]
+    for q in range(steps[joint, G0], steps[joint, G1]):  # the joint's own terms, on its front [q, S]
+        g[6 + gd[q]] += Lin[gs[q]]
+    y = C[steps[joint, LINV]] * g[6]
+    a, yy, out = C[steps[joint, DS]] * y, steps[joint, Y_], steps[joint, OUT_G]
+    for j in range(m if out >= 0 else 0):
+        Lin[out + j] = g[7 + j] - C[yy + j] * a
+    cache[steps[joint, YC]] = y
+
+
+@njit(cache=True, inline="always")
+def _wide_revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs):
+    """Back-substitution of a wide revolute pair (link half at ``st``): the joint's ``qdd = Linv D (y - Y
+    x_S)``, then the link's ``a = t + t qdd + sigma a_parent``, the parent read from the joint's ``x_S``."""
+    joint, m = st + 1, steps[st, NS] - 1
+    p0 = steps[st, TP]
+    npar = 6 if steps[st, TSIG] != 0 else 0
+    for q in range(steps[joint, XS0], steps[joint, XS1]):
+        xs[xsd[q]] = Xout[xss[q]]
+    t, yy = cache[steps[joint, YC]], steps[joint, Y_]
+    for j in range(m):
+        t -= C[yy + j] * xs[j]
+    qdd = C[steps[joint, LINV]] * (C[steps[joint, DS]] * t)
+    for q in range(steps[joint, XF0], steps[joint, XF1]):
+        Xout[xfs[q]] = qdd
+    tc, ts, sigma = steps[st, TC], steps[st, T_], float(steps[st, TSIG])
+    for i in range(6):
+        x[i] = cache[tc + i] + C[ts + i * (m + 1)] * qdd
+    for i in range(npar):
+        x[i] += sigma * xs[p0 + i]
+    for q in range(steps[st, XF0], steps[st, XF1]):
+        Xout[xfs[q]] = x[xfd[q]]
+
+
 def solve_maps(program) -> tuple:
     """The step table and index maps :func:`solve_one` reads."""
     maps = program.maps
@@ -844,6 +906,11 @@ def solve_one(maps, C, Lin, Lmag, cache, Xout, dropped, scratch):
                 _revolute_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g)
             else:
                 _tree_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g)
+            continue
+        if pair == WIDE_LINK and steps[st, TQ] >= 0:
+            _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g)
+            continue
+        if pair == WIDE_JOINT and steps[st - 1, TQ] >= 0:  # done with the link half, just before
             continue
         nF, nS, m, nz, ident = steps[st, NF], steps[st, NS], steps[st, M], steps[st, NZ], steps[st, IDENTITY]
         n = nF + nS
@@ -931,6 +998,10 @@ def solve_one(maps, C, Lin, Lmag, cache, Xout, dropped, scratch):
         if steps[st, PAIR] == JOINT_HALF and _revolute(steps, st - 1):
             st -= 1
             _revolute_pair_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs)
+            continue
+        if steps[st, PAIR] == WIDE_JOINT and steps[st - 1, TQ] >= 0:
+            st -= 1
+            _wide_revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs)
             continue
         nF, nS, m, nz = steps[st, NF], steps[st, NS], steps[st, M], steps[st, NZ]
         for q in range(steps[st, XS0], steps[st, XS1]):

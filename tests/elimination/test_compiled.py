@@ -279,7 +279,8 @@ def test_wide_revolute_pairs_skip_the_joint_and_equal_the_numpy_rule(batch):
     column (the link folded into its parent): with a multiplier-like key behind the parent in the
     separator, the parent after another link (a loop from the link to a link eliminated before its
     parent), the parent reached by the link's own factor (a loop through it), and no parent at all (the
-    root).  Same values and smallest pivot ratio as the numpy rule, and the dense solve's values."""
+    root).  Their factorization and both sweeps of the solve: same values and smallest pivot ratio as the
+    numpy rule, and the dense solve's values."""
     from elimination.program import F, WIDE_LINK
 
     graph, ordering = _tree((1,) * 6, coupled=3)
