@@ -528,7 +528,11 @@ class CompiledFactorization(Factorization):
 
     def _values(self, X: np.ndarray, full: tuple) -> dict:
         X = X.reshape(full + X.shape[-1:])
-        return {key: X[..., off : off + dim] for key, off, dim in _value_slices(self.program, self.graph)}
+        values = {}
+        for keys, start, dim in _value_runs(self.program, self.graph):  # a run's views made by numpy, in C
+            block = X[..., start : start + len(keys) * dim].reshape(full + (len(keys), dim))
+            values.update(zip(keys, np.moveaxis(block, -2, 0)))
+        return values
 
     def _laid_out_residuals(self) -> bool:
         """Whether refinement's residuals can be taken group by group (:meth:`_flat_residual`): no group
@@ -590,6 +594,20 @@ def _value_slices(program, graph) -> list:
     if "values" not in program.derived:
         program.derived["values"] = [(key, off, graph.variable(key).dim) for key, off in program.value_offset.items()]
     return program.derived["values"]
+
+
+def _value_runs(program, graph) -> list:
+    """``(keys, start, dim)``: runs of consecutive variables of one dimension in the program's value layout
+    (kept with the program), so that a solve's values are a few reshapes, not one slice per variable."""
+    if "value runs" not in program.derived:
+        runs = []
+        for key, off, dim in sorted(_value_slices(program, graph), key=lambda s: s[1]):
+            if runs and runs[-1][2] == dim and runs[-1][1] + len(runs[-1][0]) * dim == off:
+                runs[-1][0].append(key)
+            else:
+                runs.append(([key], off, dim))
+        program.derived["value runs"] = runs
+    return program.derived["value runs"]
 
 
 def _residual_groups(graph: FactorGraph, program) -> list | bool:
