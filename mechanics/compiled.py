@@ -134,6 +134,7 @@ class CompiledDynamics:
         self.unit = np.array([(cols.start, cols.stop) for _, cols, _ in mechanism.unit_norm_columns],
                              dtype=np.int64).reshape(-1, 2)
         self.columns = _output_columns(mechanism)
+        self.no_forces = np.zeros((1, mechanism.constraint_dim))  # one state's warm start (read only)
         self.width = self.columns["worst"] + 1
         # the kernel's workspace, kept: numba holds the GIL, so no two calls share it at once
         self.parts = _workspace_parts(mechanism, self.constraints, program)
@@ -164,6 +165,18 @@ class CompiledDynamics:
         dynamics_kernel(*self.tables, q, v, tau, forces0, float(mu), float(tol), int(max_iter), int(refine),
                         self.iterating, self.floats, self.ints, out, flags)
         return out, flags
+
+
+    def run_one(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, settings: tuple) -> tuple:
+        """:meth:`run` of one state whose shapes and types the caller checked (:func:`mechanics.checks.plain_state`),
+        with no warm start; ``settings``: ``(mu, tol, max_iter, refine)`` as float, float, int, int.  Returns its
+        row of ``out`` and of ``flags``: a prepared call's whole trip, without the checks and reshapes of a
+        batch (they were a third of a small robot's call)."""
+        out, flags = np.empty((1, self.width)), np.empty((1, 3), dtype=np.int64)
+        announce_first_compile(__file__, "the dynamics kernel")
+        dynamics_kernel(*self.tables, q[None], v[None], tau[None], self.no_forces, *settings, self.iterating,
+                        self.floats, self.ints, out, flags)
+        return out[0], flags[0]
 
 
 def _output_columns(mechanism) -> dict:

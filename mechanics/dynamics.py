@@ -338,7 +338,6 @@ class PreparedDynamics:
         self.refine = refine  # checked by the solve
         self._link_parts = mechanism.derived.get(("link parts",), lambda: _named_links(mechanism))
         self._constraint_parts = mechanism.derived.get(("constraint parts",), lambda: _named_constraints(mechanism))
-        self._no_forces = np.zeros((1, mechanism.constraint_dim))  # one state's warm start (read only)
         self.compiled = None
         if backend != "numpy":
             self.plan.lowered()  # lowered now, not at the first call
@@ -346,6 +345,7 @@ class PreparedDynamics:
             key = ("compiled", policy_types(self.policies), algo.ordering)  # tables kept with the mechanism
             compiled = mechanism.derived.get(key, lambda: CompiledDynamics(mechanism, self.layout, self.plan))
             self.compiled = None if compiled.unsupported else compiled
+            self._settings = (float(self.mu), float(self.tol), int(self.max_iter), int(self.refine))  # the kernel's
 
     def __repr__(self) -> str:
         return (f"PreparedDynamics({self.name!r} on {self.mechanism.name!r}, mu={self.mu:g}, tol={self.tol:g}, "
@@ -384,6 +384,24 @@ class PreparedDynamics:
                                  axis=-2)
         return self._result(qdd, forces, accelerations[..., LINEAR_FIRST], iterations, worst, converged, batch)
 
+    def _run_one(self, q, v, tau, stacklevel: int) -> DynamicsResult | None:
+        """:meth:`_run_compiled` of one plain state (:func:`mechanics.checks.plain_state`): its row of the kernel's
+        output as it is, Python scalars for its flags."""
+        compiled = self.compiled
+        row, flags = compiled.run_one(q, v, tau, self._settings)
+        iterations, converged, status = flags.tolist()
+        columns, hard = compiled.columns, compiled.hard_rows
+        if status != OK or hard is not None and _beyond_round_off(_max_abs([row[columns["residual"]][hard]]),
+                                                                  _max_abs([row[columns["k"]][hard]])):
+            return None  # the numpy path answers, or refuses (as _run_compiled)
+        worst = float(row[columns["worst"]])
+        if not converged:
+            warn_not_converged(self._context, self._names, self.tol, self.max_iter, np.asarray(False),
+                               np.asarray(iterations), np.asarray(worst), stacklevel=stacklevel)
+        accelerations = row[columns["accelerations"]].reshape(len(self.mechanism.links), 6)
+        return self._result(row[columns["qdd"]], row[columns["forces"]], accelerations, iterations, worst,
+                            converged, ())
+
     def _result(self, qdd, forces, accelerations, iterations, worst, converged, batch: tuple) -> DynamicsResult:
         """``accelerations (*batch, n_links, 6)`` in Pinocchio's ``[linear; angular]`` order."""
         return DynamicsResult(
@@ -401,8 +419,6 @@ class PreparedDynamics:
         """``(batch, (q, v, tau, forces0) as (B, n) rows)`` for the kernel: shapes and types checked here, values
         (finite, unit parts of ``q``) by the kernel, which normalises ``q``."""
         mechanism = self.mechanism
-        if forces0 is None and plain_state(mechanism, q, v, tau):  # one state, the common call: no copies
-            return (), (q[None], v[None], tau[None], self._no_forces)
         q, v, tau = state_arrays(mechanism, q, v, tau, finite=False)  # (the kernel refuses NaN and inf)
         state = {"q": q, "v": v, "tau": tau}
         if forces0 is not None:
@@ -421,6 +437,8 @@ class PreparedDynamics:
         the numpy path (it then answers for the whole call, naming what is singular) or its checks (they then
         name what is wrong with the state)."""
         compiled = self.compiled
+        if forces0 is None and plain_state(self.mechanism, q, v, tau):  # one state, the common call
+            return self._run_one(q, v, tau, stacklevel + 1)
         batch, rows = self._compiled_rows(q, v, tau, forces0)
         out, flags = compiled.run(*rows, self.mu, self.tol, self.max_iter, self.refine)
         if batch == ():  # one state: Python scalars (numpy's reductions cost more than the rest of the call)
