@@ -262,7 +262,8 @@ class Factorization:
         return res_g, res_b
 
     # -- solving --------------------------------------------------------------------
-    def solve(self, g: Mapping | None = None, b: Mapping | None = None, refine: int = 1) -> dict:
+    def solve(self, g: Mapping | None = None, b: Mapping | None = None, refine: int = 1,
+              start: Mapping | None = None) -> dict:
         """Solve, optionally with new linear terms, reusing every matrix factorization.
 
         Parameters
@@ -283,6 +284,15 @@ class Factorization:
             backward-stable dense solve.  ``0`` skips it (twice as fast when
             the order is known to be stable, e.g. identity substitutions and
             definite pivots).
+        start : dict, optional
+            Values to refine from instead of solving from scratch: the solution
+            of a nearby problem (the outer iterations' last iterate).  The solve
+            is then ``refine`` refinement steps from it, the first of which
+            solves for the change alone, so each step is as accurate as a
+            refined solve of the change: one solve instead of two once the
+            changes are small.  Ignored (a solve from scratch) where ``refine``
+            is 0, a pivot is suspect, or the plan drops dependent rows (their
+            consistency is checked on a solve from scratch).
 
         Returns
         -------
@@ -315,13 +325,18 @@ class Factorization:
         suspect = self._suspect()
         lin_g, lin_b, measurements = self._linear_terms(g, b)
         # Deficient elements carry placeholders until _splice: their overflow means nothing.
+        warm = start is not None and refine and not self.fallbacks and not np.any(suspect) and self._startable()
         with np.errstate(over="ignore", invalid="ignore") if self.fallbacks else contextlib.nullcontext():
-            values = self._sweeps(lin_g, lin_b)
+            values = dict(start) if warm else self._sweeps(lin_g, lin_b)
             for _ in range(refine):
                 values = self._refined(values, lin_g, lin_b, measurements)[0]
             if np.any(suspect):
                 values = self._verified(values, lin_g, lin_b, measurements, suspect)
         return self._splice(values, g, b, refine) if self.fallbacks else values
+
+    def _startable(self) -> bool:
+        """Whether a solve may start from given values (:meth:`solve`'s ``start``): no step drops rows."""
+        return not any(step.dropped_rows for step in self.plan.steps)
 
     def _suspect(self) -> np.ndarray:
         """Elements whose smallest pivot is suspect (their solutions are verified by refinement); re-planned
@@ -475,12 +490,13 @@ class CompiledFactorization(Factorization):
     def __repr__(self) -> str:
         return f"CompiledFactorization({len(self.plan.steps)} steps, batch={self.graph.batch_shape})"
 
-    def solve(self, g: Mapping | None = None, b: Mapping | None = None, refine: int = 1) -> dict:
+    def solve(self, g: Mapping | None = None, b: Mapping | None = None, refine: int = 1,
+              start: Mapping | None = None) -> dict:
         # The graph's own terms, no refinement, nothing suspect: one trip into the solve kernel, without
         # tables of the graph's terms (reading 3000 factor objects into dicts cost more than the sweeps).
         refine = check_refine(refine)
-        if g or b or np.any(self._suspect()) or (refine and not self._laid_out_residuals()):
-            return super().solve(g, b, refine)
+        if g or b or start is not None or np.any(self._suspect()) or (refine and not self._laid_out_residuals()):
+            return super().solve(g, b, refine, start)
         Lin, Lmag, full = self._linear(None, None)
         X = self._flat_sweeps(Lin, Lmag, full)
         for _ in range(refine):  # Factorization._refined, on the laid-out terms

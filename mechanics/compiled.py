@@ -901,7 +901,11 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
             for j in range(table.shape[0]):
                 if table[j, POLICY] <= 1:  # alm, prox
                     _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas)
-            if not _solve(solve_maps, drops, sscr, work, C, Lmag, xn, suspect, refine):
+            if refine > 0 and not suspect and drops.shape[0] == 0:  # from the last iterate (Factorization.solve's start)
+                _copy(x, xn)
+                for _ in range(refine):
+                    _refine_step(solve_maps, sscr, work, C, Lmag, xn)
+            elif not _solve(solve_maps, drops, sscr, work, C, Lmag, xn, suspect, refine):
                 ok = False
                 break
             step = _qdd_step(links, xn, qdd, True)

@@ -177,14 +177,15 @@ def _merge(active: np.ndarray, new, old):
     return np.where(active[..., None], new, old)
 
 
-def _resolve(fact, gplc, policies: dict, mu: float, lam: dict, refine: int, moving) -> dict:
-    """A re-solve in which only the moving terms of the constraints ``moving`` selects change (the reduced two sweeps)."""
+def _resolve(fact, gplc, policies: dict, mu: float, lam: dict, refine: int, moving, start: dict | None = None) -> dict:
+    """A re-solve in which only the moving terms of the constraints ``moving`` selects change (the reduced two
+    sweeps), refined from ``start`` where given (``Factorization.solve``)."""
     overrides = {"g": {}, "b": {}}
     for c, policy in policies.items():
         if moving(policy) and c in gplc.moving:
             which, value = policy.moving_term(gplc.terms[c], mu, lam[c])
             overrides[which][gplc.moving[c]] = value
-    return fact.solve(g=overrides["g"], b=overrides["b"], refine=refine)
+    return fact.solve(g=overrides["g"], b=overrides["b"], refine=refine, start=start)
 
 
 def outer_iterations(mechanism, gplc, fact, policies: dict, mu: float, lam: dict, tol: float, max_iter: int,
@@ -211,7 +212,8 @@ def outer_iterations(mechanism, gplc, fact, policies: dict, mu: float, lam: dict
         active &= ~met
         if not iterating or not active.any() or np.max(iterations[active]) >= max_iter:
             return x, qdd, lam, residual, iterations
-        new_x = _resolve(fact, gplc, policies, mu, lam, refine, moving=lambda p: p.iterates)
+        # from the last iterate: with refinement, one solve of the change (Factorization.solve's start)
+        new_x = _resolve(fact, gplc, policies, mu, lam, refine, moving=lambda p: p.iterates, start=x)
         new_qdd = _qdd(mechanism, new_x, batch)
         step = np.where(active, element_max([new_qdd - qdd], batch), step)
         iterations += active
