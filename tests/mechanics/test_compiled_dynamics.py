@@ -166,6 +166,39 @@ def test_what_only_the_numpy_path_can_answer_is_left_to_it():
     assert np.array_equal(got.converged, ref.converged) and not np.any(got.converged)
 
 
+@pytest.mark.parametrize("batch", [(), (2,)])
+def test_a_kernel_answer_that_leaves_hard_rows_unsolved_is_not_returned(monkeypatch, batch):
+    """The kernel's answer is checked after it: where its hard rows' residual is beyond round-off (a
+    dependence its factorization did not see), the numpy path answers instead -- one state (its own path
+    through the kernel) and a batch.  The kernel's output is spoiled here to stand for such an answer."""
+    from mechanics.compiled import CompiledDynamics
+
+    mech = models.MODELS["four_bar"]()
+    q, v, tau = random_state(mech, np.random.default_rng(2), batch)
+    fused = mechanics.prepare(mech, "pv", backend="numba")
+    hard = fused.compiled.hard_rows
+    assert hard is not None and hard.all()
+    residual = fused.compiled.columns["residual"]
+    columns = np.arange(residual.start, residual.stop)
+    factorizations = []
+    factorize = elimination.factorize
+    monkeypatch.setattr(elimination, "factorize", lambda *a, **k: factorizations.append(1) or factorize(*a, **k))
+    fused(q, v, tau)
+    assert not factorizations  # the kernel answers this state itself
+    run, run_one = CompiledDynamics.run, CompiledDynamics.run_one
+
+    def spoiled(out, flags):
+        out[..., columns[hard]] += 1.0
+        return out, flags
+
+    monkeypatch.setattr(CompiledDynamics, "run", lambda self, *a: spoiled(*run(self, *a)))
+    monkeypatch.setattr(CompiledDynamics, "run_one", lambda self, *a: spoiled(*run_one(self, *a)))
+    got = fused(q, v, tau)
+    assert factorizations  # the numpy path answered
+    ref = mechanics.prepare(mech, "pv", backend="numpy")(q, v, tau)
+    assert relative(got.qdd, ref.qdd) < 1e-12 and np.allclose(got.residual, ref.residual, rtol=0, atol=1e-12)
+
+
 def test_a_policy_of_its_own_runs_on_the_numpy_path():
     class Stiff(mechanics.Prox):
         name = "stiff"
