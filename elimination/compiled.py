@@ -294,6 +294,15 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT,
     return True
 
 
+@njit(cache=True)
+def started_error(change: float, ratio: float) -> float:
+    """The relative error a solve started from given values may have after its last step: the step solved
+    for a correction ``change`` times the solution with the digits its pivots lose, ``eps / ratio`` for a
+    smallest pivot ratio ``ratio`` (the size of the cancellation at the weakest pivot)."""
+    eps = 2.220446049250313e-16
+    return change * eps / max(min(ratio, 1.0), eps)
+
+
 def factorize_scratch_size(maxn: int) -> tuple:
     """Floats and ints of :func:`factorize_scratch_in` for fronts up to ``maxn`` wide."""
     return 14 * maxn * maxn + 4 * maxn, maxn * (maxn + 1)
@@ -473,7 +482,7 @@ def _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, Hf, scale, t
     at step ``st``, on the front ``[a, q, S]`` without the joint's row and column, which no factor of the
     link reaches: ``S`` is the joint's separator (the parent ``p`` somewhere in it, a subtree's multipliers,
     a loop's other link) and ``T = [t, sigma E_p]``, so the joint's pivot is ``d = t'u`` with ``u = H_aa t``
-    (+ the joint's own factors), its row ``y = (t'H_aS + sigma E_p u) / sqrt(d)`` and the generated factor
+    (+ the joint's own factors), its row ``y = (t'H_aS + sigma E_p' u) / sqrt(d)`` and the generated factor
     ``H_SS`` with ``a`` folded into ``p`` (rows ``+= sigma H_aS``, columns ``+= sigma H_Sa``, ``H_aa`` on
     ``p x p``) less ``y y'``.  The numbers of the two generic steps, round-off aside, without the dense
     substitution or the factor between them.  Returns the pivot ratio, or -1 where the numpy rule refuses
@@ -520,7 +529,7 @@ def _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, Hf, scale, t
     root = np.sqrt(max(d, 0.0))
     li = 1.0 / root if d > 0.0 else 0.0
     C[steps[joint, DS]], C[steps[joint, LINV]] = 1.0, li
-    for j in range(m):  # y = (t'H_aS + sigma E_p u) / sqrt(d)
+    for j in range(m):  # y = (t'H_aS + sigma E_p' u) / sqrt(d)
         y[j] = 0.0
     for q in range(6):
         for j in range(m):

@@ -33,7 +33,7 @@ from .errors import SingularProblemError
 from .gaussian import (
     CONSISTENCY_RTOL, PIVOT_SUSPECT_RTOL, SINGULAR_RTOL, batch_note, eliminate_gaussian, mv, row_norms, singular_advice,
 )
-from .compiled import factor_workspace, run_factorize, run_solve, stacked
+from .compiled import factor_workspace, run_factorize, run_solve, stacked, started_error
 from .program import F
 from .numeric_rank import NumericHardRows
 from .symbolic import Plan, analyze
@@ -130,6 +130,7 @@ class Factorization:
 
     pivot_ratio: np.ndarray = np.inf
     weakest_step = None
+    _no_dropped_rows = None  # whether no step drops rows (_startable), once asked
 
     def __init__(
         self, plan: Plan, graph: FactorGraph, conditionals: list, hessians: dict, coefficients: dict,
@@ -288,11 +289,13 @@ class Factorization:
             Values to refine from instead of solving from scratch: the solution
             of a nearby problem (the outer iterations' last iterate).  The solve
             is then ``refine`` refinement steps from it, the first of which
-            solves for the change alone, so each step is as accurate as a
-            refined solve of the change: one solve instead of two once the
-            changes are small.  Ignored (a solve from scratch) where ``refine``
-            is 0, a pivot is suspect, or the plan drops dependent rows (their
-            consistency is checked on a solve from scratch).
+            solves for the change alone: one solve instead of two once the
+            changes are small; where the last step's correction, times the
+            digits the pivots lose (``started_error``), may leave an error above
+            ``WARM_RTOL``, one more step is taken.  Ignored (a solve from scratch) where ``refine``
+            is 0, any element's pivot is suspect or was re-planned, or the plan
+            drops dependent rows (their consistency is checked on a solve from
+            scratch).
 
         Returns
         -------
@@ -327,16 +330,34 @@ class Factorization:
         # Deficient elements carry placeholders until _splice: their overflow means nothing.
         warm = start is not None and refine and not self.fallbacks and not np.any(suspect) and self._startable()
         with np.errstate(over="ignore", invalid="ignore") if self.fallbacks else contextlib.nullcontext():
-            values = dict(start) if warm else self._sweeps(lin_g, lin_b)
+            values = self._start(start) if warm else self._sweeps(lin_g, lin_b)
             for _ in range(refine):
-                values = self._refined(values, lin_g, lin_b, measurements)[0]
+                values, correction = self._refined(values, lin_g, lin_b, measurements)
+            if warm and started_error(_relative_size(correction, values), float(np.min(self.pivot_ratio))) > WARM_RTOL:
+                values = self._refined(values, lin_g, lin_b, measurements)[0]  # a change too large for one step
             if np.any(suspect):
                 values = self._verified(values, lin_g, lin_b, measurements, suspect)
         return self._splice(values, g, b, refine) if self.fallbacks else values
 
     def _startable(self) -> bool:
         """Whether a solve may start from given values (:meth:`solve`'s ``start``): no step drops rows."""
-        return not any(step.dropped_rows for step in self.plan.steps)
+        if self._no_dropped_rows is None:
+            self._no_dropped_rows = not any(step.dropped_rows for step in self.plan.steps)
+        return self._no_dropped_rows
+
+    def _start(self, start: Mapping) -> dict:
+        """:meth:`solve`'s ``start``, checked (every variable of the graph, each ``(..., dim)``), in the graph's
+        order."""
+        keys = [var.key for var in self.graph.variables]
+        missing, extra = [k for k in keys if k not in start], [k for k in start if k not in set(keys)]
+        if missing or extra:
+            raise ValueError(f"solve: start must give every variable of the graph, no other: missing {missing}, "
+                             f"unknown {extra}")
+        values = {key: as_float_array(start[key], f"solve: start[{key!r}]", 1) for key in keys}
+        wrong = [key for key in keys if values[key].shape[-1:] != (self.graph.variable(key).dim,)]
+        if wrong:
+            raise ValueError(f"solve: start's values of {wrong} are not (..., dim) for their variables' dims")
+        return values
 
     def _suspect(self) -> np.ndarray:
         """Elements whose smallest pivot is suspect (their solutions are verified by refinement); re-planned
@@ -495,7 +516,8 @@ class CompiledFactorization(Factorization):
         # The graph's own terms, no refinement, nothing suspect: one trip into the solve kernel, without
         # tables of the graph's terms (reading 3000 factor objects into dicts cost more than the sweeps).
         refine = check_refine(refine)
-        if g or b or start is not None or np.any(self._suspect()) or (refine and not self._laid_out_residuals()):
+        if g or b or (start is not None and refine) or np.any(self._suspect()) or (
+                refine and not self._laid_out_residuals()):
             return super().solve(g, b, refine, start)
         Lin, Lmag, full = self._linear(None, None)
         X = self._flat_sweeps(Lin, Lmag, full)
@@ -766,6 +788,15 @@ def _aligned(C: np.ndarray, batch: tuple, full: tuple) -> np.ndarray:
 SCALE_FLOOR = 1e-10  # relative to the largest diagonal magnitude of the graph
 VERIFY_RTOL = 1e-6  # a suspect factorization's last refinement step may move the solution by this much
 SETTLED_RTOL = 64 * np.finfo(float).eps  # a correction this small is round-off: refinement has settled
+WARM_RTOL = 1e-13  # a solve started from given values refines once more where its error may exceed this
+
+
+
+def _relative_size(correction: dict, values: dict) -> float:
+    """``max |correction| / max |values|`` over the variables and the batch (0 for a zero solution)."""
+    top = max((float(np.max(np.abs(v), initial=0.0)) for v in values.values()), default=0.0)
+    moved = max((float(np.max(np.abs(c), initial=0.0)) for c in correction.values()), default=0.0)
+    return moved / top if top > 0.0 else 0.0
 SUSPECT_REFINE = 16  # refinement steps at most to settle a suspect factorization
 FINISHING_REFINE = 2  # of which at most this many once the corrections are below VERIFY_RTOL
 

@@ -35,7 +35,11 @@ factors reach past its own block (a multiplier of proxBBO or PV, a loop
 partner, the parent through a loop) or the joint's do.  It runs as the two
 generic steps on one front: the substitution leaves its separator block in
 place and the pivot starts from it, so the factor between them is never
-written or gathered (the joint half's gathers leave it out).
+written or gathered (the joint half's gathers leave it out).  Where the link is
+6-dimensional, the joint one-dimensional and the link's factors stay off the
+joint (:func:`_wide_revolute`, marked by the joint's columns ``tq``, ``tn``,
+``tsig``, ``tp``), the compiled kernels run it without the joint's row and
+column, the link folded into its parent.
 """
 from __future__ import annotations
 
@@ -404,12 +408,12 @@ def _pairs(steps, factors, n_graph: int, dims: dict) -> tuple:
     for k in range(len(steps) - 1):
         if kinds[k]:  # the joint half of the pair before
             continue
-        tree = _tree_pair(steps[k], steps[k + 1], factors, n_graph, dims)
-        if tree is not None:
-            kinds[k], kinds[k + 1], trees[k] = LINK_HALF, JOINT_HALF, tree
+        joint = _joint_substitution(steps[k], steps[k + 1], factors, n_graph, dims)
+        if _tree_pair(steps[k], steps[k + 1], factors, joint):
+            kinds[k], kinds[k + 1], trees[k] = LINK_HALF, JOINT_HALF, joint
         elif _wide_pair(steps[k], steps[k + 1]):
             kinds[k], kinds[k + 1] = WIDE_LINK, WIDE_JOINT
-            trees[k] = _wide_revolute(steps[k], steps[k + 1], factors, n_graph, dims)
+            trees[k] = joint if _wide_revolute(steps[k], steps[k + 1], factors, joint) else None
     return kinds, trees
 
 
@@ -445,7 +449,7 @@ class JointSubstitution(NamedTuple):
     parent_at: int  # where the parent starts in the joint's separator (-1: no parent)
 
 
-def _joint_substitution(step, following, factors, n_graph: int, dims: dict):
+def _joint_substitution(step, following, factors, n_graph: int, dims: dict) -> JointSubstitution | None:
     """A :class:`JointSubstitution` when a wide pair (:func:`_wide_pair`) substitutes its link ``a`` through
     one graph factor ``[+-I, D, u I]`` on ``(a, q, parent)`` -- the tree joint ``a = a_parent + S qdd + c``,
     ``D`` on the joint's key ``q``, ``u I`` on the parent, or no parent -- and eliminates ``q`` alone by a
@@ -479,9 +483,8 @@ def _joint_substitution(step, following, factors, n_graph: int, dims: dict):
     return JointSubstitution(h, column, -step.identity * units[keys.index(parent)], parent, parent_at)
 
 
-def _tree_pair(step, following, factors, n_graph: int, dims: dict):
-    """``(hard factor, column of the pivot key in it, sign of the parent's column block, parent)`` when
-    ``step`` and ``following`` form a tree pair; else None.
+def _tree_pair(step, following, factors, joint: JointSubstitution | None) -> bool:
+    """Whether ``step`` and ``following``, whose :func:`_joint_substitution` is ``joint``, form a tree pair.
 
     A tree pair: ``step`` substitutes its single frontal key (a link acceleration ``a``) through a declared
     ``+-I`` block of one graph factor (:func:`_joint_substitution`), its quadratic factors involve ``a``
@@ -489,30 +492,24 @@ def _tree_pair(step, following, factors, n_graph: int, dims: dict):
     the generated factor is ``T' H T`` and its pivot ``T_q' H T_q``: computed straight from ``H`` (ABA's
     ``U = H S``, ``D = S' U``), without the dense front.
     """
-    tree = _joint_substitution(step, following, factors, n_graph, dims)
-    if tree is None or tuple(following.separator) != ((tree.parent,) if tree.parent is not None else ()):
-        return None
-    for i, pos in zip(step.factors, step.positions):
-        if not factors[i].hard and not np.array_equal(pos, np.arange(step.frontal_dim)):  # H_FS != 0
-            return None
-    return tree
+    if joint is None or tuple(following.separator) != ((joint.parent,) if joint.parent is not None else ()):
+        return False
+    return all(factors[i].hard or np.array_equal(pos, np.arange(step.frontal_dim))  # else H_FS != 0
+               for i, pos in zip(step.factors, step.positions))
 
 
-def _wide_revolute(step, following, factors, n_graph: int, dims: dict):
-    """What :func:`_joint_substitution` says of a wide pair whose link is 6-dimensional, whose joint is
-    one-dimensional and whose link's quadratic factors stay off the joint (proxBBO's links, with their
-    subtree's multipliers; a loop to the parent or to another link); else None.  The compiled kernel then
-    runs the pair without the joint's row and column of the front (``compiled._wide_revolute_pair``)."""
-    tree = _joint_substitution(step, following, factors, n_graph, dims)
-    if tree is None or step.frontal_dim != 6 or following.frontal_dim != 1:
-        return None
-    for i, pos in zip(step.factors, step.positions):
-        if not factors[i].hard and np.any(pos == 6):
-            return None
-    return tree
+def _wide_revolute(step, following, factors, joint: JointSubstitution | None) -> bool:
+    """Whether a wide pair whose :func:`_joint_substitution` is ``joint`` has a 6-dimensional link, a
+    one-dimensional joint, and the link's quadratic factors off the joint (proxBBO's links, with their
+    subtree's multipliers; a loop to the parent or to another link).  The compiled kernel then runs the
+    pair without the joint's row and column of the front (``compiled._wide_revolute_pair``)."""
+    if joint is None or step.frontal_dim != 6 or following.frontal_dim != 1:
+        return False
+    return not any(not factors[i].hard and np.any(pos == step.frontal_dim)  # a factor on the joint
+                   for i, pos in zip(step.factors, step.positions))
 
 
-def _mark_substitution(row: list, pair: tuple, offsets: dict, size: dict) -> None:
+def _mark_substitution(row: list, pair: JointSubstitution, offsets: dict, size: dict) -> None:
     """Mark where a pair's link half reads its joint: the pivot key's block of the hard factor in the factor
     workspace (``tq``, row stride ``tn``), the parent block's sign (``tsig``, 0 for no parent) and where the
     parent starts in the joint's separator (``tp``)."""
@@ -520,7 +517,7 @@ def _mark_substitution(row: list, pair: tuple, offsets: dict, size: dict) -> Non
     row[F["tsig"]], row[F["tp"]] = pair.sigma, pair.parent_at
 
 
-def _mark_pair(row: list, following_row: list, step, following, pair: tuple, offsets: dict, size: dict,
+def _mark_pair(row: list, following_row: list, step, following, pair: JointSubstitution, offsets: dict, size: dict,
                maps: dict) -> None:
     """Mark the two rows of a tree pair: where the pivot key's block of the hard factor lies in the factor
     workspace (``tq``, row stride ``tn``), the parent block's sign, the link's quadratic factors (map

@@ -21,10 +21,13 @@ program (:mod:`elimination.program`).  One numba kernel then runs, per state:
    :mod:`mechanics.convergence`, per state.
 
 It is the numpy path's arithmetic, not a new one: the tests compare the two on
-every algorithm.  One difference of scope: the scale floor of a variable with
+every algorithm.  Two differences of scope: the scale floor of a variable with
 no information is taken per state here (``SCALE_FLOOR`` times the state's
-largest diagonal magnitude), over the whole batch on the numpy path; only
-states with such variables can see it, at round-off.  Where the kernel meets
+largest diagonal magnitude), over the whole batch on the numpy path; and an
+outer iteration's re-solve starts from the last iterate per state here, for the
+whole batch or none there (none where any element's pivot is suspect), and
+refines once more where that state's change is large, where the batch's is
+there.  Only states of such batches can see either, at round-off.  Where the kernel meets
 what only the numpy path can report or repair -- a pivot it refuses, hard rows
 found dependent (re-planned there), a suspect factorization whose refinement
 does not settle, dropped rows that contradict each other -- it says so per
@@ -43,11 +46,11 @@ from numba import njit
 import elimination.compiled as elimination_compiled
 from elimination.compiled import (
     FACTORIZE_MAPS, SOLVE_MAPS, SOLVE_SCRATCH, UNCOUNTED, announce_first_compile, factorize_maps, factorize_one, factorize_scratch_in, factorize_scratch_size,
-    factorize_maps_in, max_front, packed, solve_maps, solve_maps_in, solve_one, solve_scratch_in, unpacked1,
-    unpacked2, unpacked3, unpacked4,
+    factorize_maps_in, max_front, packed, solve_maps, solve_maps_in, solve_one, solve_scratch_in, started_error,
+    unpacked1, unpacked2, unpacked3, unpacked4,
 )
 from elimination.gaussian import CONSISTENCY_RTOL, PIVOT_SUSPECT_RTOL
-from elimination.numeric import FINISHING_REFINE, SCALE_FLOOR, SETTLED_RTOL, SUSPECT_REFINE, VERIFY_RTOL
+from elimination.numeric import FINISHING_REFINE, SCALE_FLOOR, SETTLED_RTOL, SUSPECT_REFINE, VERIFY_RTOL, WARM_RTOL
 from elimination.program import F
 
 from .checks import UNIT_NORM_TOL
@@ -134,7 +137,8 @@ class CompiledDynamics:
         self.unit = np.array([(cols.start, cols.stop) for _, cols, _ in mechanism.unit_norm_columns],
                              dtype=np.int64).reshape(-1, 2)
         self.columns = _output_columns(mechanism)
-        self.no_forces = np.zeros((1, mechanism.constraint_dim))  # one state's warm start (read only)
+        # one state's warm start, never written (not flagged read-only: numba would compile the kernel again)
+        self.no_forces = np.zeros((1, mechanism.constraint_dim))
         self.width = self.columns["worst"] + 1
         # the kernel's workspace, kept: numba holds the GIL, so no two calls share it at once
         self.parts = _workspace_parts(mechanism, self.constraints, program)
@@ -901,9 +905,12 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
             for j in range(table.shape[0]):
                 if table[j, POLICY] <= 1:  # alm, prox
                     _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas)
-            if refine > 0 and not suspect and drops.shape[0] == 0:  # from the last iterate (Factorization.solve's start)
+            if refine > 0 and not suspect and drops.shape[0] == 0:  # from the last iterate (Factorization.solve)
                 _copy(x, xn)
+                change = 0.0
                 for _ in range(refine):
+                    change = _refine_step(solve_maps, sscr, work, C, Lmag, xn)
+                if started_error(change, ratio) > WARM_RTOL:  # a change too large for one step
                     _refine_step(solve_maps, sscr, work, C, Lmag, xn)
             elif not _solve(solve_maps, drops, sscr, work, C, Lmag, xn, suspect, refine):
                 ok = False

@@ -347,7 +347,6 @@ class PreparedDynamics:
             key = ("compiled", policy_types(self.policies), algo.ordering)  # tables kept with the mechanism
             compiled = mechanism.derived.get(key, lambda: CompiledDynamics(mechanism, self.layout, self.plan))
             self.compiled = None if compiled.unsupported else compiled
-            self._settings = (float(self.mu), float(self.tol), int(self.max_iter), int(self.refine))  # the kernel's
 
     def __repr__(self) -> str:
         return (f"PreparedDynamics({self.name!r} on {self.mechanism.name!r}, mu={self.mu:g}, tol={self.tol:g}, "
@@ -390,7 +389,8 @@ class PreparedDynamics:
         """:meth:`_run_compiled` of one plain state (:func:`mechanics.checks.plain_state`): its row of the kernel's
         output as it is, Python scalars for its flags."""
         compiled = self.compiled
-        row, flags = compiled.run_one(q, v, tau, self._settings)
+        settings = (float(self.mu), float(self.tol), int(self.max_iter), int(self.refine))  # (as set now)
+        row, flags = compiled.run_one(q, v, tau, settings)
         iterations, converged, status = flags.tolist()
         columns, hard = compiled.columns, compiled.hard_rows
         if status != OK or hard is not None and _beyond_round_off(_max_abs([row[columns["residual"]][hard]]),
@@ -522,7 +522,9 @@ def forward_dynamics(
     forces0 : array_like (..., m), optional
         Warm start for the constraint forces (Pinocchio's sign).
     refine : int, optional
-        Iterative-refinement steps per solve (:meth:`elimination.Factorization.solve`).
+        Iterative-refinement steps per solve (:meth:`elimination.Factorization.solve`);
+        an outer iteration's re-solve takes them from the last iterate, the first
+        solving for the change alone (one more where the change is large).
         The penalty policies (``alm``, ``soft``) put ``mu K'K`` in the link
         pivots; one refinement step against the penalty's Jacobian-form
         residual restores the accuracy the paper's LCABA loses at large mu

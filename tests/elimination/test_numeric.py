@@ -278,28 +278,36 @@ ORDER = ["lam", "x2", "x0", "x1", "x3", "x4"]
 
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
 def test_a_solve_started_from_a_nearby_solution_solves_for_the_change_once(monkeypatch, backend):
-    """``solve(start=x)`` refines from ``x`` (the outer iterations' last iterate): with one refinement step it
-    is one solve, not two, and as accurate as a refined solve from scratch against the dense KKT solve, on
-    an order whose pivots lose digits (a multiplier first); where the plan drops rows it is a solve from
-    scratch."""
+    """``solve(start=x)`` refines from ``x`` (the outer iterations' last iterate), on an order whose pivots lose
+    eight digits (a multiplier first, mu = 1e8): from the solution of a nearby problem one refinement step is
+    one solve, not two; from far (half the last solution: a change too large for the digits the pivots keep)
+    it refines once more; both as accurate as a refined solve from scratch against the dense KKT solve.  Where the plan
+    drops rows it is a solve from scratch."""
     rng = np.random.default_rng(3)
     graph, penalty, g_of = _prox_loop(rng, mu=1e8)
     fact = factorize(graph, analyze(graph, Ordering.from_keys(ORDER)), backend=backend)
     x = fact.solve(refine=1)
+    centre = x["lam"] + rng.normal(size=2)  # the proximal point's next centre
+    g_new = g_of(centre)
+    nearby = fact.solve(g={penalty: g_of(centre + 1e-8 * rng.normal(size=2))}, refine=1)
     sweeps = []
     original = type(fact)._sweeps
     monkeypatch.setattr(type(fact), "_sweeps", lambda self, *a, **k: sweeps.append(1) or original(self, *a, **k))
-    g_new = g_of(x["lam"] + rng.normal(size=2))  # the proximal point's next centre, near the last multiplier
-    warm = fact.solve(g={penalty: g_new}, refine=1, start=x)
+    near = fact.solve(g={penalty: g_new}, refine=1, start=nearby)
     assert len(sweeps) == 1
-    cold = fact.solve(g={penalty: g_new}, refine=1)
+    far = fact.solve(g={penalty: g_new}, refine=1, start={key: 0.5 * value for key, value in x.items()})
     assert len(sweeps) == 3
+    cold = fact.solve(g={penalty: g_new}, refine=1)
+    unrefined = fact.solve(g={penalty: g_new}, refine=0)
     graph.factors[penalty].g[...] = g_new
     exact = _kkt_solution(graph)
-    assert max_relative_error(warm, exact) < 1e-9
-    assert max_relative_error(warm, exact) < 10 * max(max_relative_error(cold, exact), 1e-14)
-    unrefined = fact.solve(g={penalty: g_new}, refine=0)
-    assert max_relative_error(unrefined, exact) > 10 * max_relative_error(warm, exact)  # the start matters
+    assert max_relative_error(unrefined, exact) > 1e-10  # the digits this order loses
+    for started in (near, far, cold):
+        assert max_relative_error(started, exact) < 1e-13
+    with pytest.raises(ValueError, match=r"missing \['lam'\]"):
+        fact.solve(refine=1, start={key: value for key, value in x.items() if key != "lam"})
+    with pytest.raises(ValueError, match=r"\['x2'\] are not \(\.\.\., dim\)"):
+        fact.solve(refine=1, start={**x, "x2": np.zeros(2)})
 
     graph, penalty, g_of = _prox_loop(rng, mu=1e8, redundant=True)
     fact = factorize(graph, analyze(graph, Ordering.from_keys(ORDER)), backend=backend)
