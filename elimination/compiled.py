@@ -477,6 +477,13 @@ def _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6
 
 
 @njit(cache=True, inline="always")
+def _parent_block(steps, st):
+    """``(npar, tp)`` of a wide revolute pair's link half ``st``: the parent's size (6, or 0 without a
+    parent) and where it starts in the joint's separator (0 without a parent)."""
+    return (6, steps[st, TP]) if steps[st, TSIG] != 0 else (0, 0)
+
+
+@njit(cache=True, inline="always")
 def _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, Hf, scale, t6, u6, y):
     """Both steps of a wide pair with a revolute joint (:func:`elimination.program._wide_revolute`), link half
     at step ``st``, on the front ``[a, q, S]`` without the joint's row and column, which no factor of the
@@ -486,12 +493,17 @@ def _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, Hf, scale, t
     ``H_SS`` with ``a`` folded into ``p`` (rows ``+= sigma H_aS``, columns ``+= sigma H_Sa``, ``H_aa`` on
     ``p x p``) less ``y y'``.  The numbers of the two generic steps, round-off aside, without the dense
     substitution or the factor between them.  Returns the pivot ratio, or -1 where the numpy rule refuses
-    the pivot."""
+    the pivot.
+
+    The front is ``H (maxn, maxn)`` (``Hf`` its flat view, the gathers' destinations) and ``scale (maxn,)``,
+    rows ``[a (6), q (1), S (m)]``; ``t6``, ``u6``, ``y`` are scratch vectors of ``maxn`` (``t``, ``u = H_aa t``,
+    the joint's row of ``Y``)."""
     joint = st + 1
     m = steps[st, NS] - 1  # the joint's separator
     n = 7 + m
     sgn, sigma, tq, tn = -float(steps[st, IDENTITY]), float(steps[st, TSIG]), steps[st, TQ], steps[st, TN]
-    npar, p0 = (6, 7 + steps[st, TP]) if steps[st, TSIG] != 0 else (0, 7)  # p0: the parent's first row
+    npar, tp = _parent_block(steps, st)
+    p0 = 7 + tp  # the parent's first row of the front
     for i in range(n):  # every row and column but the joint's (the gathers reach nothing else)
         scale[i] = 0.0
         for j in range(6):
@@ -509,7 +521,7 @@ def _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, Hf, scale, t
         t6[i] = sgn * Fw[tq + i * tn]
         C[ts + i * (m + 1)] = t6[i]
         for j in range(m):
-            C[ts + i * (m + 1) + 1 + j] = sigma if 7 + j == p0 + i and npar else 0.0
+            C[ts + i * (m + 1) + 1 + j] = sigma if npar and j == tp + i else 0.0
     for i in range(n):  # HF = [H_aa; 0; H_Sa]
         for j in range(6):
             C[hf + i * 6 + j] = H[i, j] if i != 6 else 0.0
@@ -836,8 +848,8 @@ def _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g):
     (``+= sigma g_a``), the joint's own terms, then ``y = Linv g_q`` and ``g_S - Y' D y`` passed on."""
     joint, m = st + 1, steps[st, NS] - 1
     n = 7 + m
-    p0 = 7 + steps[st, TP]
-    npar = 6 if steps[st, TSIG] != 0 else 0
+    npar, tp = _parent_block(steps, st)
+    p0 = 7 + tp  # the parent's first entry of g
     for i in range(n):
         g[i] = 0.0
     for q in range(steps[st, G0], steps[st, G1]):
@@ -872,8 +884,7 @@ def _wide_revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs
     """Back-substitution of a wide revolute pair (link half at ``st``): the joint's ``qdd = Linv D (y - Y
     x_S)``, then the link's ``a = t + t qdd + sigma a_parent``, the parent read from the joint's ``x_S``."""
     joint, m = st + 1, steps[st, NS] - 1
-    p0 = steps[st, TP]
-    npar = 6 if steps[st, TSIG] != 0 else 0
+    npar, p0 = _parent_block(steps, st)  # p0: the parent's first entry of the joint's separator
     for q in range(steps[joint, XS0], steps[joint, XS1]):
         xs[xsd[q]] = Xout[xss[q]]
     t, yy = cache[steps[joint, YC]], steps[joint, Y_]
