@@ -123,11 +123,13 @@ def normalized_configuration(mechanism: Mechanism, q: np.ndarray) -> np.ndarray:
 
 
 def plain_state(mechanism: Mechanism, q, v, tau) -> bool:
-    """One unbatched state of float64 arrays of the right sizes (their values unchecked: the compiled kernel
-    checks those itself, and refuses what :func:`check_state` would)."""
+    """One unbatched state of contiguous float64 arrays of the right sizes (their values unchecked: the compiled
+    kernel checks those itself, and refuses what :func:`check_state` would; a strided array would make numba
+    compile the kernel once more, for its layout)."""
     return (type(q) is np.ndarray and type(v) is np.ndarray and type(tau) is np.ndarray and q.ndim == 1
             and v.ndim == 1 and tau.ndim == 1 and q.dtype == np.float64 and v.dtype == np.float64
-            and tau.dtype == np.float64 and q.shape[0] == mechanism.nq and v.shape[0] == mechanism.nv == tau.shape[0])
+            and tau.dtype == np.float64 and q.shape[0] == mechanism.nq and v.shape[0] == mechanism.nv == tau.shape[0]
+            and q.flags.c_contiguous and v.flags.c_contiguous and tau.flags.c_contiguous)
 
 
 def _one_plain_state(mechanism: Mechanism, q, v, tau) -> bool:

@@ -199,6 +199,23 @@ def test_a_kernel_answer_that_leaves_hard_rows_unsolved_is_not_returned(monkeypa
     assert relative(got.qdd, ref.qdd) < 1e-12 and np.allclose(got.residual, ref.residual, rtol=0, atol=1e-12)
 
 
+def test_a_strided_state_runs_the_compiled_kernel_without_compiling_it_again():
+    """Strided one-state arrays (a column of a batch, every other entry) are copied into contiguous rows, not
+    handed to the kernel as they are: same answer as the contiguous state, no new signature of the kernel."""
+    from mechanics.compiled import dynamics_kernel
+
+    mech = models.MODELS["four_bar"]()
+    q, v, tau = random_state(mech, np.random.default_rng(4))
+    fused = mechanics.prepare(mech, "proxbbo", backend="numba")
+    expected = fused(q, v, tau)
+    signatures = len(dynamics_kernel.signatures)
+    spread = [np.repeat(a, 2)[::2] for a in (q, v, tau)]
+    assert not spread[0].flags.c_contiguous and np.array_equal(spread[0], q)
+    got = fused(*spread)
+    assert len(dynamics_kernel.signatures) == signatures
+    assert np.array_equal(got.qdd, expected.qdd) and np.array_equal(got.forces, expected.forces)
+
+
 def test_a_policy_of_its_own_runs_on_the_numpy_path():
     class Stiff(mechanics.Prox):
         name = "stiff"
