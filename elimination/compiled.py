@@ -427,6 +427,46 @@ def _revolute(steps, st):
 
 
 @njit(cache=True, inline="always")
+def _revolute_T(steps, st, Fw, C, t6, npar, tp, m):
+    """A revolute pair's ``t = -+D`` (the joint's column of its hard factor) into ``t6``, and ``T = [t, sigma E_p]``
+    (``6 x (1 + m)``, the parent's ``sigma I`` at column ``1 + tp`` where ``npar`` is 6) into ``C``."""
+    sgn, sigma = -float(steps[st, IDENTITY]), float(steps[st, TSIG])
+    tq, tn, ts = steps[st, TQ], steps[st, TN], steps[st, T_]
+    for i in range(6):
+        t6[i] = sgn * Fw[tq + i * tn]
+        C[ts + i * (m + 1)] = t6[i]
+        for j in range(m):
+            C[ts + i * (m + 1) + 1 + j] = sigma if npar and j == tp + i else 0.0
+
+
+@njit(cache=True, inline="always")
+def _revolute_pivot(steps, joint, H, scale, t6, u6, floor, Fw, C, hsrc, h0, h1, ssrc, s0, s1):
+    """The pivot of a one-dimensional joint (step ``joint``) after its 6-d link's substitution through ``t``
+    (``t6``; the link's block ``H[:6, :6]``, ``scale[:6]``): ``u = H_aa t`` into ``u6``, ``d = t'u`` plus the
+    joint's own factors (``Fw[hsrc[h0:h1]]``, their scales ``Fw[ssrc[s0:s1]]``), ``D = 1`` and ``Linv =
+    1 / sqrt(d)`` into ``C``.  Returns ``(Linv, ratio)``, the ratio -1 where the numpy rule refuses the pivot."""
+    d, grown = 0.0, 0.0
+    for i in range(6):
+        t = 0.0
+        for q in range(6):
+            t += H[i, q] * t6[q]
+        u6[i] = t
+    for r in range(6):
+        d += t6[r] * u6[r]
+        grown += t6[r] * t6[r] * scale[r]
+    sz = floor + grown
+    for q in range(h0, h1):
+        d += Fw[hsrc[q]]
+    for q in range(s0, s1):
+        sz += Fw[ssrc[q]]
+    sz = max(sz, floor)
+    root = np.sqrt(max(d, 0.0))
+    li = 1.0 / root if d > 0.0 else 0.0
+    C[steps[joint, DS]], C[steps[joint, LINV]] = 1.0, li
+    return li, (root * root / max(sz, 1e-300) if d > 0.0 else -1.0)
+
+
+@njit(cache=True, inline="always")
 def _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6):
     """:func:`_tree_pair` for a one-dimensional joint of a 6-dimensional link, link half at step ``st``
     (sizes known to the compiler, so the loops unroll): ``u = H t``, ``d = t' u``, ``y = sigma u / sqrt(d)``,
@@ -438,33 +478,13 @@ def _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6
     70% of the factorization was ``NRT_incref`` / ``NRT_decref`` with them)."""
     joint = st + 1
     _link_block(steps, st, pbH, pbs, Fw, H, scale, 6, floor)
-    sgn, sigma, tq, tn = -float(steps[st, IDENTITY]), float(steps[st, TSIG]), steps[st, TQ], steps[st, TN]
-    ts, hf, npar = steps[st, T_], steps[st, HF_], steps[st, NS] - 1
-    for i in range(6):  # t = -+D, T = [t, sigma I], HF = [H; 0]
-        t6[i] = sgn * Fw[tq + i * tn]
-        C[ts + i * (npar + 1)] = t6[i]
-        for c in range(npar):
-            C[ts + i * (npar + 1) + 1 + c] = sigma if i == c else 0.0
+    sigma, hf, npar = float(steps[st, TSIG]), steps[st, HF_], steps[st, NS] - 1
+    _revolute_T(steps, st, Fw, C, t6, npar, 0, npar)  # T = [t, sigma I]
+    for i in range(6):  # HF = [H; 0]
         for j in range(6):
             C[hf + i * 6 + j] = H[i, j]
-    d, grown = 0.0, 0.0
-    for i in range(6):  # u = H t
-        t = 0.0
-        for q in range(6):
-            t += H[i, q] * t6[q]
-        u6[i] = t
-    for r in range(6):
-        d += t6[r] * u6[r]
-        grown += t6[r] * t6[r] * scale[r]
-    sz = floor + grown
-    for q in range(steps[joint, PH0], steps[joint, PH1]):
-        d += Fw[phs[q]]
-    for q in range(steps[joint, PS0], steps[joint, PS1]):
-        sz += Fw[pss[q]]
-    sz = max(sz, floor)
-    root = np.sqrt(max(d, 0.0))
-    li = 1.0 / root if d > 0.0 else 0.0
-    C[steps[joint, DS]], C[steps[joint, LINV]] = 1.0, li
+    li, ratio = _revolute_pivot(steps, joint, H, scale, t6, u6, floor, Fw, C, phs, steps[joint, PH0],
+                                steps[joint, PH1], pss, steps[joint, PS0], steps[joint, PS1])
     yy, out, outs = steps[joint, Y_], steps[joint, OUT_H], steps[joint, OUT_S]
     for j in range(npar):
         u6[j] = li * (sigma * u6[j])
@@ -473,7 +493,7 @@ def _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6
         Fw[outs + i] = scale[i] + floor + u6[i] * u6[i]
         for j in range(i, 6):
             Fw[out + i * 6 + j] = Fw[out + j * 6 + i] = 0.5 * (H[i, j] + H[j, i]) - u6[i] * u6[j]
-    return root * root / max(sz, 1e-300) if d > 0.0 else -1.0
+    return ratio
 
 
 @njit(cache=True, inline="always")
@@ -501,7 +521,7 @@ def _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, Hf, scale, t
     joint = st + 1
     m = steps[st, NS] - 1  # the joint's separator
     n = 7 + m
-    sgn, sigma, tq, tn = -float(steps[st, IDENTITY]), float(steps[st, TSIG]), steps[st, TQ], steps[st, TN]
+    sigma = float(steps[st, TSIG])
     npar, tp = _parent_block(steps, st)
     p0 = 7 + tp  # the parent's first row of the front
     for i in range(n):  # every row and column but the joint's (the gathers reach nothing else)
@@ -516,38 +536,20 @@ def _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, Hf, scale, t
         scale[sd[q]] += Fw[ss[q]]
     for i in range(n):
         scale[i] = max(scale[i], floor)
-    ts, hf = steps[st, T_], steps[st, HF_]
-    for i in range(6):  # t = -+D; T = [t, sigma E_p]
-        t6[i] = sgn * Fw[tq + i * tn]
-        C[ts + i * (m + 1)] = t6[i]
-        for j in range(m):
-            C[ts + i * (m + 1) + 1 + j] = sigma if npar and j == tp + i else 0.0
+    _revolute_T(steps, st, Fw, C, t6, npar, tp, m)  # T = [t, sigma E_p]
+    hf = steps[st, HF_]
     for i in range(n):  # HF = [H_aa; 0; H_Sa]
         for j in range(6):
             C[hf + i * 6 + j] = H[i, j] if i != 6 else 0.0
-    d, sz = 0.0, floor
-    for i in range(6):  # u = H_aa t, d = t'u
-        t = 0.0
-        for q in range(6):
-            t += H[i, q] * t6[q]
-        u6[i] = t
-        d += t6[i] * t
-        sz += t6[i] * t6[i] * scale[i]
-    for q in range(steps[joint, H0], steps[joint, H1]):  # the joint's own factors: on q alone
-        d += Fw[hs[q]]
-    for q in range(steps[joint, S0], steps[joint, S1]):
-        sz += Fw[ss[q]]
-    sz = max(sz, floor)
-    root = np.sqrt(max(d, 0.0))
-    li = 1.0 / root if d > 0.0 else 0.0
-    C[steps[joint, DS]], C[steps[joint, LINV]] = 1.0, li
+    li, ratio = _revolute_pivot(steps, joint, H, scale, t6, u6, floor, Fw, C, hs, steps[joint, H0],
+                                steps[joint, H1], ss, steps[joint, S0], steps[joint, S1])  # (the joint's factors: on q)
     for j in range(m):  # y = (t'H_aS + sigma E_p' u) / sqrt(d)
         y[j] = 0.0
     for q in range(6):
         for j in range(m):
             y[j] += t6[q] * H[q, 7 + j]
     for i in range(npar):
-        y[p0 - 7 + i] += sigma * u6[i]
+        y[tp + i] += sigma * u6[i]
     yy = steps[joint, Y_]
     for j in range(m):
         y[j] *= li
@@ -565,7 +567,7 @@ def _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, Hf, scale, t
         Fw[outs + i] = scale[7 + i] + y[i] * y[i]
         for j in range(i, m):
             Fw[out + i * m + j] = Fw[out + j * m + i] = 0.5 * (H[7 + i, 7 + j] + H[7 + j, 7 + i]) - y[i] * y[j]
-    return root * root / max(sz, 1e-300) if d > 0.0 else -1.0
+    return ratio
 
 
 @njit(cache=True, **UNCOUNTED)

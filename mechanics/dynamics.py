@@ -386,23 +386,26 @@ class PreparedDynamics:
         return self._result(qdd, forces, accelerations[..., LINEAR_FIRST], iterations, worst, converged, batch)
 
     def _run_one(self, q, v, tau, stacklevel: int) -> DynamicsResult | None:
-        """:meth:`_run_compiled` of one plain state (:func:`mechanics.checks.plain_state`): its row of the kernel's
-        output as it is, Python scalars for its flags."""
-        compiled = self.compiled
+        """:meth:`_run_compiled` of one plain state (:func:`mechanics.checks.plain_state`): no copies, no batch."""
         settings = (float(self.mu), float(self.tol), int(self.max_iter), int(self.refine))  # (as set now)
-        row, flags = compiled.run_one(q, v, tau, settings)
+        return self._answer_one(*self.compiled.run_one(q, v, tau, settings), stacklevel + 1)
+
+    def _answer_one(self, row: np.ndarray, flags: np.ndarray, stacklevel: int) -> DynamicsResult | None:
+        """One state's row of the kernel's output and of its flags as a result: the row's parts as they are,
+        Python scalars for the flags (numpy's reductions cost more than the rest of the call); ``None`` where
+        the numpy path must answer (as :meth:`_run_compiled`)."""
         iterations, converged, status = flags.tolist()
-        columns, hard = compiled.columns, compiled.hard_rows
+        columns, hard = self.compiled.columns, self.compiled.hard_rows
         if status != OK or hard is not None and _beyond_round_off(_max_abs([row[columns["residual"]][hard]]),
                                                                   _max_abs([row[columns["k"]][hard]])):
-            return None  # the numpy path answers, or refuses (as _run_compiled)
+            return None
         worst = float(row[columns["worst"]])
         if not converged:
             warn_not_converged(self._context, self._names, self.tol, self.max_iter, np.asarray(False),
                                np.asarray(iterations), np.asarray(worst), stacklevel=stacklevel)
         accelerations = row[columns["accelerations"]].reshape(len(self.mechanism.links), 6)
         return self._result(row[columns["qdd"]], row[columns["forces"]], accelerations, iterations, worst,
-                            converged, ())
+                            bool(converged), ())
 
     def _result(self, qdd, forces, accelerations, iterations, worst, converged, batch: tuple) -> DynamicsResult:
         """``accelerations (*batch, n_links, 6)`` in Pinocchio's ``[linear; angular]`` order."""
@@ -443,27 +446,19 @@ class PreparedDynamics:
             return self._run_one(q, v, tau, stacklevel + 1)
         batch, rows = self._compiled_rows(q, v, tau, forces0)
         out, flags = compiled.run(*rows, self.mu, self.tol, self.max_iter, self.refine)
-        if batch == ():  # one state: Python scalars (numpy's reductions cost more than the rest of the call)
-            iterations, converged, status = flags[0].tolist()
-            bad, converged = status != OK, bool(converged)
-        else:
-            iterations, converged = flags[:, ITERATIONS].reshape(batch), flags[:, CONVERGED].astype(bool).reshape(batch)
-            bad = flags[:, STATUS].any()
+        if batch == ():
+            return self._answer_one(out[0], flags[0], stacklevel + 1)
+        iterations, converged = flags[:, ITERATIONS].reshape(batch), flags[:, CONVERGED].astype(bool).reshape(batch)
         columns, hard = compiled.columns, compiled.hard_rows
-        if bad or hard is not None and _beyond_round_off(_max_abs([out[:, columns["residual"]][:, hard]]),
-                                                         _max_abs([out[:, columns["k"]][:, hard]])):
+        if flags[:, STATUS].any() or hard is not None and _beyond_round_off(
+                _max_abs([out[:, columns["residual"]][:, hard]]), _max_abs([out[:, columns["k"]][:, hard]])):
             return None  # the numpy path (its refinement decided over the batch) answers, or refuses
-        row = out[0] if batch == () else out.reshape(batch + out.shape[-1:])
+        row = out.reshape(batch + out.shape[-1:])
         worst = row[..., columns["worst"]]
-        qdd, forces = row[..., columns["qdd"]], row[..., columns["forces"]]
-        if batch != ():
-            qdd, forces = np.ascontiguousarray(qdd), np.ascontiguousarray(forces)
-            if not converged.all():
-                warn_not_converged(self._context, self._names, self.tol, self.max_iter, converged, iterations, worst,
-                                   stacklevel=stacklevel)
-        elif not converged:
-            warn_not_converged(self._context, self._names, self.tol, self.max_iter, np.asarray(converged),
-                               np.asarray(iterations), np.asarray(worst), stacklevel=stacklevel)
+        qdd, forces = np.ascontiguousarray(row[..., columns["qdd"]]), np.ascontiguousarray(row[..., columns["forces"]])
+        if not converged.all():
+            warn_not_converged(self._context, self._names, self.tol, self.max_iter, converged, iterations, worst,
+                               stacklevel=stacklevel)
         accelerations = row[..., columns["accelerations"]].reshape(batch + (len(self.mechanism.links), 6))
         return self._result(qdd, forces, accelerations, iterations, worst, converged, batch)
 
