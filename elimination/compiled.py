@@ -1094,38 +1094,85 @@ def factor_workspace(graph, program):
     its block of ``Fw`` and one pass for its scales, whatever the number of factors: one
     ``np.array`` call for an unbatched graph, each batched array copied once into place otherwise.
     """
+    matrices = _matrices(graph, program)
+    batch = _matrix_batch(graph, matrices)
+    Fw, largest = _filled(program, matrices, batch, graph.batch_shape == (), slice(None), None)
+    return Fw, batch, largest
+
+
+def _matrices(graph, program) -> list:
+    """Per group of the program, its factors' matrices: ``H``, or ``[A_1 ... A_k]`` of a hard group."""
     from factorgraph.factors import concat_last
 
+    factors = graph.factors
+    return [[concat_last(factors[i].A, 2) if group.hard else factors[i].H for i in group.members]
+            for group in program.groups]
+
+
+def _matrix_batch(graph, matrices: list) -> tuple:
+    """The matrices' batch only: unbatched matrices with batched linear terms factorize once."""
+    if graph.batch_shape == ():
+        return ()
+    return tuple(np.broadcast_shapes(*{m.shape[:-2] for group in matrices for m in group}))
+
+
+def _filled(program, matrices: list, batch: tuple, unbatched: bool, chosen: slice, out) -> tuple:
+    """``(Fw, largest)`` of the elements ``chosen`` of the flattened ``batch`` (:func:`factor_workspace`),
+    into ``out (len(chosen), factor_size)`` where given; ``largest`` is theirs."""
     from .gaussian import row_norms
 
-    factors = graph.factors
-    matrices = [[concat_last(factors[i].A, 2) if group.hard else factors[i].H for i in group.members]
-                for group in program.groups]
-    if graph.batch_shape == ():  # small arrays: one np.array copy per group, in C
-        stacks = [stacked(blocks, 2)[0][None] for blocks in matrices]
-        batch = ()
-    else:  # large batched arrays: copied once each, straight into place
-        stacks = None
-        # the matrices' batch only: unbatched matrices with batched linear terms factorize once
-        batch = tuple(np.broadcast_shapes(*{m.shape[:-2] for group in matrices for m in group}))
     Bm = int(np.prod(batch))
-    Fw = np.empty((Bm, program.factor_size))
+    stacks = [stacked(blocks, 2)[0][None] for blocks in matrices] if unbatched else None  # small: np.array, in C
+    Fw = np.empty((len(range(Bm)[chosen]), program.factor_size)) if out is None else out
     largest = 0.0
     for g, (group, blocks) in enumerate(zip(program.groups, matrices)):
         k, rows, n = len(group.members), group.rows, group.n
-        block = Fw[:, group.start : group.start + k * rows * n].reshape(Bm, k, rows, n)
+        block = Fw[:, group.start : group.start + k * rows * n].reshape(Fw.shape[0], k, rows, n)
         if stacks is not None:
             block[...] = stacks[g]
-        else:
-            np.stack([(m if m.shape[:-2] == batch else np.broadcast_to(m, batch + (rows, n))).reshape(Bm, rows, n)
+        else:  # large batched arrays: copied once each, straight into place
+            np.stack([(m if m.shape[:-2] == batch else np.broadcast_to(m, batch + (rows, n))).reshape(Bm, rows, n)[chosen]
                       for m in blocks], axis=1, out=block)
-        scale = Fw[:, group.scales : group.scales + k * rows].reshape(Bm, k, rows)
+        scale = Fw[:, group.scales : group.scales + k * rows].reshape(Fw.shape[0], k, rows)
         if group.hard:  # unit-origin row scales
             scale[...] = 1.0 / row_norms(block)
         else:
             np.abs(np.diagonal(block, axis1=-2, axis2=-1), out=scale)
             largest = max(largest, float(np.max(scale, initial=0.0)))
-    return Fw, batch, largest
+    return Fw, largest
+
+
+WORKSPACE_CHUNK = 32 * 2**20  # bytes of factor workspace a batched factorization fills and runs at a time
+
+
+def factorize_graph(graph, program, floor_rtol: float) -> tuple:
+    """``(C, ratio, weakest, failed, batch)``: :func:`factor_workspace` and :func:`run_factorize` of the
+    graph, whose scale floor is ``floor_rtol`` times the largest diagonal magnitude of its quadratic
+    factors over the whole batch.
+
+    A batch is factorized a chunk of elements at a time, through one reused workspace of at most
+    ``WORKSPACE_CHUNK`` bytes (at least one element): the factor workspace of a large batch is never
+    whole in memory (256 pose graphs of 1400 variables: 630 MB), only the conditionals the solves read.
+    Each element's numbers are those of one workspace for the whole batch, bit for bit.
+    """
+    matrices = _matrices(graph, program)
+    batch = _matrix_batch(graph, matrices)
+    Bm = int(np.prod(batch))
+    per = max(1, min(Bm, WORKSPACE_CHUNK // (8 * max(1, program.factor_size))))
+    if per == Bm:
+        Fw, largest = _filled(program, matrices, batch, graph.batch_shape == (), slice(None), None)
+        return (*run_factorize(program, Fw, floor_rtol * largest), batch)
+    floor = floor_rtol * max((float(np.max(np.abs(np.diagonal(H, axis1=-2, axis2=-1)), initial=0.0))
+                              for group, blocks in zip(program.groups, matrices) if not group.hard for H in blocks),
+                             default=0.0)  # (the largest of the whole batch, as one workspace's)
+    out = (np.zeros((Bm, program.conditional_size)), np.empty(Bm), np.empty(Bm, dtype=np.int64),
+           np.empty(Bm, dtype=np.int64))
+    Fw = np.empty((per, program.factor_size))
+    for b0 in range(0, Bm, per):
+        b1 = min(Bm, b0 + per)
+        _filled(program, matrices, batch, False, slice(b0, b1), Fw[: b1 - b0])
+        run_factorize(program, Fw[: b1 - b0], floor, tuple(x[b0:b1] for x in out))
+    return (*out, batch)
 
 
 def stacked(arrays: list, core: int) -> tuple:
@@ -1247,22 +1294,38 @@ def factorize_maps(program) -> tuple:
             *maps["ps"])
 
 
-def run_factorize(program, Fw: np.ndarray, floor: float):
-    """``(C, ratio, weakest, failed)`` per element (``failed``: step of a pivot not of its sign, -1: none)."""
+def run_factorize(program, Fw: np.ndarray, floor: float, out: tuple | None = None):
+    """``(C, ratio, weakest, failed)`` per element (``failed``: step of a pivot not of its sign, -1: none),
+    into ``out`` where given (``C`` zeros: the kernel writes only the blocks it uses)."""
     Bm = Fw.shape[0]
-    C = np.zeros((Bm, program.conditional_size))
-    ratio, weak, fail = np.empty(Bm), np.empty(Bm, dtype=np.int64), np.empty(Bm, dtype=np.int64)
+    C, ratio, weak, fail = out if out is not None else (
+        np.zeros((Bm, program.conditional_size)), np.empty(Bm), np.empty(Bm, dtype=np.int64),
+        np.empty(Bm, dtype=np.int64))
     announce_first_compile()
     factorize_kernel(factorize_maps(program), Fw, C, floor, max_front(program), program.check_rank, ratio, weak, fail)
     return C, ratio, weak, fail
 
 
 def run_solve(program, C: np.ndarray, Lin: np.ndarray, Lmag: np.ndarray):
-    """``(X (B, value_size), dropped (B, dropped_size))`` for the linear terms ``Lin (B, linear_size)``
-    (filled in place with the generated factors' terms) and the sizes ``Lmag`` of the hard rows'
-    right-hand sides; ``C`` has ``Bc`` rows and element ``b`` uses row ``b % Bc``."""
-    B = Lin.shape[0]
+    """``(X (B, value_size), dropped (B, dropped_size))`` for the linear terms ``Lin (B, linear_size)`` and
+    the sizes ``Lmag`` of the hard rows' right-hand sides, which are read, not written; ``C`` has ``Bc``
+    rows and element ``b`` uses row ``b % Bc``.
+
+    The kernel writes the generated factors' terms among the linear terms: it runs on a copy of a chunk
+    of elements at a time (at most ``WORKSPACE_CHUNK`` bytes, whole multiples of ``Bc`` where ``C`` is
+    shared), so a large batch's solve makes no copy of its terms (256 pose graphs: 170 MB)."""
+    B, Bc = Lin.shape[0], C.shape[0]
     X = np.zeros((B, program.value_size))
     dropped = np.zeros((B, program.dropped_size))
-    solve_kernel(solve_maps(program), C, Lin, Lmag, np.zeros((B, program.cache_size)), X, dropped, max_front(program))
+    per = max(1, min(B, WORKSPACE_CHUNK // (8 * (2 * program.linear_size + program.cache_size + 1))))
+    if Bc not in (1, B):  # C repeats every Bc elements: chunks start at a multiple of Bc
+        per = max(Bc, per - per % Bc)
+    L, M, cache = (np.empty((per, program.linear_size)), np.empty((per, program.linear_size)),
+                   np.zeros((per, program.cache_size)))
+    maps, maxn = solve_maps(program), max_front(program)
+    for b0 in range(0, B, per):
+        b1 = min(B, b0 + per)
+        n = b1 - b0
+        L[:n], M[:n] = Lin[b0:b1], Lmag[b0:b1]
+        solve_kernel(maps, C[b0:b1] if Bc == B else C, L[:n], M[:n], cache[:n], X[b0:b1], dropped[b0:b1], maxn)
     return X, dropped

@@ -33,7 +33,7 @@ from .errors import SingularProblemError
 from .gaussian import (
     CONSISTENCY_RTOL, PIVOT_SUSPECT_RTOL, SINGULAR_RTOL, batch_note, eliminate_gaussian, mv, row_norms, singular_advice,
 )
-from .compiled import factor_workspace, run_factorize, run_solve, stacked, started_error
+from .compiled import factor_workspace, factorize_graph, run_factorize, run_solve, stacked, started_error
 from .program import F
 from .numeric_rank import NumericHardRows
 from .symbolic import Plan, analyze
@@ -536,7 +536,7 @@ class CompiledFactorization(Factorization):
             self._own_linear = _laid_out(program, _own_linear_terms(self.graph.factors, program), self.batch_shape)
         Lin, Lmag, full = self._own_linear
         if lin_g is None:  # the graph's own terms, as laid out
-            return Lin.copy(), Lmag.copy(), full  # (the solve writes the generated factors' terms into both)
+            return Lin, Lmag, full  # (read, not written, by the solve: compiled.run_solve)
         own_g, own_b, _ = self._own_terms  # the tables _linear_terms read
         if lin_g is own_g and lin_b is own_b:
             return Lin.copy(), Lmag.copy(), full
@@ -548,7 +548,7 @@ class CompiledFactorization(Factorization):
         stacks = [stacked([(lin_b if group.hard else lin_g)[i] for i in group.members], 1) for group in changed]
         if np.broadcast_shapes(full, *(b for _, b in stacks)) != full:
             return _linear_workspace(program, lin_g, lin_b, self.batch_shape)
-        Lin, Lmag = Lin.copy(), Lmag.copy()  # the solve writes the generated factors' terms into both
+        Lin, Lmag = Lin.copy(), Lmag.copy()  # the graph's own terms stay as laid out
         for group, (stack, _) in zip(changed, stacks):
             _store(Lin, Lmag, group, stack, full)
         return Lin, Lmag, full
@@ -773,7 +773,7 @@ def compiled_elimination(graph: FactorGraph, plan: Plan) -> Callable[[], np.ndar
             raise SingularProblemError(
                 "compiled_elimination: a pivot was refused or hard rows were found dependent; "
                 "elimination.factorize(graph, plan) names the variables and handles dependent rows", -1, ())
-        return run_solve(program, _aligned(C, batch, full), Lin.copy(), Lmag)[0]
+        return run_solve(program, _aligned(C, batch, full), Lin, Lmag)[0]
 
     return run
 
@@ -918,8 +918,7 @@ def _compiled(graph: FactorGraph, plan: Plan, rule: Callable, backend: str):
             why = program.unsupported or "a custom elimination rule runs on numpy only"
             raise ValueError(f"factorize(backend='numba'): {why}; use backend='numpy' or 'auto'")
         return None
-    Fw, batch, largest = factor_workspace(graph, program)
-    C, ratio, weak, failed = run_factorize(program, Fw, SCALE_FLOOR * largest)
+    C, ratio, weak, failed, batch = factorize_graph(graph, program, SCALE_FLOOR)
     if np.any(failed != -1):  # a refused pivot (named by the numpy rule), or rows found dependent (re-planned there)
         return None
     worst = int(np.argmin(ratio)) if ratio.size else 0

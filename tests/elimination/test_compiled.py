@@ -185,6 +185,76 @@ def test_live_factors_never_share_workspace(spec):
             alive |= set(made)
 
 
+def _scaled_batch_graph() -> FactorGraph:
+    """A (2, 3) batch of a chain of 2-d variables with hard links (unbatched ``A``, batched ``b``), an unbatched
+    prior broadcast into every element, and element (0, 0) 1e12 times larger than the others: its diagonal sets
+    every element's scale floor (``SCALE_FLOOR`` of the batch's largest)."""
+    rng = np.random.default_rng(7)
+    batch = (2, 3)
+    magnitude = np.ones(batch + (1, 1))
+    magnitude[0, 0] = 1e12
+    g = FactorGraph()
+    for k in range(5):
+        g.add_variable(Variable(k, 2))
+        M = rng.normal(size=batch + (2, 2))
+        g.add(Quadratic([k], magnitude * (M @ np.swapaxes(M, -1, -2) + 0.1 * np.eye(2)), rng.normal(size=batch + (2,))))
+    for k in range(4):
+        g.add(LinearEquality([k, k + 1], [np.eye(2), -np.eye(2)], rng.normal(size=batch + (2,))))
+    g.add(Quadratic([0, 4], 1e-3 * np.eye(4), np.zeros(4)))
+    return g
+
+
+def test_a_batch_factorized_in_chunks_equals_one_workspace_bit_for_bit(monkeypatch):
+    """A batch whose factor workspace would exceed ``WORKSPACE_CHUNK`` runs a few elements at a time through
+    one reused workspace: every element's conditionals, pivot ratio and solution are those of one workspace
+    for the whole batch, bit for bit -- the scale floor included, which the batch's largest element sets."""
+    graph = _scaled_batch_graph()
+    plan = analyze(graph, elimination.min_fill(graph))
+    whole = factorize(graph, plan, backend="numba")
+    monkeypatch.setattr(elimination.compiled, "WORKSPACE_CHUNK", 8 * plan.lowered().factor_size * 4)
+    runs = []
+    run_factorize = elimination.compiled.run_factorize
+    monkeypatch.setattr(elimination.compiled, "run_factorize", lambda *a: runs.append(len(a[1])) or run_factorize(*a))
+    chunked = factorize(graph, plan, backend="numba")
+    assert runs == [4, 2]
+    assert type(chunked).__name__ == type(whole).__name__ == "CompiledFactorization"
+    assert np.array_equal(chunked.pivot_ratio, whole.pivot_ratio)
+    assert np.array_equal(chunked.C, whole.C)
+    x_whole, x_chunked = whole.solve(refine=0), chunked.solve(refine=0)
+    assert all(np.array_equal(x_chunked[k], x_whole[k]) for k in x_whole)
+    element = elimination.numeric.element_graph(graph, (1, 2), (2, 3))
+    alone = factorize(element, plan, backend="numba")  # its own floor: the batch's is what the test is about
+    assert alone.pivot_ratio != whole.pivot_ratio[1, 2]
+    assert max_relative_error(x_whole, graph.dense_solve()) < 1e-9
+
+
+def test_a_batched_solve_runs_in_chunks_bit_for_bit(monkeypatch):
+    """The solve copies a chunk of elements' linear terms at a time (its kernel writes the generated factors'
+    terms among them): the graph's own terms (conditionals per element) and overridden ones of a larger batch
+    (conditionals shared, 4 for 20 elements: chunks whole multiples of 4) give the one-chunk values bit for bit,
+    refined or not, and leave the terms they read as they were."""
+    graph, ordering = _chain(batch=(4,))
+    rng = np.random.default_rng(3)
+    graph.add(Quadratic([("x", 0)], np.eye(2) * rng.uniform(1, 2, size=(4, 1, 1)), np.zeros(2)))  # 4 elements' C
+    plan = analyze(graph, ordering)
+    program = plan.lowered()
+    fact = factorize(graph, plan, backend="numba")
+    assert fact.C.shape[0] == 4
+    g = {i: rng.normal(size=(5, 4, 2)) for i, f in enumerate(graph.factors) if isinstance(f, Quadratic)}
+    calls = [{"g": g, "refine": 0}, {"g": g, "refine": 1}, {"refine": 0}, {"refine": 1}]
+    whole = [fact.solve(**call) for call in calls]
+    monkeypatch.setattr(elimination.compiled, "WORKSPACE_CHUNK", 8 * (2 * program.linear_size + program.cache_size + 1) * 3)
+    chunks = []
+    solve_kernel = elimination.compiled.solve_kernel
+    monkeypatch.setattr(elimination.compiled, "solve_kernel", lambda *a: chunks.append(len(a[2])) or solve_kernel(*a))
+    for call, values in zip(calls, whole):
+        chunks.clear()
+        chunked = fact.solve(**call)
+        assert chunks[:5 if "g" in call else 2] == ([4] * 5 if "g" in call else [3, 1])
+        assert all(np.array_equal(chunked[k], values[k]) for k in values)
+    assert max_relative_error(whole[3], factorize(graph, plan, backend="numpy").solve()) < RTOL
+
+
 def test_stacked_broadcasts_mixed_batches_and_copies_uniform_ones():
     from elimination.compiled import stacked
 
