@@ -130,7 +130,7 @@ class Factorization:
 
     pivot_ratio: np.ndarray = np.inf
     weakest_step = None
-    _no_dropped_rows = None  # whether no step drops rows (_startable), once asked
+    _no_dropped_rows = None  # whether no step drops rows (startable), once asked
 
     def __init__(
         self, plan: Plan, graph: FactorGraph, conditionals: list, hessians: dict, coefficients: dict,
@@ -328,7 +328,7 @@ class Factorization:
         suspect = self._suspect()
         lin_g, lin_b, measurements = self._linear_terms(g, b)
         # Deficient elements carry placeholders until _splice: their overflow means nothing.
-        warm = start is not None and refine and not self.fallbacks and not np.any(suspect) and self._startable()
+        warm = start is not None and refine and self.startable()
         with np.errstate(over="ignore", invalid="ignore") if self.fallbacks else contextlib.nullcontext():
             values = self._start(start) if warm else self._sweeps(lin_g, lin_b)
             for _ in range(refine):
@@ -339,11 +339,13 @@ class Factorization:
                 values = self._verified(values, lin_g, lin_b, measurements, suspect)
         return self._splice(values, g, b, refine) if self.fallbacks else values
 
-    def _startable(self) -> bool:
-        """Whether a solve may start from given values (:meth:`solve`'s ``start``): no step drops rows."""
+    def startable(self) -> bool:
+        """Whether :meth:`solve` refines from given values (its ``start``): no element was re-planned, no
+        pivot is suspect (such a solve is verified from scratch), no step drops rows (their consistency is
+        checked on a solve from scratch)."""
         if self._no_dropped_rows is None:
             self._no_dropped_rows = not any(step.dropped_rows for step in self.plan.steps)
-        return self._no_dropped_rows
+        return self._no_dropped_rows and not self.fallbacks and not np.any(self._suspect())
 
     def _start(self, start: Mapping) -> dict:
         """:meth:`solve`'s ``start``, checked (every variable of the graph, each ``(..., dim)``), in the graph's

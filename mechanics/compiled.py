@@ -718,6 +718,17 @@ def _refine_step(solve_maps, sscr, work, C, Lmag, x):
 
 
 @njit(cache=True, **UNCOUNTED)
+def _started_solve(solve_maps, sscr, work, C, Lmag, x, refine, ratio):
+    """:meth:`elimination.Factorization.solve` from the values ``x`` (its ``start``), in place: ``refine``
+    refinement steps, and one more where the last may leave an error above ``WARM_RTOL``."""
+    change = 0.0
+    for _ in range(refine):
+        change = _refine_step(solve_maps, sscr, work, C, Lmag, x)
+    if started_error(change, ratio) > WARM_RTOL:  # a change too large for one step
+        _refine_step(solve_maps, sscr, work, C, Lmag, x)
+
+
+@njit(cache=True, **UNCOUNTED)
 def _solve(solve_maps, drops, sscr, work, C, Lmag, x, suspect, refine):
     """:meth:`elimination.Factorization.solve` for the linear terms in ``work``: the sweeps, the dropped
     rows' consistency, ``refine`` steps, and the verification of a suspect factorization.  False where the
@@ -893,25 +904,28 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
         if failed != -1:
             continue
         suspect = ratio < PIVOT_SUSPECT_RTOL
-        if not _solve(solve_maps, drops, sscr, work, C, Lmag, x, suspect, refine):
+        startable = refine > 0 and not suspect and drops.shape[0] == 0  # Factorization.startable
+        deferred = startable and iterating  # the first iterate's refinement (outer_iterations)
+        if not _solve(solve_maps, drops, sscr, work, C, Lmag, x, suspect, 0 if deferred else refine):
             continue
         _qdd_step(links, x, qdd, True)
         _constraint_residual(constraints, Kbuf, k, links, x, res)
         iterations, step, ok = 1, np.inf, True
         while True:  # outer_iterations, for one element
+            if deferred and (_largest(res) < tol or iterations >= max_iter):  # it may be the answer: refined
+                _started_solve(solve_maps, sscr, work, C, Lmag, x, refine, ratio)
+                _qdd_step(links, x, qdd, True)
+                _constraint_residual(constraints, Kbuf, k, links, x, res)
+            deferred = False
             _update(constraints, x, res, mu, lam)
             if min(step, _largest(res)) < tol or not iterating or iterations >= max_iter:
                 break
             for j in range(table.shape[0]):
                 if table[j, POLICY] <= 1:  # alm, prox
                     _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas)
-            if refine > 0 and not suspect and drops.shape[0] == 0:  # from the last iterate (Factorization.solve)
+            if startable:  # from the last iterate (Factorization.solve)
                 _copy(x, xn)
-                change = 0.0
-                for _ in range(refine):
-                    change = _refine_step(solve_maps, sscr, work, C, Lmag, xn)
-                if started_error(change, ratio) > WARM_RTOL:  # a change too large for one step
-                    _refine_step(solve_maps, sscr, work, C, Lmag, xn)
+                _started_solve(solve_maps, sscr, work, C, Lmag, xn, refine, ratio)
             elif not _solve(solve_maps, drops, sscr, work, C, Lmag, xn, suspect, refine):
                 ok = False
                 break

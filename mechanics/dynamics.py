@@ -199,13 +199,27 @@ def outer_iterations(mechanism, gplc, fact, policies: dict, mu: float, lam: dict
     terms.  An element that stops keeps that iterate while the others go on;
     without an iterating policy there is one solve.  Returns ``(x, qdd, lam,
     residual, iterations)``, ``iterations`` of shape ``batch``.
+
+    Each re-solve refines from the last iterate (``Factorization.solve``'s
+    ``start``), which also corrects what the last solve left: so where
+    re-solves may follow, the first solve is not refined until its iterate
+    may be the answer (it meets the tolerance, or ``max_iter`` is 1), one
+    solve fewer per call.
     """
-    x = fact.solve(refine=refine)
+    iterating = any(p.iterates for p in policies.values())
+    deferred = bool(iterating and refine and fact.startable())  # the first iterate's refinement, deferred
+    x = fact.solve(refine=0 if deferred else refine)
     qdd, residual = _qdd(mechanism, x, batch), _residuals(gplc, x)
     iterations, step = np.ones(batch, dtype=int), np.full(batch, np.inf)
     active, met = np.ones(batch, dtype=bool), np.zeros(batch, dtype=bool)
-    iterating = any(p.iterates for p in policies.values())
     while True:
+        if deferred:  # the first iterate where it may be the answer: refined (from itself) before it is judged
+            final = (element_max(residual.values(), batch) < tol) | (iterations >= max_iter)
+            if final.any():
+                refined = fact.solve(refine=refine, start=x)
+                x, qdd = _merge(final, refined, x), _merge(final, _qdd(mechanism, refined, batch), qdd)
+                residual = _merge(final, _residuals(gplc, refined), residual)
+            deferred = False
         updated = {c: p.update(lam[c], x, residual[c], mu, c) for c, p in policies.items()}
         lam = _merge(active, updated, lam)
         met |= active & (np.minimum(step, element_max(residual.values(), batch)) < tol)

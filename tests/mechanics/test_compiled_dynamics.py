@@ -104,6 +104,30 @@ def test_random_mechanisms_of_every_joint_kind_equal_pinocchio_and_the_numpy_pat
         assert relative(got.qdd[0], ddq) < 1e-5
 
 
+@pytest.mark.parametrize("model, max_iter", [("fig4", 1), ("ladder", 50), ("digit_leg", 50)])
+def test_the_first_solve_is_refined_only_where_its_iterate_may_be_the_answer(monkeypatch, model, max_iter):
+    """LCABA (refine 1): each re-solve refines from the last iterate, correcting what the solve before it left,
+    so the first solve is refined only where its iterate may be the answer -- here at ``max_iter`` 1, where an
+    unrefined answer is 1e-8 off on fig4.  Counted on the numpy path: refinement steps = iterations - 1 (one per
+    re-solve; the first iterate's own where it is the answer) + the started solves' extra steps; and the kernel
+    answers as the numpy path to round-off."""
+    mech = models.MODELS[model]()
+    q, v, tau = random_state(mech, np.random.default_rng(3), ())
+    steps, extra = [], []
+    numeric = elimination.numeric
+    refined, started_error = numeric.Factorization._refined, numeric.started_error
+    monkeypatch.setattr(numeric.Factorization, "_refined", lambda self, *a: steps.append(1) or refined(self, *a))
+    monkeypatch.setattr(numeric, "started_error", lambda *a: extra.append(started_error(*a) > numeric.WARM_RTOL)
+                        or started_error(*a))
+    ref = _quiet(mechanics.prepare(mech, "lcaba", mu=1e6, max_iter=max_iter, backend="numpy"), q, v, tau)
+    assert (ref.iterations == 1) == (max_iter == 1)
+    assert len(steps) == max(ref.iterations - 1, 1) + sum(extra)
+    fused = mechanics.prepare(mech, "lcaba", mu=1e6, max_iter=max_iter, backend="numba")
+    assert np.all(_kernel_status(fused, q[None], v[None], tau[None]) == OK)
+    got = _quiet(fused, q, v, tau)
+    assert relative(got.qdd, ref.qdd) < 1e-12 and got.iterations == ref.iterations
+
+
 def test_general_constraints_with_the_ground_folded_in():
     """General rows on two links and on a link and the ground (the ground's acceleration moves to k)."""
     mech = models.fig4()
