@@ -292,10 +292,12 @@ class Factorization:
             solves for the change alone: one solve instead of two once the
             changes are small; where the last step's correction, times the
             digits the pivots lose (``started_error``), may leave an error above
-            ``WARM_RTOL``, one more step is taken.  Ignored (a solve from scratch) where ``refine``
-            is 0, any element's pivot is suspect or was re-planned, or the plan
-            drops dependent rows (their consistency is checked on a solve from
-            scratch).
+            ``WARM_RTOL``, one more step is taken.  A suspect factorization
+            (:meth:`suspect`) is verified from the start: refinement steps
+            until they settle, as after a solve from scratch.  Ignored (a solve
+            from scratch) where ``refine`` is 0, an element was re-planned, or
+            the plan drops dependent rows (their consistency is checked on a
+            solve from scratch).
 
         Returns
         -------
@@ -325,27 +327,29 @@ class Factorization:
                 f"this factorization is partial (variables {list(self.plan.remaining)} are not "
                 "eliminated); use remaining() to get the graph left over"
             )
-        suspect = self._suspect()
+        suspect = self.suspect()
         lin_g, lin_b, measurements = self._linear_terms(g, b)
         # Deficient elements carry placeholders until _splice: their overflow means nothing.
         warm = start is not None and refine and self.startable()
         with np.errstate(over="ignore", invalid="ignore") if self.fallbacks else contextlib.nullcontext():
             values = self._start(start) if warm else self._sweeps(lin_g, lin_b)
-            for _ in range(refine):
-                values, correction = self._refined(values, lin_g, lin_b, measurements)
-            if warm and started_error(_relative_size(correction, values), float(np.min(self.pivot_ratio))) > WARM_RTOL:
-                values = self._refined(values, lin_g, lin_b, measurements)[0]  # a change too large for one step
-            if np.any(suspect):
+            if warm and np.any(suspect):  # verified from the start: refinement steps until they settle
                 values = self._verified(values, lin_g, lin_b, measurements, suspect)
+            else:
+                for _ in range(refine):
+                    values, correction = self._refined(values, lin_g, lin_b, measurements)
+                if warm and started_error(_relative_size(correction, values), float(np.min(self.pivot_ratio))) > WARM_RTOL:
+                    values = self._refined(values, lin_g, lin_b, measurements)[0]  # a change too large for one step
+                if np.any(suspect):
+                    values = self._verified(values, lin_g, lin_b, measurements, suspect)
         return self._splice(values, g, b, refine) if self.fallbacks else values
 
     def startable(self) -> bool:
         """Whether :meth:`solve` refines from given values (its ``start``): no element was re-planned, no
-        pivot is suspect (such a solve is verified from scratch), no step drops rows (their consistency is
-        checked on a solve from scratch)."""
+        step drops rows (their consistency is checked on a solve from scratch)."""
         if self._no_dropped_rows is None:
             self._no_dropped_rows = not any(step.dropped_rows for step in self.plan.steps)
-        return self._no_dropped_rows and not self.fallbacks and not np.any(self._suspect())
+        return self._no_dropped_rows and not self.fallbacks
 
     def _start(self, start: Mapping) -> dict:
         """:meth:`solve`'s ``start``, checked (every variable of the graph, each ``(..., dim)``), in the graph's
@@ -361,9 +365,9 @@ class Factorization:
             raise ValueError(f"solve: start's values of {wrong} are not (..., dim) for their variables' dims")
         return values
 
-    def _suspect(self) -> np.ndarray:
-        """Elements whose smallest pivot is suspect (their solutions are verified by refinement); re-planned
-        elements (``deficient``) are not, their placeholders mean nothing."""
+    def suspect(self) -> np.ndarray:
+        """Elements (shape ``batch``) whose smallest pivot is suspect: their solutions are verified by
+        refinement; re-planned elements (``deficient``) are not, their placeholders mean nothing."""
         suspect = self.pivot_ratio < PIVOT_SUSPECT_RTOL
         return suspect & ~self.deficient if self.deficient is not None else suspect
 
@@ -518,7 +522,7 @@ class CompiledFactorization(Factorization):
         # The graph's own terms, no refinement, nothing suspect: one trip into the solve kernel, without
         # tables of the graph's terms (reading 3000 factor objects into dicts cost more than the sweeps).
         refine = check_refine(refine)
-        if g or b or (start is not None and refine) or np.any(self._suspect()) or (
+        if g or b or (start is not None and refine) or np.any(self.suspect()) or (
                 refine and not self._laid_out_residuals()):
             return super().solve(g, b, refine, start)
         Lin, Lmag, full = self._linear(None, None)

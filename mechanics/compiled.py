@@ -743,8 +743,15 @@ def _solve(solve_maps, drops, sscr, work, C, Lmag, x, suspect, refine):
             consistent = consistent and not abs(dropped[off + i]) > CONSISTENCY_RTOL * dropped[off + d]
     for _ in range(refine if consistent else 0):
         _refine_step(solve_maps, sscr, work, C, Lmag, x)
+    return consistent and (_verified(solve_maps, sscr, work, C, Lmag, x) if suspect else True)
+
+
+@njit(cache=True, **UNCOUNTED)
+def _verified(solve_maps, sscr, work, C, Lmag, x):
+    """Refinement steps of ``x`` in place until they settle (:meth:`elimination.Factorization._verified`):
+    False where they do not (the numpy path then refuses the factorization)."""
     settled, previous, small = True, np.inf, 0
-    for _ in range(SUSPECT_REFINE if consistent and suspect else 0):
+    for _ in range(SUSPECT_REFINE):
         change = _refine_step(solve_maps, sscr, work, C, Lmag, x)
         contracting = change > SETTLED_RTOL and change <= 0.5 * previous
         settled = not change > VERIFY_RTOL  # the last step's verdict, if the steps run out
@@ -756,7 +763,7 @@ def _solve(solve_maps, drops, sscr, work, C, Lmag, x, suspect, refine):
             settled = True
             break
         previous = change
-    return consistent and settled
+    return settled
 
 
 # -- the outer loop ---------------------------------------------------------------------------------------------
@@ -904,8 +911,8 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
         if failed != -1:
             continue
         suspect = ratio < PIVOT_SUSPECT_RTOL
-        startable = refine > 0 and not suspect and drops.shape[0] == 0  # Factorization.startable
-        deferred = startable and iterating  # the first iterate's refinement (outer_iterations)
+        startable = refine > 0 and drops.shape[0] == 0  # Factorization.startable
+        deferred = startable and iterating and not suspect  # the first iterate's refinement (outer_iterations)
         if not _solve(solve_maps, drops, sscr, work, C, Lmag, x, suspect, 0 if deferred else refine):
             continue
         _qdd_step(links, x, qdd, True)
@@ -925,9 +932,13 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
                     _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas)
             if startable:  # from the last iterate (Factorization.solve)
                 _copy(x, xn)
-                _started_solve(solve_maps, sscr, work, C, Lmag, xn, refine, ratio)
+                if suspect:  # verified from there
+                    ok = _verified(solve_maps, sscr, work, C, Lmag, xn)
+                else:
+                    _started_solve(solve_maps, sscr, work, C, Lmag, xn, refine, ratio)
             elif not _solve(solve_maps, drops, sscr, work, C, Lmag, xn, suspect, refine):
                 ok = False
+            if not ok:  # the numpy path answers, or refuses
                 break
             step = _qdd_step(links, xn, qdd, True)
             iterations += 1

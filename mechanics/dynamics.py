@@ -207,7 +207,8 @@ def outer_iterations(mechanism, gplc, fact, policies: dict, mu: float, lam: dict
     solve fewer per call.
     """
     iterating = any(p.iterates for p in policies.values())
-    deferred = bool(iterating and refine and fact.startable())  # the first iterate's refinement, deferred
+    # the first iterate's refinement, deferred (not a suspect factorization's: verified by its first solve)
+    deferred = bool(iterating and refine and fact.startable() and not np.any(fact.suspect()))
     x = fact.solve(refine=0 if deferred else refine)
     qdd, residual = _qdd(mechanism, x, batch), _residuals(gplc, x)
     iterations, step = np.ones(batch, dtype=int), np.full(batch, np.inf)

@@ -277,6 +277,49 @@ ORDER = ["lam", "x2", "x0", "x1", "x3", "x4"]
 
 
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_a_started_solve_of_a_suspect_factorization_is_verified_from_the_start(monkeypatch, backend):
+    """Pivots below ``PIVOT_SUSPECT_RTOL`` (mu = 1e10): a solve from scratch is refined, then verified by
+    refinement steps until they settle; started from the last solution of another problem, or from far, the
+    verification starts there: no sweep from scratch, no step before the verification's, and the answer is the
+    dense KKT solve's to round-off."""
+    rng = np.random.default_rng(3)
+    graph, penalty, g_of = _prox_loop(rng, mu=1e10)
+    fact = factorize(graph, analyze(graph, Ordering.from_keys(ORDER)), backend=backend)
+    assert np.all(fact.suspect()) and fact.startable()
+    x = fact.solve(refine=1)
+    g_new = g_of(x["lam"] + rng.normal(size=2))
+    counts = {"sweeps": 0, "refined": 0, "verifying": 0, "verified": 0}
+    cls = type(fact)
+    sweeps, refined, verified = cls._sweeps, cls._refined, cls._verified
+
+    def refined_step(self, *a, **k):
+        counts["verified" if counts["verifying"] else "refined"] += 1
+        return refined(self, *a, **k)
+
+    def verification(self, *a, **k):
+        counts["verifying"] = 1
+        try:
+            return verified(self, *a, **k)
+        finally:
+            counts["verifying"] = 0
+
+    monkeypatch.setattr(cls, "_sweeps", lambda self, *a, **k: counts.__setitem__("sweeps", counts["sweeps"] + 1)
+                        or sweeps(self, *a, **k))
+    monkeypatch.setattr(cls, "_refined", refined_step)
+    monkeypatch.setattr(cls, "_verified", verification)
+    cold = fact.solve(g={penalty: g_new}, refine=1)
+    assert counts["sweeps"] == 1 + counts["refined"] + counts["verified"] and counts["refined"] == 1
+    graph.factors[penalty].g[...] = g_new
+    exact = _kkt_solution(graph)
+    assert max_relative_error(cold, exact) < 1e-13
+    for start in (x, {key: 0.5 * value for key, value in x.items()}):
+        counts.update(sweeps=0, refined=0, verified=0)
+        started = fact.solve(g={penalty: g_new}, refine=1, start=start)
+        assert counts["refined"] == 0 and counts["sweeps"] == counts["verified"] >= 1
+        assert max_relative_error(started, exact) < 1e-13
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
 def test_a_solve_started_from_a_nearby_solution_solves_for_the_change_once(monkeypatch, backend):
     """``solve(start=x)`` refines from ``x`` (the outer iterations' last iterate), on an order whose pivots lose
     eight digits (a multiplier first, mu = 1e8): from the solution of a nearby problem one refinement step is
