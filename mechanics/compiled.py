@@ -51,7 +51,7 @@ from elimination.compiled import (
 )
 from elimination.gaussian import CONSISTENCY_RTOL, PIVOT_SUSPECT_RTOL
 from elimination.numeric import FINISHING_REFINE, SCALE_FLOOR, SETTLED_RTOL, SUSPECT_REFINE, VERIFY_RTOL, WARM_RTOL
-from elimination.program import F
+from elimination.program import F, LINK_HALF, WIDE_LINK
 
 from .checks import UNIT_NORM_TOL
 from .convergence import RESIDUAL_RTOL, SOFT_CONTRACTION
@@ -69,8 +69,9 @@ ROLES = {Prior: PRIOR, Torque: TORQUE, TreeJoint: TREE, Penalty: PENALTY, LoopTe
 PARENT, JOINT, Q0, V0, NV, ACC, QDD = range(7)
 # columns of the constraint table
 CKIND, L1, L2, CDIM, ROW0, PAIR0, NPAIR, POLICY, MULT, MOVING = range(10)
-# columns of the factor table
-FKIND, WHO, PAIR, FIRST, MAT, SCL, LIN, SC0, SC1, FN = range(10)
+# columns of the factor table (JOINT0: a tree factor's first joint column; JOINT_ONLY: 1 where only a tree
+# pair's kernel reads it, through its joint columns -- the rest of [I, -I, -S] and the row scales go unwritten)
+FKIND, WHO, PAIR, FIRST, MAT, SCL, LIN, SC0, SC1, FN, JOINT0, JOINT_ONLY = range(12)
 
 OK, FALLBACK, BAD_INPUT = 0, 1, 2  # per-state status: the kernel's answer, the numpy path's to take, or a
 # state the checks of mechanics.checks refuse (NaN / inf, a quaternion far from unit norm): they name it
@@ -278,6 +279,9 @@ def _factor_tables(layout, program, constraints: tuple, pairs: np.ndarray, mecha
     """One row per graph factor (columns ``FKIND ... FN``) and the values each one's scope reads."""
     table, cidx = constraints[0], {c.name: j for j, c in enumerate(mechanism.constraints)}
     dims = {v.key: v.dim for v in layout.variables}
+    steps = program.steps
+    paired = (steps[:, F["pair"]] == LINK_HALF) | ((steps[:, F["pair"]] == WIDE_LINK) & (steps[:, F["tq"]] >= 0))
+    joint_columns = steps[paired, F["tq"]]  # where the pair kernels read their tree factors (elimination.compiled)
     rows, scope, start = [], [], 0
     for f, slot in enumerate(layout.slots):
         kind, role = ROLES[type(slot.role)], slot.role
@@ -294,9 +298,12 @@ def _factor_tables(layout, program, constraints: tuple, pairs: np.ndarray, mecha
         mat = program.A_offset[f] if hard else program.H_offset[f]
         scl = program.rs_offset[f] if hard else program.scale_offset[f]
         lin = program.b_offset[f] if hard else program.g_offset[f]
-        rows.append((kind, who, pair, first, mat, scl, lin, start, start + len(values), len(values)))
-        start += len(values)
-    return np.asarray(rows, dtype=np.int64).reshape(len(rows), 10), np.concatenate(scope).astype(np.int64)
+        n = len(values)
+        joint0 = n - mechanism.links[who].joint.nv if kind == TREE else -1
+        joint_only = kind == TREE and bool(np.any((joint_columns >= mat) & (joint_columns < mat + 6 * n)))
+        rows.append((kind, who, pair, first, mat, scl, lin, start, start + n, n, joint0, int(joint_only)))
+        start += n
+    return np.asarray(rows, dtype=np.int64).reshape(len(rows), 12), np.concatenate(scope).astype(np.int64)
 
 
 # -- kinematics -----------------------------------------------------------------------------------------------
@@ -586,22 +593,21 @@ def _fill(model, constraints, factors, S, bias, Iw, fb, Kbuf, k, tau, lam, mu, F
         kind, who, n = factors[f, FKIND], factors[f, WHO], factors[f, FN]
         mat, scl, lin = factors[f, MAT], factors[f, SCL], factors[f, LIN]
         if kind == TREE:  # [I, -I, -S] (a_i, a_parent, qdd_i) = a_b,i (+ a_0 on the ground)
-            parent, nv = links[who, PARENT], links[who, NV]
+            parent, nv, c0, whole = links[who, PARENT], links[who, NV], factors[f, JOINT0], not factors[f, JOINT_ONLY]
             on_ground = parent == ground
-            c0 = 6 if on_ground else 12
             for r in range(6):
-                for j in range(n):
-                    Fw[mat + r * n + j] = 0.0
-                Fw[mat + r * n + r] = 1.0
-                norm2 = 1.0
-                if not on_ground:
-                    Fw[mat + r * n + 6 + r] = -1.0
-                    norm2 += 1.0
+                norm2 = 1.0 if on_ground else 2.0
                 for j in range(nv):
                     s = S[who, r, j]
                     Fw[mat + r * n + c0 + j] = -s
                     norm2 += s * s
-                Fw[scl + r] = 1.0 / np.sqrt(norm2)
+                if whole:  # the identity blocks and the row scales, for the generic steps that gather them
+                    for j in range(c0):
+                        Fw[mat + r * n + j] = 0.0
+                    Fw[mat + r * n + r] = 1.0
+                    if not on_ground:
+                        Fw[mat + r * n + 6 + r] = -1.0
+                    Fw[scl + r] = 1.0 / np.sqrt(norm2)
                 b = bias[who, r] + root[r] if on_ground else bias[who, r]
                 Lin[lin + r], Lmag[lin + r] = b, abs(b)
             continue
@@ -682,9 +688,19 @@ def _residual_terms(factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, x, Lre
                 e[r] = t
             _penalty_information(factors, f, constraints, Kbuf, mu, e, Lres[lin:])
             continue
+        if kind == TREE:  # [I, -I, -S] read as what it is (the joint columns from Fw): the same operations
+            c0 = factors[f, JOINT0]
+            for r in range(6):
+                t = Lin[lin + r] - x[scope[s0 + r]]
+                if c0 == 12:
+                    t += x[scope[s0 + 6 + r]]
+                for c in range(c0, n):
+                    t -= Fw[mat + r * n + c] * x[scope[s0 + c]]
+                Lres[lin + r] = t
+            continue
         for c in range(n):  # the factor's values, gathered once for its rows
             e[c] = x[scope[s0 + c]]
-        for i in range(6 if kind == TREE else n):
+        for i in range(n):
             t = Lin[lin + i]
             for c in range(n):
                 t -= Fw[mat + i * n + c] * e[c]

@@ -128,6 +128,29 @@ def test_the_first_solve_is_refined_only_where_its_iterate_may_be_the_answer(mon
     assert relative(got.qdd, ref.qdd) < 1e-12 and got.iterations == ref.iterations
 
 
+@pytest.mark.parametrize("name", ["aba", "lcaba", "proxbbo", "proxltl"])
+def test_tree_factors_only_pair_kernels_read_are_filled_in_their_joint_columns_alone(name):
+    """A tree factor ``[I, -I, -S]`` that only a tree pair's kernel reads (through its joint columns) gets only
+    those columns each state; the refinement's residuals read it as what it is.  With every entry of the factor
+    workspace poisoned (NaN) between calls, each answer is the clean one bit for bit: nothing reads an entry no
+    state writes.  ABA, LCABA and proxBBO run pairs; proxLTL's order leaves its tree factors to generic steps."""
+    from mechanics.compiled import FKIND, JOINT_ONLY, TREE
+
+    mech = models.fig4()
+    mech = mech.without_constraints() if name == "aba" else mech
+    q, v, tau = random_state(mech, np.random.default_rng(5), (3,))
+    fused = mechanics.prepare(mech, name, mu=1e6, refine=1, backend="numba")
+    compiled = fused.compiled
+    trees = compiled.factors[compiled.factors[:, FKIND] == TREE]
+    assert trees[:, JOINT_ONLY].all() if name != "proxltl" else not trees[:, JOINT_ONLY].any()
+    clean = fused(q, v, tau)
+    Fw = compiled.floats[compiled.parts[12] : compiled.parts[13]]  # (the factor workspace: _workspace_parts)
+    for state in range(3):
+        Fw[...] = np.nan
+        again = fused(q[state], v[state], tau[state])
+        assert np.array_equal(again.qdd, clean.qdd[state]) and np.array_equal(again.forces, clean.forces[state])
+
+
 def test_general_constraints_with_the_ground_folded_in():
     """General rows on two links and on a link and the ground (the ground's acceleration moves to k)."""
     mech = models.fig4()
