@@ -612,7 +612,7 @@ def _fill(model, constraints, factors, S, bias, Iw, fb, Kbuf, k, tau, lam, mu, F
                 Lin[lin + r], Lmag[lin + r] = b, abs(b)
             continue
         for i in range(n):
-            for j in range(n):
+            for j in range(0 if kind == PRIOR or kind == PENALTY else n):  # (those two write every entry)
                 Fw[mat + i * n + j] = 0.0
             Lin[lin + i] = 0.0
         if kind == PRIOR:
