@@ -23,11 +23,12 @@ program (:mod:`elimination.program`).  One numba kernel then runs, per state:
 It is the numpy path's arithmetic, not a new one: the tests compare the two on
 every algorithm.  Two differences of scope: the scale floor of a variable with
 no information is taken per state here (``SCALE_FLOOR`` times the state's
-largest diagonal magnitude), over the whole batch on the numpy path; and an
-outer iteration's re-solve starts from the last iterate per state here, for the
-whole batch or none there (none where any element's pivot is suspect), and
-refines once more where that state's change is large, where the batch's is
-there.  Only states of such batches can see either, at round-off.  Where the kernel meets
+largest diagonal magnitude), over the whole batch on the numpy path; and the
+outer iterations decide per state here, per batch there: a re-solve from the
+last iterate refines once more where the change is large (the state's here, the
+batch's there), the first solve's refinement waits until its iterate may be the
+answer unless a pivot is suspect (the state's, any element's).  Only states of
+such batches can see either, at round-off.  Where the kernel meets
 what only the numpy path can report or repair -- a pivot it refuses, hard rows
 found dependent (re-planned there), a suspect factorization whose refinement
 does not settle, dropped rows that contradict each other -- it says so per
