@@ -277,7 +277,7 @@ def _constraint_tables(mechanism, layout, index: dict, program) -> tuple:
 
 
 def _factor_tables(layout, program, constraints: tuple, pairs: np.ndarray, mechanism, index: dict) -> tuple:
-    """One row per graph factor (columns ``FKIND ... FN``) and the values each one's scope reads."""
+    """One row per graph factor (columns ``FKIND ... JOINT_ONLY``) and the values each one's scope reads."""
     table, cidx = constraints[0], {c.name: j for j, c in enumerate(mechanism.constraints)}
     dims = {v.key: v.dim for v in layout.variables}
     steps = program.steps
