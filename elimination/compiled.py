@@ -752,18 +752,27 @@ def solve_scratch(maxn):
 
 
 @njit(cache=True, inline="always")
+def _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, n):
+    """The forward sweep's start for a pair's link half ``st``: ``g[:n]`` zeroed and gathered from the link's
+    linear terms, and ``t = W b`` (``W = sign I``) of its joint row into the cache.  Returns the offsets
+    ``(tc, hf, ts)`` of ``t``, ``HF`` and ``T``."""
+    for i in range(n):
+        g[i] = 0.0
+    for q in range(steps[st, G0], steps[st, G1]):
+        g[gd[q]] += Lin[gs[q]]
+    tc, ident = steps[st, TC], float(steps[st, IDENTITY])
+    for q in range(steps[st, B0], steps[st, B1]):
+        cache[tc + bd[q]] = ident * Lin[bs[q]]
+    return tc, steps[st, HF_], steps[st, T_]
+
+
+@njit(cache=True, inline="always")
 def _tree_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g):
     """The forward sweep of a tree pair (:func:`_tree_pair`): the link's ``g_F - H t`` carried through
     ``T`` straight into the joint's pivot and the parent's term, with no linear term written between."""
     nF, nS, nq = steps[st, NF], steps[st, NS], steps[st + 1, NF]
     npar = nS - nq
-    for i in range(nF + nS):
-        g[i] = 0.0
-    for q in range(steps[st, G0], steps[st, G1]):
-        g[gd[q]] += Lin[gs[q]]
-    tc, hf, ts, ident = steps[st, TC], steps[st, HF_], steps[st, T_], float(steps[st, IDENTITY])
-    for q in range(steps[st, B0], steps[st, B1]):  # t = W b with W = sign I
-        cache[tc + bd[q]] = ident * Lin[bs[q]]
+    tc, hf, ts = _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, nF + nS)
     for i in range(nF):  # g_F -= H t (HF's other rows are zero)
         t = 0.0
         for j in range(nF):
@@ -795,13 +804,8 @@ def _revolute_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g
     """:func:`_tree_pair_forward` for a one-dimensional joint of a 6-dimensional link, with its ``T`` read
     as what it is, ``[t, sigma I]`` (:func:`_revolute_pair`): ``g_q += t' g_F``, ``g_parent += sigma g_F``."""
     joint, npar = st + 1, steps[st, NS] - 1
-    for i in range(7 + npar):  # g over [link (6), joint (1), parent (npar: 6, or 0 below the ground)]
-        g[i] = 0.0
-    for q in range(steps[st, G0], steps[st, G1]):
-        g[gd[q]] += Lin[gs[q]]
-    tc, hf, ts, ident = steps[st, TC], steps[st, HF_], steps[st, T_], float(steps[st, IDENTITY])
-    for q in range(steps[st, B0], steps[st, B1]):  # t = W b with W = sign I
-        cache[tc + bd[q]] = ident * Lin[bs[q]]
+    # g over [link (6), joint (1), parent (npar: 6, or 0 below the ground)]
+    tc, hf, ts = _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, 7 + npar)
     sigma = float(steps[st, TSIG])
     for i in range(6):  # g_F -= H t, then carried into the joint and the parent
         t = g[i]
@@ -852,13 +856,7 @@ def _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g):
     n = 7 + m
     npar, tp = _parent_block(steps, st)
     p0 = 7 + tp  # the parent's first entry of g
-    for i in range(n):
-        g[i] = 0.0
-    for q in range(steps[st, G0], steps[st, G1]):
-        g[gd[q]] += Lin[gs[q]]
-    tc, hf, ts, ident = steps[st, TC], steps[st, HF_], steps[st, T_], float(steps[st, IDENTITY])
-    for q in range(steps[st, B0], steps[st, B1]):  # t = W b with W = sign I
-        cache[tc + bd[q]] = ident * Lin[bs[q]]
+    tc, hf, ts = _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, n)
     for i in range(n):  # g -= HF t (the joint's row of HF is zero)
         if i != 6:
             t = 0.0

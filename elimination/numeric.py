@@ -795,16 +795,14 @@ SCALE_FLOOR = 1e-10  # relative to the largest diagonal magnitude of the graph
 VERIFY_RTOL = 1e-6  # a suspect factorization's last refinement step may move the solution by this much
 SETTLED_RTOL = 64 * np.finfo(float).eps  # a correction this small is round-off: refinement has settled
 WARM_RTOL = 1e-13  # a solve started from given values refines once more where its error may exceed this
-
+SUSPECT_REFINE = 16  # refinement steps at most to settle a suspect factorization
+FINISHING_REFINE = 2  # of which at most this many once the corrections are below VERIFY_RTOL
 
 
 def _relative_size(correction: dict, values: dict) -> float:
     """``max |correction| / max |values|`` over the variables and the batch (0 for a zero solution)."""
-    top = max((float(np.max(np.abs(v), initial=0.0)) for v in values.values()), default=0.0)
-    moved = max((float(np.max(np.abs(c), initial=0.0)) for c in correction.values()), default=0.0)
-    return moved / top if top > 0.0 else 0.0
-SUSPECT_REFINE = 16  # refinement steps at most to settle a suspect factorization
-FINISHING_REFINE = 2  # of which at most this many once the corrections are below VERIFY_RTOL
+    top = float(np.max(_largest(values.values()))) if values else 0.0
+    return float(np.max(_largest(correction.values()))) / top if top > 0.0 else 0.0
 
 
 def _checked_override(name: str, index, value, current: np.ndarray) -> np.ndarray:
