@@ -18,6 +18,11 @@ plan's, stops it (the caller then takes the numpy path, which names the
 variables or re-plans the element).  The solve reports the dropped rows'
 right-hand sides, which the caller checks for consistency.
 
+A batch of at least eight graphs whose program has no hard rows, pairs or
+indefinite pivots runs in :mod:`elimination.lanes` instead: the same
+operations with eight elements side by side, bit for bit these kernels'
+numbers.
+
 :class:`CompiledFactorization` is a :class:`~elimination.numeric.Factorization`
 whose sweeps run here; overrides, refinement, verification of suspect pivots
 and error messages are shared with the numpy path.
@@ -1151,18 +1156,22 @@ def factorize_graph(graph, program, floor_rtol: float) -> tuple:
     A batch is factorized a chunk of elements at a time, through one reused workspace of at most
     ``WORKSPACE_CHUNK`` bytes (at least one element): the factor workspace of a large batch is never
     whole in memory (256 pose graphs of 1400 variables: 630 MB), only the conditionals the solves read.
-    Each element's numbers are those of one workspace for the whole batch, bit for bit.
+    A batch of at least :data:`elimination.lanes.LANES` elements whose program the lane kernels cover
+    runs there, its elements side by side, and ``C`` is in their layout ``(groups, conditional_size,
+    LANES)``.  Each element's numbers are those of one workspace for the whole batch, bit for bit.
     """
+    from . import lanes  # (it builds on this module)
+
     matrices = _matrices(graph, program)
     batch = _matrix_batch(graph, matrices)
     Bm = int(np.prod(batch))
+    if batch and Bm >= lanes.LANES and lanes.covers(program):
+        return (*lanes.factorize_graph(program, matrices, batch, floor_rtol), batch)
     per = max(1, min(Bm, WORKSPACE_CHUNK // (8 * max(1, program.factor_size))))
     if per == Bm:
         Fw, largest = _filled(program, matrices, batch, graph.batch_shape == (), slice(None), None)
         return (*run_factorize(program, Fw, floor_rtol * largest), batch)
-    floor = floor_rtol * max((float(np.max(np.abs(np.diagonal(H, axis1=-2, axis2=-1)), initial=0.0))
-                              for group, blocks in zip(program.groups, matrices) if not group.hard for H in blocks),
-                             default=0.0)  # (the largest of the whole batch, as one workspace's)
+    floor = floor_rtol * _largest_diagonal(program, matrices)  # (the whole batch's, as one workspace's)
     out = (np.zeros((Bm, program.conditional_size)), np.empty(Bm), np.empty(Bm, dtype=np.int64),
            np.empty(Bm, dtype=np.int64))
     Fw = np.empty((per, program.factor_size))
@@ -1171,6 +1180,12 @@ def factorize_graph(graph, program, floor_rtol: float) -> tuple:
         _filled(program, matrices, batch, False, slice(b0, b1), Fw[: b1 - b0])
         run_factorize(program, Fw[: b1 - b0], floor, tuple(x[b0:b1] for x in out))
     return (*out, batch)
+
+
+def _largest_diagonal(program, matrices: list) -> float:
+    """The largest diagonal magnitude of the quadratic factors' matrices (:func:`_matrices`), whole batch."""
+    return max((float(np.max(np.abs(np.diagonal(H, axis1=-2, axis2=-1)), initial=0.0))
+                for group, blocks in zip(program.groups, matrices) if not group.hard for H in blocks), default=0.0)
 
 
 def stacked(arrays: list, core: int) -> tuple:

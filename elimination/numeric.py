@@ -34,6 +34,7 @@ from .gaussian import (
     CONSISTENCY_RTOL, PIVOT_SUSPECT_RTOL, SINGULAR_RTOL, batch_note, eliminate_gaussian, mv, row_norms, singular_advice,
 )
 from .compiled import factor_workspace, factorize_graph, run_factorize, run_solve, stacked, started_error
+from . import lanes
 from .program import F
 from .numeric_rank import NumericHardRows
 from .symbolic import Plan, analyze
@@ -502,8 +503,10 @@ class CompiledFactorization(Factorization):
     """A :class:`Factorization` whose sweeps run in compiled code (:mod:`elimination.compiled`).
 
     The conditionals live in the flat array ``C`` laid out by ``program``
-    (:func:`elimination.program.lower`); overrides, refinement, verification of
-    suspect pivots and error messages are the numpy path's.
+    (:func:`elimination.program.lower`): ``(elements, conditional_size)``, or
+    ``(groups, conditional_size, LANES)`` where the batch ran with its elements
+    side by side (:mod:`elimination.lanes`); overrides, refinement, verification
+    of suspect pivots and error messages are the numpy path's.
     """
 
     def __init__(self, plan: Plan, graph: FactorGraph, program, C: np.ndarray, batch_shape: tuple,
@@ -565,7 +568,12 @@ class CompiledFactorization(Factorization):
 
     def _flat_sweeps(self, Lin: np.ndarray, Lmag: np.ndarray, full: tuple, check: bool = True) -> np.ndarray:
         """The values ``X (prod(full), value_size)`` for the laid-out linear terms."""
-        X, dropped = run_solve(self.program, _aligned(self.C, self.batch_shape, full), Lin, Lmag)
+        C, elements = self.C, int(np.prod(self.batch_shape))
+        if C.ndim == 3:  # conditionals in lanes (elimination.lanes): no hard rows, so no dropped rows to check
+            if Lin.shape[0] == elements:
+                return lanes.run_solve(self.program, C, Lin)
+            C = lanes.elements(C, elements)  # terms batched beyond the matrices: the per-element solve
+        X, dropped = run_solve(self.program, _aligned(C, self.batch_shape, full), Lin, Lmag)
         if check:
             self._check_dropped(dropped, full)
         return X
