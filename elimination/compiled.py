@@ -47,8 +47,9 @@ import numpy as np
 from numba import njit
 
 from .gaussian import RANK_RTOL, SINGULAR_RTOL  # numba freezes module globals: the numpy rule's tolerances
-from .program import F, JOINT_HALF, LINK_HALF, WIDE_JOINT, WIDE_LINK
+from .program import F, JOINT_HALF, LINK_HALF, PIVOTS, WIDE_JOINT, WIDE_LINK
 
+INDEFINITE = PIVOTS["indefinite"]  # the one pivot whose Linv is not lower triangular (an eigendecomposition's)
 _ANNOUNCED: set = set()  # modules announced in this process
 COUNTED, UNCOUNTED = {"_nrt": True}, {"_nrt": False}  # numba's reference counting on / off (module docstring)
 
@@ -575,6 +576,16 @@ def _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, Hf, scale, t
     return ratio
 
 
+@njit(cache=True, inline="always")
+def _symmetric_separator(H, nF, nS):
+    """The front's separator block made symmetric in its upper triangle, ``(H_SS + H_SS') / 2``, where the
+    Schur update ``- Y' D Y`` then goes: symmetric by construction, it is formed once, and the generated
+    factor is read from the upper triangle (the lower one is not read again)."""
+    for i in range(nS):
+        for j in range(i + 1, nS):
+            H[nF + i, nF + j] = 0.5 * (H[nF + i, nF + j] + H[nF + j, nF + i])
+
+
 @njit(cache=True, **UNCOUNTED)
 def factorize_one(maps, Fw, C, floor, check_rank, scratch):
     """Every step of the program on one element: its factor workspace ``Fw (factor_size,)``, conditionals
@@ -702,31 +713,33 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
                 for j in range(nz):
                     C[row[LINV] + i * nz + j] = Li[i, j]
             # the loops run along rows (j innermost), so that large fronts stream through memory
-            for i in range(nz):  # Y = Linv H_zS
+            for i in range(nz):  # Y = Linv H_zS, Linv lower triangular except for indefinite pivots
                 for j in range(nS):
                     X[i, j] = 0.0
-                for q in range(nz):  # (Linv is triangular except for indefinite pivots)
+                for q in range(nz if row[PIVOT] == INDEFINITE else i + 1):
                     a = Li[i, q]
                     for j in range(nS):
                         X[i, j] += a * Hzs[q, j]
                 for j in range(nS):
                     C[row[Y_] + i * nS + j] = X[i, j]
-            for q in range(nz):  # H_SS -= Y' D Y ; scale_S += sum Y^2, one row of Y at a time
+        _symmetric_separator(H, nF, nS)
+        if nz:
+            for q in range(nz):  # H_SS -= Y' D Y in its upper triangle ; scale_S += sum Y^2, a row of Y at a time
                 d = Dv[q]
                 for i in range(nS):
                     a = d * X[q, i]
-                    for j in range(nS):
+                    for j in range(i, nS):
                         H[nF + i, nF + j] -= a * X[q, j]
                     scale[nF + i] += X[q, i] * X[q, i]
         if row[OUT_H] >= 0:
             for i in range(nS):
                 Fw[row[OUT_S] + i] = scale[nF + i]
-                for j in range(nS):
-                    Fw[row[OUT_H] + i * nS + j] = 0.5 * (H[nF + i, nF + j] + H[nF + j, nF + i])
+                for j in range(i, nS):
+                    Fw[row[OUT_H] + i * nS + j] = Fw[row[OUT_H] + j * nS + i] = H[nF + i, nF + j]
         elif pair == WIDE_LINK:  # what the generated factor would hold, left in the front
             for i in range(nS):
                 for j in range(i + 1, nS):
-                    H[nF + i, nF + j] = H[nF + j, nF + i] = 0.5 * (H[nF + i, nF + j] + H[nF + j, nF + i])
+                    H[nF + j, nF + i] = H[nF + i, nF + j]
 
 
     return ratio, weak, failed
@@ -1004,9 +1017,10 @@ def solve_one(maps, C, Lin, Lmag, cache, Xout, dropped, scratch):
                 gz[j] = g[j]
         if nz:
             li, yy, ds, yc = steps[st, LINV], steps[st, Y_], steps[st, DS], steps[st, YC]
+            full = steps[st, PIVOT] == INDEFINITE  # (otherwise Linv is lower triangular)
             for i in range(nz):  # y = Linv g_z
                 t = 0.0
-                for q in range(nz):
+                for q in range(nz if full else i + 1):
                     t += C[li + i * nz + q] * gz[q]
                 cache[yc + i] = t
             for i in range(nz):  # g_S -= Y' D y, along the rows of Y
@@ -1040,9 +1054,10 @@ def solve_one(maps, C, Lin, Lmag, cache, Xout, dropped, scratch):
                 gz[i] = C[ds + i] * t
             for i in range(nz):  # Linv' z, along the rows of Linv
                 g[i] = 0.0
+            full = steps[st, PIVOT] == INDEFINITE
             for q in range(nz):
                 zq = gz[q]
-                for i in range(nz):
+                for i in range(nz if full else q + 1):
                     g[i] += C[li + q * nz + i] * zq
         if m:  # x = t + T x_S + N z
             tc, ts, nn = steps[st, TC], steps[st, T_], steps[st, NN]

@@ -156,16 +156,21 @@ def _eliminate(steps, st, H, scale, Li, X, C, Fw, sgn, nF, nS, maxn):
         for j in range(nS):
             for w in range(LANES):
                 X[i * maxn + j, w] = 0.0
-        for q in range(nF):
+        for q in range(i + 1):  # (Linv is lower triangular)
             for j in range(nS):
                 for w in range(LANES):
                     X[i * maxn + j, w] += Li[i * maxn + q, w] * H[q * maxn + nF + j, w]
         for j in range(nS):
             for w in range(LANES):
                 C[yy + i * nS + j, w] = X[i * maxn + j, w]
-    for q in range(nF):  # H_SS -= Y' D Y ; scale_S += sum Y^2
+    for i in range(nS):  # (H_SS + H_SS') / 2 in the upper triangle (compiled._symmetric_separator)
+        for j in range(i + 1, nS):
+            upper, lower = (nF + i) * maxn + nF + j, (nF + j) * maxn + nF + i
+            for w in range(LANES):
+                H[upper, w] = 0.5 * (H[upper, w] + H[lower, w])
+    for q in range(nF):  # H_SS -= Y' D Y in the upper triangle ; scale_S += sum Y^2
         for i in range(nS):
-            for j in range(nS):
+            for j in range(i, nS):
                 for w in range(LANES):
                     H[(nF + i) * maxn + nF + j, w] -= (sgn * X[q * maxn + i, w]) * X[q * maxn + j, w]
             for w in range(LANES):
@@ -174,9 +179,9 @@ def _eliminate(steps, st, H, scale, Li, X, C, Fw, sgn, nF, nS, maxn):
     for i in range(nS if out >= 0 else 0):
         for w in range(LANES):
             Fw[outs + i, w] = scale[nF + i, w]
-        for j in range(nS):
+        for j in range(i, nS):
             for w in range(LANES):
-                Fw[out + i * nS + j, w] = 0.5 * (H[(nF + i) * maxn + nF + j, w] + H[(nF + j) * maxn + nF + i, w])
+                Fw[out + i * nS + j, w] = Fw[out + j * nS + i, w] = H[(nF + i) * maxn + nF + j, w]
 
 
 @njit(cache=True, error_model="numpy", **UNCOUNTED)
@@ -311,10 +316,10 @@ def solve_group(maps, C, Lin, cache, Xout, scratch):
         for j in range(nz):
             for w in range(LANES):
                 gz[j, w] = g[j, w]
-        for i in range(nz):  # y = Linv g_z
+        for i in range(nz):  # y = Linv g_z (Linv lower triangular)
             for w in range(LANES):
                 t[w] = 0.0
-            for q in range(nz):
+            for q in range(i + 1):
                 for w in range(LANES):
                     t[w] += C[li + i * nz + q, w] * gz[q, w]
             for w in range(LANES):
@@ -349,7 +354,7 @@ def solve_group(maps, C, Lin, cache, Xout, scratch):
             for w in range(LANES):
                 g[i, w] = 0.0
         for q in range(nz):
-            for i in range(nz):
+            for i in range(q + 1):
                 for w in range(LANES):
                     g[i, w] += C[li + q * nz + i, w] * gz[q, w]
         for q in range(steps[st, XF0], steps[st, XF1]):
