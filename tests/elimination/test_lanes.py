@@ -110,6 +110,20 @@ def test_a_lane_whose_pivot_fails_is_reported_as_by_the_per_element_kernels():
     assert str(side.value) == str(alone.value) and "(9,)" in str(side.value)
 
 
+def test_a_batch_of_several_axes_runs_in_lanes_element_by_element():
+    """A (3, 4) batch: twelve elements in two lane groups, each element's numbers the per-element kernels',
+    and each the solution of its own graph."""
+    graph = _chain((3, 4), seed=5)
+    plan = analyze(graph, elimination.min_fill(graph))
+    side, alone = factorize(graph, plan, backend="numba"), _per_element(graph, plan)
+    assert side.C.shape[0] == 2 and side.pivot_ratio.shape == (3, 4)
+    assert np.array_equal(side.pivot_ratio, alone.pivot_ratio)
+    values = side.solve()
+    assert _equal(values, alone.solve())
+    element = elimination.numeric.element_graph(graph, (2, 1), (3, 4))
+    assert max_relative_error({k: v[2, 1] for k, v in values.items()}, element.dense_solve()) < 1e-9
+
+
 def test_small_batches_and_hard_rows_keep_the_per_element_kernels():
     graph = _chain((lanes.LANES - 1,))
     plan = analyze(graph, elimination.min_fill(graph))
