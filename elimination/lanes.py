@@ -37,6 +37,7 @@ from numba.typed import List
 from .compiled import (DS, G0, G1, H0, H1, IDENTITY, LINV, M, NF, NS, NZ, OUT_G, OUT_H, OUT_S, PAIR, PIVOT, S0, S1,
                        SINGULAR_RTOL, UNCOUNTED, XF0, XF1, XS0, XS1, Y_, YC,
                        announce_first_compile, factorize_maps, max_front, solve_maps)
+from . import vectors as v
 from .program import PIVOTS
 
 LANES = 8
@@ -70,63 +71,48 @@ def _gather(steps, st, hs, hd, ss, sd, Fw, H, scale, n, maxn, floor):
     """The step's front ``H`` and its scales from zero: the sum of its factors in ``Fw (entry, lane)``."""
     for i in range(n):
         for j in range(n):
-            for w in range(LANES):
-                H[i * maxn + j, w] = 0.0
-        for w in range(LANES):
-            scale[i, w] = 0.0
+            v.fill(H, i * maxn + j, 0.0)
+        v.fill(scale, i, 0.0)
     for q in range(steps[st, H0], steps[st, H1]):
-        d, s = hd[q], hs[q]
-        for w in range(LANES):
-            H[d, w] += Fw[s, w]
+        v.add(H, hd[q], Fw, hs[q])
     for q in range(steps[st, S0], steps[st, S1]):
-        d, s = sd[q], ss[q]
-        for w in range(LANES):
-            scale[d, w] += Fw[s, w]
+        v.add(scale, sd[q], Fw, ss[q])
     for i in range(n):
         for w in range(LANES):
             scale[i, w] = max(scale[i, w], floor)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _cholesky(H, sgn, nz, maxn, L, ok, t):
+def _cholesky(H, sgn, nz, maxn, L, ok, T):
     """Lower Cholesky factor of ``sgn H[:nz, :nz]`` per lane into ``L`` (the operations of
-    :func:`elimination.compiled._cholesky` on ``sgn H``); ``ok[w]`` False where a pivot is not positive."""
+    :func:`elimination.compiled._cholesky` on ``sgn H``); ``ok[w]`` False where a pivot is not positive.
+    ``T``: a scratch row."""
     for j in range(nz):
-        for w in range(LANES):
-            t[w] = sgn * H[j * maxn + j, w]
+        v.scaled(T, 0, sgn, H, j * maxn + j)
         for k in range(j):
-            for w in range(LANES):
-                t[w] -= L[j * maxn + k, w] * L[j * maxn + k, w]
+            v.sub_mul(T, 0, L, j * maxn + k, L, j * maxn + k)
         for w in range(LANES):
-            ok[w] = ok[w] and t[w] > 0.0
-            L[j * maxn + j, w] = np.sqrt(t[w])
+            ok[w] = ok[w] and T[0, w] > 0.0
+        v.sqrt(L, j * maxn + j, T, 0)
         for i in range(j + 1, nz):
-            for w in range(LANES):
-                t[w] = sgn * H[i * maxn + j, w]
+            v.scaled(T, 0, sgn, H, i * maxn + j)
             for k in range(j):
-                for w in range(LANES):
-                    t[w] -= L[i * maxn + k, w] * L[j * maxn + k, w]
-            for w in range(LANES):
-                L[i * maxn + j, w] = t[w] / L[j * maxn + j, w]
+                v.sub_mul(T, 0, L, i * maxn + k, L, j * maxn + k)
+            v.div(L, i * maxn + j, T, 0, L, j * maxn + j)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _lower_inverse(L, nz, maxn, Li, t):
+def _lower_inverse(L, nz, maxn, Li, T):
     """``Li = L^-1`` per lane (:func:`elimination.compiled._lower_inverse`'s operations)."""
     for j in range(nz):
         for i in range(nz):
-            for w in range(LANES):
-                Li[i * maxn + j, w] = 0.0
-        for w in range(LANES):
-            Li[j * maxn + j, w] = 1.0 / L[j * maxn + j, w]
+            v.fill(Li, i * maxn + j, 0.0)
+        v.inverse(Li, j * maxn + j, L, j * maxn + j)
         for i in range(j + 1, nz):
-            for w in range(LANES):
-                t[w] = 0.0
+            v.fill(T, 0, 0.0)
             for k in range(j, i):
-                for w in range(LANES):
-                    t[w] -= L[i * maxn + k, w] * Li[k * maxn + j, w]
-            for w in range(LANES):
-                Li[i * maxn + j, w] = t[w] / L[i * maxn + i, w]
+                v.sub_mul(T, 0, L, i * maxn + k, Li, k * maxn + j)
+            v.div(Li, i * maxn + j, T, 0, L, i * maxn + i)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -150,41 +136,32 @@ def _eliminate(steps, st, H, scale, Li, X, C, Fw, sgn, nF, nS, maxn):
     factor (:func:`elimination.compiled.factorize_one`'s operations)."""
     ds, li, yy = steps[st, DS], steps[st, LINV], steps[st, Y_]
     for i in range(nF):
-        for w in range(LANES):
-            C[ds + i, w] = sgn
+        v.fill(C, ds + i, sgn)
         for j in range(nF):
-            for w in range(LANES):
-                C[li + i * nF + j, w] = Li[i * maxn + j, w]
+            v.copy(C, li + i * nF + j, Li, i * maxn + j)
     for i in range(nF):  # Y = Linv H_FS
         for j in range(nS):
-            for w in range(LANES):
-                X[i * maxn + j, w] = 0.0
+            v.fill(X, i * maxn + j, 0.0)
         for q in range(i + 1):  # (Linv is lower triangular)
             for j in range(nS):
-                for w in range(LANES):
-                    X[i * maxn + j, w] += Li[i * maxn + q, w] * H[q * maxn + nF + j, w]
+                v.add_mul(X, i * maxn + j, Li, i * maxn + q, H, q * maxn + nF + j)
         for j in range(nS):
-            for w in range(LANES):
-                C[yy + i * nS + j, w] = X[i * maxn + j, w]
+            v.copy(C, yy + i * nS + j, X, i * maxn + j)
     for i in range(nS):  # (H_SS + H_SS') / 2 in the upper triangle (compiled._symmetric_separator)
         for j in range(i + 1, nS):
-            upper, lower = (nF + i) * maxn + nF + j, (nF + j) * maxn + nF + i
-            for w in range(LANES):
-                H[upper, w] = 0.5 * (H[upper, w] + H[lower, w])
+            upper = (nF + i) * maxn + nF + j
+            v.half_sum(H, upper, H, upper, H, (nF + j) * maxn + nF + i)
     for q in range(nF):  # H_SS -= Y' D Y in the upper triangle ; scale_S += sum Y^2
         for i in range(nS):
             for j in range(i, nS):
-                for w in range(LANES):
-                    H[(nF + i) * maxn + nF + j, w] -= (sgn * X[q * maxn + i, w]) * X[q * maxn + j, w]
-            for w in range(LANES):
-                scale[nF + i, w] += X[q * maxn + i, w] * X[q * maxn + i, w]
+                v.sub_scaled_mul(H, (nF + i) * maxn + nF + j, sgn, X, q * maxn + i, X, q * maxn + j)
+            v.add_mul(scale, nF + i, X, q * maxn + i, X, q * maxn + i)
     out, outs = steps[st, OUT_H], steps[st, OUT_S]
     for i in range(nS if out >= 0 else 0):
-        for w in range(LANES):
-            Fw[outs + i, w] = scale[nF + i, w]
+        v.copy(Fw, outs + i, scale, nF + i)
         for j in range(i, nS):
-            for w in range(LANES):
-                Fw[out + i * nS + j, w] = Fw[out + j * nS + i, w] = H[(nF + i) * maxn + nF + j, w]
+            v.copy(Fw, out + i * nS + j, H, (nF + i) * maxn + nF + j)
+            v.copy(Fw, out + j * nS + i, H, (nF + i) * maxn + nF + j)
 
 
 @njit(cache=True, error_model="numpy", **UNCOUNTED)
@@ -194,7 +171,7 @@ def factorize_group(maps, Fw, C, floor, maxn, scratch, ratio, weak, failed):
     ``weak``, ``failed`` (``(LANES,)``), as :func:`elimination.compiled.factorize_one` returns them.  A lane
     that fails goes on with meaningless numbers (the caller then takes the numpy path for the batch)."""
     steps, hs, hd, ss, sd = maps[0], maps[1], maps[2], maps[3], maps[4]
-    H, L, Li, X, scale, r, t, ok = scratch
+    H, L, Li, X, scale, r, T, ok = scratch
     for w in range(LANES):
         ratio[w], weak[w], failed[w] = np.inf, -1, -1
     for st in range(steps.shape[0]):
@@ -203,7 +180,7 @@ def factorize_group(maps, Fw, C, floor, maxn, scratch, ratio, weak, failed):
         _gather(steps, st, hs, hd, ss, sd, Fw, H, scale, nF + nS, maxn, floor)
         for w in range(LANES):
             ok[w] = True
-        _cholesky(H, sgn, nF, maxn, L, ok, t)
+        _cholesky(H, sgn, nF, maxn, L, ok, T)
         _step_ratio(L, scale, nF, maxn, sgn, r)
         for w in range(LANES):
             if failed[w] == -1:
@@ -211,7 +188,7 @@ def factorize_group(maps, Fw, C, floor, maxn, scratch, ratio, weak, failed):
                     failed[w] = st
                 elif r[w] < ratio[w]:
                     ratio[w], weak[w] = r[w], st
-        _lower_inverse(L, nF, maxn, Li, t)
+        _lower_inverse(L, nF, maxn, Li, T)
         _eliminate(steps, st, H, scale, Li, X, C, Fw, sgn, nF, nS, maxn)
 
 
@@ -249,7 +226,7 @@ def factorize_kernel(maps, sources, members, elements, factor_size, C, floor, ma
     ``weak``, ``failed`` ``(groups * LANES,)``.  One workspace serves every group."""
     fronts = maxn * maxn
     scratch = (np.zeros((fronts, LANES)), np.zeros((fronts, LANES)), np.zeros((fronts, LANES)),
-               np.zeros((fronts, LANES)), np.zeros((maxn, LANES)), np.zeros(LANES), np.zeros(LANES),
+               np.zeros((fronts, LANES)), np.zeros((maxn, LANES)), np.zeros(LANES), np.zeros((1, LANES)),
                np.zeros(LANES, dtype=np.bool_))
     Fw = np.zeros((factor_size, LANES))
     for k in range(C.shape[0]):
@@ -305,65 +282,46 @@ def solve_group(maps, C, Lin, cache, Xout, scratch):
     and back-substitution into ``Xout (value_size, LANES)`` (:func:`elimination.compiled.solve_one`'s
     operations for steps without hard rows); ``Lin`` holds the generated factors' terms after it."""
     steps, gs, gd, xfs, xfd, xss, xsd = maps[0], maps[1], maps[2], maps[5], maps[6], maps[7], maps[8]
-    g, xs, gz, t, a = scratch
+    g, xs, gz, T = scratch  # T: rows 0 and 1, scratch
     for st in range(steps.shape[0]):
         nF, nS, nz = steps[st, NF], steps[st, NS], steps[st, NZ]
         li, yy, ds, yc = steps[st, LINV], steps[st, Y_], steps[st, DS], steps[st, YC]
         for i in range(nF + nS):
-            for w in range(LANES):
-                g[i, w] = 0.0
+            v.fill(g, i, 0.0)
         for q in range(steps[st, G0], steps[st, G1]):
-            d, s = gd[q], gs[q]
-            for w in range(LANES):
-                g[d, w] += Lin[s, w]
+            v.add(g, gd[q], Lin, gs[q])
         for j in range(nz):
-            for w in range(LANES):
-                gz[j, w] = g[j, w]
+            v.copy(gz, j, g, j)
         for i in range(nz):  # y = Linv g_z (Linv lower triangular)
-            for w in range(LANES):
-                t[w] = 0.0
+            v.fill(T, 0, 0.0)
             for q in range(i + 1):
-                for w in range(LANES):
-                    t[w] += C[li + i * nz + q, w] * gz[q, w]
-            for w in range(LANES):
-                cache[yc + i, w] = t[w]
+                v.add_mul(T, 0, C, li + i * nz + q, gz, q)
+            v.copy(cache, yc + i, T, 0)
         for i in range(nz):  # g_S -= Y' D y
-            for w in range(LANES):
-                a[w] = C[ds + i, w] * cache[yc + i, w]
+            v.mul(T, 1, C, ds + i, cache, yc + i)
             for j in range(nS):
-                for w in range(LANES):
-                    g[nF + j, w] -= C[yy + i * nS + j, w] * a[w]
+                v.sub_mul(g, nF + j, C, yy + i * nS + j, T, 1)
         out = steps[st, OUT_G]
         if out >= 0:
             for j in range(nS):
-                for w in range(LANES):
-                    Lin[out + j, w] = g[nF + j, w]
+                v.copy(Lin, out + j, g, nF + j)
     for st in range(steps.shape[0] - 1, -1, -1):
         nF, nS, nz = steps[st, NF], steps[st, NS], steps[st, NZ]
         li, yy, ds, yc = steps[st, LINV], steps[st, Y_], steps[st, DS], steps[st, YC]
         for q in range(steps[st, XS0], steps[st, XS1]):
-            d, s = xsd[q], xss[q]
-            for w in range(LANES):
-                xs[d, w] = Xout[s, w]
+            v.copy(xs, xsd[q], Xout, xss[q])
         for i in range(nz):  # z = D (y - Y x_S)
-            for w in range(LANES):
-                t[w] = cache[yc + i, w]
+            v.copy(T, 0, cache, yc + i)
             for j in range(nS):
-                for w in range(LANES):
-                    t[w] -= C[yy + i * nS + j, w] * xs[j, w]
-            for w in range(LANES):
-                gz[i, w] = C[ds + i, w] * t[w]
+                v.sub_mul(T, 0, C, yy + i * nS + j, xs, j)
+            v.mul(gz, i, C, ds + i, T, 0)
         for i in range(nz):  # x = Linv' z
-            for w in range(LANES):
-                g[i, w] = 0.0
+            v.fill(g, i, 0.0)
         for q in range(nz):
             for i in range(q + 1):
-                for w in range(LANES):
-                    g[i, w] += C[li + q * nz + i, w] * gz[q, w]
+                v.add_mul(g, i, C, li + q * nz + i, gz, q)
         for q in range(steps[st, XF0], steps[st, XF1]):
-            d, s = xfs[q], xfd[q]
-            for w in range(LANES):
-                Xout[d, w] = g[s, w]
+            v.copy(Xout, xfs[q], g, xfd[q])
 
 
 @njit(cache=True, error_model="numpy")
@@ -374,8 +332,7 @@ def solve_kernel(maps, C, Lin, X, cache_size, maxn):
     element and are not written out."""
     B = Lin.shape[0]
     Ll, cache, Xl = np.zeros((Lin.shape[1], LANES)), np.zeros((cache_size, LANES)), np.zeros((X.shape[1], LANES))
-    scratch = (np.zeros((maxn, LANES)), np.zeros((maxn, LANES)), np.zeros((maxn, LANES)), np.zeros(LANES),
-               np.zeros(LANES))
+    scratch = (np.zeros((maxn, LANES)), np.zeros((maxn, LANES)), np.zeros((maxn, LANES)), np.zeros((2, LANES)))
     for k in range(C.shape[0]):
         for i in range(Lin.shape[1]):
             for w in range(LANES):

@@ -1,0 +1,157 @@
+"""Operations on rows of eight lanes, as LLVM vector instructions, for the lane kernels (:mod:`elimination.lanes`).
+
+A lane kernel keeps eight batch elements side by side: row ``k`` of an array
+``A (rows, 8)`` holds one entry of each.  Written as a loop over the lanes,
+numba unrolls it into eight scalar instructions: LLVM's SLP vectorizer would
+fuse them, and numba leaves it off (numba#8852, miscompilations).  These
+intrinsics say the vector operation outright: each loads its rows as one
+``<8 x double>`` (two AVX2 registers), computes, and stores -- ``fadd``,
+``fsub``, ``fmul``, ``fdiv``, ``sqrt``, with no fast-math flags, so each lane
+gets exactly the scalar operation's result (no fused multiply-add, no
+reassociation): the lane kernels stay bit for bit the per-element kernels.
+
+Rows are addressed ``(array, row)``; every array must be C-contiguous with
+eight columns (the lane kernels' layout), which the kernels guarantee.
+Scalars (``s``) are broadcast to every lane.
+
+>>> import numpy as np
+>>> from numba import njit
+>>> @njit
+... def f(D, A, B):
+...     sub_mul(D, 0, A, 0, B, 1)  # D[0] -= A[0] * B[1]
+>>> D, A, B = np.ones((1, 8)), np.full((1, 8), 2.0), np.arange(16.0).reshape(2, 8)
+>>> f(D, A, B); D[0, :3].tolist()
+[-15.0, -17.0, -19.0]
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.extending import intrinsic
+
+WIDTH = 8
+_VECTOR = ir.VectorType(ir.DoubleType(), WIDTH)
+
+
+def _row(context, builder, array_type, array, row):
+    """Pointer to row ``row`` of a C-contiguous ``(rows, 8)`` float64 array, as ``<8 x double>*``."""
+    a = context.make_array(array_type)(context, builder, array)
+    zero = context.get_constant(types.intp, 0)
+    pointer = cgutils.get_item_pointer2(context, builder, data=a.data, shape=cgutils.unpack_tuple(builder, a.shape),
+                                        strides=cgutils.unpack_tuple(builder, a.strides), layout=array_type.layout,
+                                        inds=[row, zero], wraparound=False)
+    return builder.bitcast(pointer, _VECTOR.as_pointer())
+
+
+def _load(context, builder, signature, args, at: int):
+    """The row named by arguments ``at`` (the array) and ``at + 1`` (its row)."""
+    row = context.cast(builder, args[at + 1], signature.args[at + 1], types.intp)
+    return builder.load(_row(context, builder, signature.args[at], args[at], row), align=8)
+
+
+def _splat(context, builder, signature, args, at: int):
+    """Scalar argument ``at`` in every lane."""
+    value = context.cast(builder, args[at], signature.args[at], types.float64)
+    vector = builder.insert_element(ir.Constant(_VECTOR, ir.Undefined), value, ir.Constant(ir.IntType(32), 0))
+    return builder.shuffle_vector(vector, ir.Constant(_VECTOR, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), WIDTH), [0] * WIDTH))
+
+
+def _store(context, builder, signature, args, value) -> None:
+    """``value`` into the row named by the first two arguments."""
+    row = context.cast(builder, args[1], signature.args[1], types.intp)
+    builder.store(value, _row(context, builder, signature.args[0], args[0], row), align=8)
+
+
+def _op(compute, operands: str):
+    """An intrinsic ``(D, k, *operands)`` storing ``compute(builder, D[k], *values)`` into row ``k`` of ``D``;
+    ``operands``: ``r`` for a row (two arguments: array, row), ``s`` for a broadcast scalar."""
+
+    def codegen(context, builder, signature, args):
+        values, at = [_load(context, builder, signature, args, 0)], 2
+        for kind in operands:
+            values.append(_load(context, builder, signature, args, at) if kind == "r"
+                          else _splat(context, builder, signature, args, at))
+            at += 2 if kind == "r" else 1
+        _store(context, builder, signature, args, compute(builder, *values))
+        return context.get_dummy_value()
+
+    return codegen
+
+
+def _sqrt(builder, value):
+    fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_VECTOR, [_VECTOR]), f"llvm.sqrt.v{WIDTH}f64")
+    return builder.call(fn, [value])
+
+
+@intrinsic
+def copy(typingctx, D, k, A, i):
+    """``D[k] = A[i]``."""
+    return types.void(D, k, A, i), _op(lambda b, d, a: a, "r")
+
+
+@intrinsic
+def fill(typingctx, D, k, s):
+    """``D[k] = s``."""
+    return types.void(D, k, s), _op(lambda b, d, s: s, "s")
+
+
+@intrinsic
+def add(typingctx, D, k, A, i):
+    """``D[k] = D[k] + A[i]``."""
+    return types.void(D, k, A, i), _op(lambda b, d, a: b.fadd(d, a), "r")
+
+
+@intrinsic
+def add_mul(typingctx, D, k, A, i, B, j):
+    """``D[k] = D[k] + A[i] * B[j]``."""
+    return types.void(D, k, A, i, B, j), _op(lambda b, d, a, x: b.fadd(d, b.fmul(a, x)), "rr")
+
+
+@intrinsic
+def sub_mul(typingctx, D, k, A, i, B, j):
+    """``D[k] = D[k] - A[i] * B[j]``."""
+    return types.void(D, k, A, i, B, j), _op(lambda b, d, a, x: b.fsub(d, b.fmul(a, x)), "rr")
+
+
+@intrinsic
+def sub_scaled_mul(typingctx, D, k, s, A, i, B, j):
+    """``D[k] = D[k] - (s * A[i]) * B[j]``."""
+    return types.void(D, k, s, A, i, B, j), _op(lambda b, d, s, a, x: b.fsub(d, b.fmul(b.fmul(s, a), x)), "srr")
+
+
+@intrinsic
+def scaled(typingctx, D, k, s, A, i):
+    """``D[k] = s * A[i]``."""
+    return types.void(D, k, s, A, i), _op(lambda b, d, s, a: b.fmul(s, a), "sr")
+
+
+@intrinsic
+def mul(typingctx, D, k, A, i, B, j):
+    """``D[k] = A[i] * B[j]``."""
+    return types.void(D, k, A, i, B, j), _op(lambda b, d, a, x: b.fmul(a, x), "rr")
+
+
+@intrinsic
+def div(typingctx, D, k, A, i, B, j):
+    """``D[k] = A[i] / B[j]``."""
+    return types.void(D, k, A, i, B, j), _op(lambda b, d, a, x: b.fdiv(a, x), "rr")
+
+
+@intrinsic
+def inverse(typingctx, D, k, A, i):
+    """``D[k] = 1 / A[i]``."""
+    one = ir.Constant(_VECTOR, [1.0] * WIDTH)
+    return types.void(D, k, A, i), _op(lambda b, d, a: b.fdiv(one, a), "r")
+
+
+@intrinsic
+def sqrt(typingctx, D, k, A, i):
+    """``D[k] = sqrt(A[i])`` (IEEE: correctly rounded, as ``np.sqrt``)."""
+    return types.void(D, k, A, i), _op(lambda b, d, a: _sqrt(b, a), "r")
+
+
+@intrinsic
+def half_sum(typingctx, D, k, A, i, B, j):
+    """``D[k] = 0.5 * (A[i] + B[j])``."""
+    half = ir.Constant(_VECTOR, [0.5] * WIDTH)
+    return types.void(D, k, A, i, B, j), _op(lambda b, d, a, x: b.fmul(half, b.fadd(a, x)), "rr")

@@ -1,0 +1,80 @@
+"""Each eight-lane vector operation gives, lane by lane, exactly the scalar operation's bits."""
+import numpy as np
+from numba import njit
+
+from elimination import vectors as v
+
+
+@njit(error_model="numpy")
+def _vector(D, A, B, s):
+    """Every operation once, each into its own row of ``D`` (rows of ``A``, ``B``: operands)."""
+    v.copy(D, 0, A, 0)
+    v.fill(D, 1, s)
+    v.add(D, 2, A, 1)
+    v.add_mul(D, 3, A, 2, B, 0)
+    v.sub_mul(D, 4, A, 3, B, 1)
+    v.sub_scaled_mul(D, 5, s, A, 4, B, 2)
+    v.scaled(D, 6, s, A, 5)
+    v.mul(D, 7, A, 6, B, 3)
+    v.div(D, 8, A, 7, B, 4)
+    v.inverse(D, 9, A, 8)
+    v.sqrt(D, 10, A, 9)
+    v.half_sum(D, 11, A, 10, B, 5)
+
+
+@njit(error_model="numpy")  # (as the lane kernels: a division by zero gives inf, not an exception)
+def _scalar(D, A, B, s):
+    """The same, one lane at a time (what the per-element kernels compute)."""
+    for w in range(8):
+        D[0, w] = A[0, w]
+        D[1, w] = s
+        D[2, w] = D[2, w] + A[1, w]
+        D[3, w] += A[2, w] * B[0, w]
+        D[4, w] -= A[3, w] * B[1, w]
+        D[5, w] -= (s * A[4, w]) * B[2, w]
+        D[6, w] = s * A[5, w]
+        D[7, w] = A[6, w] * B[3, w]
+        D[8, w] = A[7, w] / B[4, w]
+        D[9, w] = 1.0 / A[8, w]
+        D[10, w] = np.sqrt(A[9, w])
+        D[11, w] = 0.5 * (A[10, w] + B[5, w])
+
+
+def test_every_operation_equals_the_scalar_one_bit_for_bit():
+    """Random rows at magnitudes far apart (where a fused multiply-add or a reordering would change the last
+    bits), and the edges: signed zeros, infinities, NaN, a negative square root, division by zero."""
+    rng = np.random.default_rng(0)
+    edges = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, 1e-310, 1e308])
+    for trial in range(200):
+        A = rng.normal(size=(11, 8)) * 10.0 ** rng.integers(-8, 9, size=(11, 8))
+        B = rng.normal(size=(6, 8)) * 10.0 ** rng.integers(-8, 9, size=(6, 8))
+        D = rng.normal(size=(12, 8))
+        if trial % 4 == 0:  # edges in random places
+            A[rng.integers(0, 11, 8), np.arange(8)] = edges[rng.permutation(8)]
+            B[rng.integers(0, 6, 8), np.arange(8)] = edges[rng.permutation(8)]
+        if trial % 4 == 1:  # a sum that overflows before it is halved
+            A[10, :4] = B[5, :4] = 1.5e308
+        s = float(rng.normal() * 10.0 ** rng.integers(-4, 5))
+        got, want = D.copy(), D.copy()
+        with np.errstate(all="ignore"):
+            _vector(got, A, B, s)
+            _scalar(want, A, B, s)
+        nan = np.isnan(want)  # (a NaN's payload is the hardware's)
+        assert np.array_equal(np.isnan(got), nan)
+        assert np.array_equal(got[~nan].view(np.int64), want[~nan].view(np.int64))  # bits: -0.0 is not 0.0
+
+
+def test_rows_are_addressed_in_arrays_of_any_row_count_and_views():
+    """Rows of views (a lane group of a 3-d array) and row indices of any integer type."""
+    C = np.zeros((3, 5, 8))
+    A = np.arange(16.0).reshape(2, 8)
+
+    @njit
+    def put(C, A):
+        Ck = C[1]
+        v.copy(Ck, np.int32(4), A, np.int64(1))
+        v.add_mul(Ck, 2, A, 0, A, 1)
+
+    put(C, A)
+    assert np.array_equal(C[1, 4], A[1]) and np.array_equal(C[1, 2], A[0] * A[1])
+    assert not C[0].any() and not C[2].any() and not C[1, [0, 1, 3]].any()
