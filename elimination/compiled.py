@@ -1334,10 +1334,10 @@ def run_factorize(program, Fw: np.ndarray, floor: float, out: tuple | None = Non
     return C, ratio, weak, fail
 
 
-def run_solve(program, C: np.ndarray, Lin: np.ndarray, Lmag: np.ndarray):
+def run_solve(program, C: np.ndarray, Lin: np.ndarray, Lmag: np.ndarray | None):
     """``(X (B, value_size), dropped (B, dropped_size))`` for the linear terms ``Lin (B, linear_size)`` and
-    the sizes ``Lmag`` of the hard rows' right-hand sides, which are read, not written; ``C`` has ``Bc``
-    rows and element ``b`` uses row ``b % Bc``.
+    the sizes ``Lmag`` of the hard rows' right-hand sides (``None`` for a program without hard rows), which
+    are read, not written; ``C`` has ``Bc`` rows and element ``b`` uses row ``b % Bc``.
 
     The kernel writes the generated factors' terms among the linear terms: it runs on a copy of a chunk
     of elements at a time (at most ``WORKSPACE_CHUNK`` bytes, whole multiples of ``Bc`` where ``C`` is
@@ -1348,12 +1348,14 @@ def run_solve(program, C: np.ndarray, Lin: np.ndarray, Lmag: np.ndarray):
     per = max(1, min(B, WORKSPACE_CHUNK // (8 * (2 * program.linear_size + program.cache_size + 1))))
     if Bc not in (1, B):  # C repeats every Bc elements: chunks start at a multiple of Bc
         per = max(Bc, per - per % Bc)
-    L, M, cache = (np.empty((per, program.linear_size)), np.empty((per, program.linear_size)),
+    L, M, cache = (np.empty((per, program.linear_size)), np.zeros((per, program.linear_size)),
                    np.zeros((per, program.cache_size)))
     maps, maxn = solve_maps(program), max_front(program)
     for b0 in range(0, B, per):
         b1 = min(B, b0 + per)
         n = b1 - b0
-        L[:n], M[:n] = Lin[b0:b1], Lmag[b0:b1]
+        L[:n] = Lin[b0:b1]
+        if Lmag is not None:
+            M[:n] = Lmag[b0:b1]
         solve_kernel(maps, C[b0:b1] if Bc == B else C, L[:n], M[:n], cache[:n], X[b0:b1], dropped[b0:b1], maxn)
     return X, dropped

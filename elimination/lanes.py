@@ -7,15 +7,15 @@ variables: fronts of 12 to 18) that bookkeeping costs more than the
 arithmetic.  Here :data:`LANES` elements share one pass over the table: the
 workspaces are laid out ``(entry, lane)``, so each index read, loop bound and
 decision of a step serves every lane, and the innermost loop, over the lanes,
-is contiguous and of a length known at compile time (unrolled by the
-compiler).  On the engine benchmark's graphs (64 of them, hot): factorization
-1.9x and solve 1.2x faster than one element at a time.  The unrolled lanes are
-scalar instructions: LLVM's SLP vectorizer would make them vector ones, and
-numba leaves it off (numba#8852, miscompilations).
+is one vector instruction (:mod:`elimination.vectors`: eight doubles, two
+AVX2 registers).  On the engine benchmark's graphs (64 of them, hot): the
+factorization with its fill 2.8x, the solve 2.3x faster than one element at a
+time.
 
 The layout is lanes from end to end, since moving a batch between layouts
 costs what the lanes save: the factor workspace is filled in lanes inside the
-kernel, straight from the graph's matrices (:func:`_fill_group`), the
+kernel, straight from the graph's matrices (:func:`_fill_group`: scalar, one
+source per lane), the
 conditionals stay in lanes ``(group, entry, lane)`` for the solves, and the
 solve reads each element's linear terms and writes its values where they are.
 
@@ -40,11 +40,11 @@ from .compiled import (DS, G0, G1, H0, H1, IDENTITY, LINV, M, NF, NS, NZ, OUT_G,
 from . import vectors as v
 from .program import PIVOTS
 
-LANES = 8
-"""Elements per pass (a constant: numba freezes it, and the loops over lanes unroll).  With the lanes an
-array's length instead, LLVM's loop vectorizer takes them, behind run-time overlap checks that cost more
-than they save (A/B on the engine graphs: 1.13x slower); 16 and 32 lanes were no faster than 8 in a first
-prototype (the scratch fronts leave L1)."""
+LANES = v.WIDTH
+"""Elements per pass: the vector operations' width.  (Written as loops over eight lanes, numba unrolls them
+into scalar instructions, 1.4x slower here: LLVM's SLP vectorizer would fuse them and numba leaves it off;
+with the lanes an array's length, LLVM's loop vectorizer takes them behind run-time overlap checks, 1.6x
+slower.)"""
 DEFINITE, NEGATIVE = PIVOTS["definite"], PIVOTS["negative"]
 
 

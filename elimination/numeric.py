@@ -548,7 +548,7 @@ class CompiledFactorization(Factorization):
             return Lin, Lmag, full  # (read, not written, by the solve: compiled.run_solve)
         own_g, own_b, _ = self._own_terms  # the tables _linear_terms read
         if lin_g is own_g and lin_b is own_b:
-            return Lin.copy(), Lmag.copy(), full
+            return Lin.copy(), _copied(Lmag), full
         changed = [group for group in program.groups
                    if any((lin_b if group.hard else lin_g)[i] is not (own_b if group.hard else own_g)[i]
                           for i in group.members)]
@@ -557,7 +557,7 @@ class CompiledFactorization(Factorization):
         stacks = [stacked([(lin_b if group.hard else lin_g)[i] for i in group.members], 1) for group in changed]
         if np.broadcast_shapes(full, *(b for _, b in stacks)) != full:
             return _linear_workspace(program, lin_g, lin_b, self.batch_shape)
-        Lin, Lmag = Lin.copy(), Lmag.copy()  # the graph's own terms stay as laid out
+        Lin, Lmag = Lin.copy(), _copied(Lmag)  # the graph's own terms stay as laid out
         for group, (stack, _) in zip(changed, stacks):
             _store(Lin, Lmag, group, stack, full)
         return Lin, Lmag, full
@@ -594,8 +594,9 @@ class CompiledFactorization(Factorization):
         return self._residual_groups is not False
 
     def _flat_residual(self, X: np.ndarray, full: tuple):
-        """``(Lres, Lmag)``: ``g - H x`` and ``b - A x`` of every graph factor at ``X``, laid out as its linear
-        terms (:meth:`Factorization._residual_terms`); one product per factor group."""
+        """``(Lres, None)``: ``g - H x`` and ``b - A x`` of every graph factor at ``X``, laid out as its linear
+        terms (:meth:`Factorization._residual_terms`), one product per factor group; no sizes of the hard
+        rows' right-hand sides, which only the dropped rows' check reads, and refinement does not check."""
         program = self.program
         Lin = self._own_linear[0]  # the graph's own terms (the solves write into copies)
         B = X.shape[0]
@@ -613,7 +614,7 @@ class CompiledFactorization(Factorization):
                 r = b[..., None] - A @ x
                 residual = (np.swapaxes(A, -1, -2) @ (r if W is None else W @ r))[..., 0]
             Lres[:, group.linear : group.linear + k * rows] = residual.reshape(B, k * rows)
-        return Lres, np.abs(Lres)  # (the sizes matter only to the dropped rows, which refinement does not check)
+        return Lres, None
 
     def _check_dropped(self, dropped: np.ndarray, full: tuple) -> None:
         """The rows the program dropped read ``0 = residual``: check them as the numpy path does."""
@@ -707,7 +708,8 @@ def _residual_columns(program, graph) -> list:
 
 def _linear_workspace(program, lin_g: dict, lin_b: dict, batch: tuple):
     """``(Lin, Lmag, full)``: the linear terms ``g`` of quadratic and ``b`` of hard factors in the program's
-    layout, ``Lmag = |b|`` (what dropped rows are checked against), rows over the broadcast batch ``full``."""
+    layout, ``Lmag = |b|`` (what dropped rows are checked against; ``None`` without hard factors: nothing
+    reads it), rows over the broadcast batch ``full``."""
     return _laid_out(program, [[(lin_b if group.hard else lin_g)[i] for i in group.members]
                                for group in program.groups], batch)
 
@@ -725,13 +727,18 @@ def _laid_out(program, terms: list, batch: tuple):
     stacks = [stacked(group_terms, 1) for group_terms in terms]
     full = tuple(np.broadcast_shapes(batch, *(b for _, b in stacks)))
     B = int(np.prod(full))
-    Lin, Lmag = np.zeros((B, program.linear_size)), np.zeros((B, program.linear_size))
+    Lin = np.zeros((B, program.linear_size))
+    Lmag = np.zeros((B, program.linear_size)) if any(group.hard for group in program.groups) else None
     for group, (stack, _) in zip(program.groups, stacks):
         _store(Lin, Lmag, group, stack, full)
     return Lin, Lmag, full
 
 
-def _store(Lin: np.ndarray, Lmag: np.ndarray, group, stack: np.ndarray, full: tuple) -> None:
+def _copied(a: np.ndarray | None) -> np.ndarray | None:
+    return None if a is None else a.copy()
+
+
+def _store(Lin: np.ndarray, Lmag: np.ndarray | None, group, stack: np.ndarray, full: tuple) -> None:
     """One group's stacked linear terms ``(*batch, k, rows)`` (and, for hard factors, their sizes) into the
     linear workspace."""
     B, k, rows = Lin.shape[0], len(group.members), group.rows
