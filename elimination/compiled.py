@@ -433,16 +433,15 @@ def _revolute(steps, st):
 
 
 @njit(cache=True, inline="always")
-def _revolute_T(steps, st, Fw, C, t6, npar, tp, m):
-    """A revolute pair's ``t = -+D`` (the joint's column of its hard factor) into ``t6``, and ``T = [t, sigma E_p]``
-    (``6 x (1 + m)``, the parent's ``sigma I`` at column ``1 + tp`` where ``npar`` is 6) into ``C``."""
-    sgn, sigma = -float(steps[st, IDENTITY]), float(steps[st, TSIG])
+def _revolute_T(steps, st, Fw, C, t6, m):
+    """A revolute pair's ``t = -+D`` (the joint's column of its hard factor) into ``t6`` and into the first
+    column of ``T = [t, sigma E_p]`` (``6 x (1 + m)``) in ``C``.  The rest of ``T``, the parent's ``sigma I``,
+    is structure: the revolute kernels apply ``sigma`` themselves, and no state writes or reads it."""
+    sgn = -float(steps[st, IDENTITY])
     tq, tn, ts = steps[st, TQ], steps[st, TN], steps[st, T_]
     for i in range(6):
         t6[i] = sgn * Fw[tq + i * tn]
         C[ts + i * (m + 1)] = t6[i]
-        for j in range(m):
-            C[ts + i * (m + 1) + 1 + j] = sigma if npar and j == tp + i else 0.0
 
 
 @njit(cache=True, inline="always")
@@ -485,7 +484,7 @@ def _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6
     joint = st + 1
     _link_block(steps, st, pbH, pbs, Fw, H, scale, 6, floor)
     sigma, hf, npar = float(steps[st, TSIG]), steps[st, HF_], steps[st, NS] - 1
-    _revolute_T(steps, st, Fw, C, t6, npar, 0, npar)  # T = [t, sigma I]
+    _revolute_T(steps, st, Fw, C, t6, npar)  # T = [t, sigma I]
     for i in range(6):  # HF = [H; 0]
         for j in range(6):
             C[hf + i * 6 + j] = H[i, j]
@@ -542,7 +541,7 @@ def _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, Hf, scale, t
         scale[sd[q]] += Fw[ss[q]]
     for i in range(n):
         scale[i] = max(scale[i], floor)
-    _revolute_T(steps, st, Fw, C, t6, npar, tp, m)  # T = [t, sigma E_p]
+    _revolute_T(steps, st, Fw, C, t6, m)  # T = [t, sigma E_p]
     hf = steps[st, HF_]
     for i in range(n):  # HF = [H_aa; 0; H_Sa]
         for j in range(6):

@@ -163,6 +163,24 @@ def test_tree_factors_only_pair_kernels_read_are_filled_in_their_joint_columns_a
         assert np.array_equal(again.qdd, clean.qdd[state]) and np.array_equal(again.forces, clean.forces[state])
 
 
+@pytest.mark.parametrize("name", ["aba", "lcaba", "proxbbo"])
+def test_the_conditionals_hold_only_what_the_solves_read(name):
+    """A revolute pair's ``T = [t, sigma E_p]`` keeps only ``t`` in the conditionals (``sigma`` is structure,
+    applied by the kernels): with the whole conditional workspace poisoned (NaN) between calls, each answer is
+    the clean one bit for bit -- no solve reads an entry the factorization of that state did not write."""
+    mech = models.fig4()
+    mech = mech.without_constraints() if name == "aba" else mech
+    q, v, tau = random_state(mech, np.random.default_rng(6), (3,))
+    fused = mechanics.prepare(mech, name, mu=1e6, refine=1, backend="numba")
+    compiled = fused.compiled
+    clean = fused(q, v, tau)
+    C = compiled.floats[compiled.parts[13] : compiled.parts[14]]  # (the conditionals: _workspace_parts)
+    for state in range(3):
+        C[...] = np.nan
+        again = fused(q[state], v[state], tau[state])
+        assert np.array_equal(again.qdd, clean.qdd[state]) and np.array_equal(again.forces, clean.forces[state])
+
+
 def test_general_constraints_with_the_ground_folded_in():
     """General rows on two links and on a link and the ground (the ground's acceleration moves to k)."""
     mech = models.fig4()
