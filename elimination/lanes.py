@@ -15,9 +15,9 @@ time.
 The layout is lanes from end to end, since moving a batch between layouts
 costs what the lanes save: the factor workspace is filled in lanes inside the
 kernel, straight from the graph's matrices (:func:`_fill_group`: scalar, one
-source per lane), the
-conditionals stay in lanes ``(group, entry, lane)`` for the solves, and the
-solve reads each element's linear terms and writes its values where they are.
+source per lane), the conditionals stay in lanes ``(group, entry, lane)`` for
+the solves, and the solve reads each element's linear terms and writes its
+values where they are.
 
 The kernels cover the programs of least-squares and quadratic graphs -- no hard
 rows, a definite or negative pivot of the whole frontal block, no tree or wide
