@@ -209,7 +209,9 @@ def _fill_group(sources, members, first, elements, Fw):
 
 @njit(cache=True, error_model="numpy")
 def _largest_diagonal(sources, members, elements):
-    """The largest diagonal magnitude of every member's matrix over the batch."""
+    """The largest diagonal magnitude of every member's matrix over the batch: what
+    :func:`elimination.compiled._largest_diagonal` takes from the same matrices, in one compiled pass over the
+    typed list the fill reads (the numpy one costs 0.4 ms a graph on the engine benchmark's batch)."""
     top = 0.0
     for k in range(members.shape[0]):
         src, rows, n, stride = sources[k], members[k, 2], members[k, 3], members[k, 4]

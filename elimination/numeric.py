@@ -516,6 +516,7 @@ class CompiledFactorization(Factorization):
         self.pivot_ratio, self.weakest_step = pivot_ratio, weakest_step
         self._own_linear = None  # the graph's own linear terms laid out, made at the first solve
         self._residual_groups = None  # refinement's terms per factor group, stacked at the first refinement
+        self._per_element = None  # lane conditionals one row per element, made at the first solve that needs them
 
     def __repr__(self) -> str:
         return f"CompiledFactorization({len(self.plan.steps)} steps, batch={self.graph.batch_shape})"
@@ -572,7 +573,9 @@ class CompiledFactorization(Factorization):
         if C.ndim == 3:  # conditionals in lanes (elimination.lanes): no hard rows, so no dropped rows to check
             if Lin.shape[0] == elements:
                 return lanes.run_solve(self.program, C, Lin)
-            C = lanes.elements(C, elements)  # terms batched beyond the matrices: the per-element solve
+            if self._per_element is None:  # terms batched beyond the matrices: the per-element solve
+                self._per_element = lanes.elements(C, elements)
+            C = self._per_element
         X, dropped = run_solve(self.program, _aligned(C, self.batch_shape, full), Lin, Lmag)
         if check:
             self._check_dropped(dropped, full)
