@@ -75,20 +75,20 @@ PAIR, TQ, TN, TSIG, TP, PB0, PB1, PH0, PH1, PS0, PS1, PG0, PG1 = (
 def _cholesky(A, n, L):
     """Lower Cholesky factor of the leading ``n x n`` of ``A`` into ``L``; False if a pivot is not positive."""
     for j in range(n):
-        s = A[j, j]
+        s = A[ix(j), ix(j)]
         for k in range(j):
-            s -= L[j, k] * L[j, k]
+            s -= L[ix(j), ix(k)] * L[ix(j), ix(k)]
         if not s > 0.0:
             return False
         d = np.sqrt(s)
-        L[j, j] = d
+        L[ix(j), ix(j)] = d
         for i in range(j + 1, n):
-            t = A[i, j]
+            t = A[ix(i), ix(j)]
             for k in range(j):
-                t -= L[i, k] * L[j, k]
-            L[i, j] = t / d
+                t -= L[ix(i), ix(k)] * L[ix(j), ix(k)]
+            L[ix(i), ix(j)] = t / d
         for i in range(j):
-            L[i, j] = 0.0
+            L[ix(i), ix(j)] = 0.0
     return True
 
 
@@ -97,13 +97,13 @@ def _lower_inverse(L, n, out):
     """``out = L^-1`` for lower-triangular ``L`` (``n x n``)."""
     for j in range(n):
         for i in range(n):
-            out[i, j] = 0.0
-        out[j, j] = 1.0 / L[j, j]
+            out[ix(i), ix(j)] = 0.0
+        out[ix(j), ix(j)] = 1.0 / L[ix(j), ix(j)]
         for i in range(j + 1, n):
             s = 0.0
             for k in range(j, i):
-                s -= L[i, k] * out[k, j]
-            out[i, j] = s / L[i, i]
+                s -= L[ix(i), ix(k)] * out[ix(k), ix(j)]
+            out[ix(i), ix(j)] = s / L[ix(i), ix(i)]
 
 
 @njit(cache=True, **COUNTED)
@@ -114,16 +114,16 @@ def _indefinite_pivot(Hz, scale, nz, Li, D):
     w, V = np.linalg.eigh(Hz[:nz, :nz])
     top = 0.0
     for i in range(nz):
-        top = max(top, scale[i])
+        top = max(top, scale[ix(i)])
     for i in range(nz):
         ratio = min(ratio, abs(w[i]) / max(top, 1e-300))
     if not ratio > SINGULAR_RTOL:
         return -1.0
     for i in range(nz):
-        D[i] = 1.0 if w[i] > 0 else -1.0
+        D[ix(i)] = 1.0 if w[i] > 0 else -1.0
         root = np.sqrt(abs(w[i]))
         for j in range(nz):
-            Li[i, j] = V[j, i] / root
+            Li[ix(i), ix(j)] = V[j, i] / root
     return ratio
 
 
@@ -138,13 +138,13 @@ def _pivot(Hz, scale, nz, n_min, kind, Li, D, L, Lw, X):
     if kind == 1 or kind == 2:
         sgn = 1.0 if kind == 1 else -1.0
         for i in range(nz):
-            D[i] = sgn
+            D[ix(i)] = sgn
             for j in range(nz):
-                Lw[i, j] = sgn * Hz[i, j]
+                Lw[ix(i), ix(j)] = sgn * Hz[ix(i), ix(j)]
         if not _cholesky(Lw, nz, L):
             return -1.0
         for i in range(nz):
-            ratio = min(ratio, L[i, i] * L[i, i] / max(scale[i], 1e-300))
+            ratio = min(ratio, L[ix(i), ix(i)] * L[ix(i), ix(i)] / max(scale[ix(i)], 1e-300))
         if kind == 2 and not ratio > SINGULAR_RTOL:
             return -1.0
         _lower_inverse(L, nz, Li)
@@ -153,58 +153,58 @@ def _pivot(Hz, scale, nz, n_min, kind, Li, D, L, Lw, X):
     k = nz - n_min
     for i in range(n_min):
         for j in range(n_min):
-            Lw[i, j] = Hz[i, j]
+            Lw[ix(i), ix(j)] = Hz[ix(i), ix(j)]
     if not _cholesky(Lw, n_min, L):
         return -1.0
     for c in range(k):  # X = L1^-1 B
         for i in range(n_min):
-            t = Hz[i, n_min + c]
+            t = Hz[ix(i), ix(n_min + c)]
             for q in range(i):
-                t -= L[i, q] * X[q, c]
-            X[i, c] = t / L[i, i]
+                t -= L[ix(i), ix(q)] * X[ix(q), ix(c)]
+            X[ix(i), ix(c)] = t / L[ix(i), ix(i)]
     for i in range(n_min):
-        D[i] = 1.0
-        ratio = min(ratio, L[i, i] * L[i, i] / max(scale[i], 1e-300))
+        D[ix(i)] = 1.0
+        ratio = min(ratio, L[ix(i), ix(i)] * L[ix(i), ix(i)] / max(scale[ix(i)], 1e-300))
     for i in range(k):
-        D[n_min + i] = -1.0
+        D[ix(n_min + i)] = -1.0
         for j in range(k):
-            t = -Hz[n_min + i, n_min + j]
+            t = -Hz[ix(n_min + i), ix(n_min + j)]
             for q in range(n_min):
-                t += X[q, i] * X[q, j]
-            Lw[n_min + i, n_min + j] = t
+                t += X[ix(q), ix(i)] * X[ix(q), ix(j)]
+            Lw[ix(n_min + i), ix(n_min + j)] = t
     L2 = L[n_min:nz, n_min:nz]
     if not _cholesky(Lw[n_min:nz, n_min:nz], k, L2):
         return -1.0
     ratio2 = np.inf
     for i in range(k):
-        grown = scale[n_min + i]
+        grown = scale[ix(n_min + i)]
         for q in range(n_min):
-            grown += X[q, i] * X[q, i]
+            grown += X[ix(q), ix(i)] * X[ix(q), ix(i)]
         ratio2 = min(ratio2, L2[i, i] * L2[i, i] / max(grown, 1e-300))
         for q in range(n_min):
-            L[n_min + i, q] = X[q, i]
+            L[ix(n_min + i), ix(q)] = X[ix(q), ix(i)]
     if not ratio2 > SINGULAR_RTOL:
         return -1.0
     for i in range(n_min):
         for j in range(n_min, nz):
-            L[i, j] = 0.0
+            L[ix(i), ix(j)] = 0.0
     _lower_inverse(L, nz, Li)
     return min(ratio, ratio2)
 
 
 @njit(cache=True, inline="always")
 def _nonzero_columns(T, nF, nS, Tnz):
-    """``Tnz[q] = (count, columns...)`` of the nonzero entries of row ``q`` of ``T (nF x nS)``.  A
+    """``Tnz[ix(q)] = (count, columns...)`` of the nonzero entries of row ``q`` of ``T (nF x nS)``.  A
     substitution's ``T`` is mostly zeros (a tree joint's ``[-+D, sigma I]``: two entries a row, zero columns
     for the separator's other variables): the products below run over these entries only, each one an
     update of a whole row or column, so that the inner loops have the separator's length."""
     for q in range(nF):
         k = 0
         for j in range(nS):
-            if T[q, j] != 0.0:
+            if T[ix(q), ix(j)] != 0.0:
                 k += 1
-                Tnz[q, k] = j
-        Tnz[q, 0] = k
+                Tnz[ix(q), ix(k)] = j
+        Tnz[ix(q), 0] = k
 
 
 @njit(cache=True, inline="always")
@@ -212,27 +212,27 @@ def _front_times_T(H, T, Tnz, HFT, nF, nS):
     """``HFT = H_FF T + H_FS``: the front's rows of the Hessian after the substitution ``x_F = T x_S + ...``."""
     for i in range(nF):
         for j in range(nS):
-            HFT[i, j] = H[i, nF + j]
+            HFT[ix(i), ix(j)] = H[ix(i), ix(nF + j)]
         for q in range(nF):
-            h = H[i, q]
-            for a in range(1, Tnz[q, 0] + 1):
-                j = Tnz[q, a]
-                HFT[i, j] += h * T[q, j]
+            h = H[ix(i), ix(q)]
+            for a in range(1, Tnz[ix(q), 0] + 1):
+                j = Tnz[ix(q), ix(a)]
+                HFT[ix(i), ix(j)] += h * T[ix(q), ix(j)]
 
 
 @njit(cache=True, inline="always")
 def _substituted_separator(H, T, Tnz, HFT, scale, nF, nS):
     """``H_SS += T' HFT + H_SF T`` and ``scale_S += (T^2)' scale_F``: what the substitution leaves on the
-    separator, one nonzero ``T[q, i]`` at a time (row ``i`` of the first term, column ``i`` of the second)."""
+    separator, one nonzero ``T[ix(q), ix(i)]`` at a time (row ``i`` of the first term, column ``i`` of the second)."""
     for q in range(nF):
-        for a in range(1, Tnz[q, 0] + 1):
-            i = Tnz[q, a]
-            t = T[q, i]
+        for a in range(1, Tnz[ix(q), 0] + 1):
+            i = Tnz[ix(q), ix(a)]
+            t = T[ix(q), ix(i)]
             for j in range(nS):
-                H[nF + i, nF + j] += t * HFT[q, j]
+                H[ix(nF + i), ix(nF + j)] += t * HFT[ix(q), ix(j)]
             for j in range(nS):
-                H[nF + j, nF + i] += H[q, nF + j] * t
-            scale[nF + i] += t * t * scale[q]
+                H[ix(nF + j), ix(nF + i)] += H[ix(q), ix(nF + j)] * t
+            scale[ix(nF + i)] += t * t * scale[ix(q)]
 
 
 @njit(cache=True, **COUNTED)
@@ -245,16 +245,16 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT,
     Ahat = np.empty((m, nF))
     for i in range(m):
         for j in range(nF):
-            Ahat[i, j] = unit[i] * A[i, j]
+            Ahat[i, j] = unit[ix(i)] * A[ix(i), ix(j)]
     E = np.zeros((m - r, m))
     if r == 0:  # nothing to substitute: the front keeps its coordinates (a quasi-definite split needs them)
         for i in range(nF):
             for j in range(m):
-                Wm[i, j] = 0.0
+                Wm[ix(i), ix(j)] = 0.0
             for j in range(nz):
-                Nm[i, j] = 1.0 if i == j else 0.0
+                Nm[ix(i), ix(j)] = 1.0 if i == j else 0.0
         for i in range(m):
-            E[i, i] = unit[i]
+            E[i, i] = unit[ix(i)]
     else:
         U, s, Vt = np.linalg.svd(Ahat, full_matrices=True)
         if check_rank and not s[r - 1] > RANK_RTOL:
@@ -263,13 +263,13 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT,
             for j in range(m):
                 t = 0.0
                 for q in range(r):
-                    t += Vt[q, i] / s[q] * U[j, q]
-                Wm[i, j] = t * unit[j]
+                    t += Vt[q, i] / s[q] * U[ix(j), ix(q)]
+                Wm[ix(i), ix(j)] = t * unit[ix(j)]
             for j in range(nz):
-                Nm[i, j] = Vt[r + j, i]
+                Nm[ix(i), ix(j)] = Vt[r + j, i]
         for i in range(m - r):
             for j in range(m):
-                E[i, j] = U[j, r + i] * unit[j]
+                E[i, j] = U[ix(j), ix(r + i)] * unit[ix(j)]
     if d == 0:
         Ek[: m - r, :m] = E
     elif p == 0:
@@ -283,8 +283,8 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT,
         for j in range(nS):
             t = 0.0
             for q in range(m):
-                t -= Wm[i, q] * A[q, nF + j]
-            T[i, j] = t
+                t -= Wm[ix(i), ix(q)] * A[ix(q), ix(nF + j)]
+            T[ix(i), ix(j)] = t
     _nonzero_columns(T, nF, nS, Tnz)
     _front_times_T(H, T, Tnz, HFT, nF, nS)
     for i in range(nz):  # Hz = N' H_FF N, Hzs = N' HFT, sz = (N^2)' scale_F
@@ -292,17 +292,17 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT,
             t = 0.0
             for a in range(nF):
                 for b in range(nF):
-                    t += Nm[a, i] * H[a, b] * Nm[b, j]
-            Hz[i, j] = t
+                    t += Nm[ix(a), ix(i)] * H[ix(a), ix(b)] * Nm[ix(b), ix(j)]
+            Hz[ix(i), ix(j)] = t
         for j in range(nS):
             t = 0.0
             for a in range(nF):
-                t += Nm[a, i] * HFT[a, j]
-            Hzs[i, j] = t
+                t += Nm[ix(a), ix(i)] * HFT[ix(a), ix(j)]
+            Hzs[ix(i), ix(j)] = t
         t = 0.0
         for a in range(nF):
-            t += Nm[a, i] * Nm[a, i] * scale[a]
-        sz[i] = t
+            t += Nm[ix(a), ix(i)] * Nm[ix(a), ix(i)] * scale[ix(a)]
+        sz[ix(i)] = t
     _substituted_separator(H, T, Tnz, HFT, scale, nF, nS)
     return True
 
@@ -373,62 +373,62 @@ def _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, scratch):
     ts, hf = row[T_], row[HF_]
     for i in range(nF):
         for c in range(nq):  # T_q = -+D, straight from the hard factor
-            T[i, c] = sgn * Fw[tq + i * tn + c]
-            C[ts + i * nS + c] = T[i, c]
+            T[ix(i), ix(c)] = sgn * Fw[ix(tq + i * tn + c)]
+            C[ix(ts + i * nS + c)] = T[ix(i), ix(c)]
         for c in range(npar):
-            C[ts + i * nS + nq + c] = sigma if i == c else 0.0
+            C[ix(ts + i * nS + nq + c)] = sigma if i == c else 0.0
         for j in range(nF):  # HF = [H; 0]: no quadratic reaches the separator
-            C[hf + i * nF + j] = H[i, j]
+            C[ix(hf + i * nF + j)] = H[ix(i), ix(j)]
     for i in range(nF):  # U = H T_q
         for c in range(nq):
             t = 0.0
             for q in range(nF):
-                t += H[i, q] * T[q, c]
-            U[i, c] = t
+                t += H[ix(i), ix(q)] * T[ix(q), ix(c)]
+            U[ix(i), ix(c)] = t
     for a in range(nq):  # the pivot block T_q' U, its scales, and sigma U' towards the parent
         for b in range(a, nq):
             t = 0.0
             for r in range(nF):
-                t += T[r, a] * U[r, b]
-            Hz[a, b] = Hz[b, a] = t
+                t += T[ix(r), ix(a)] * U[ix(r), ix(b)]
+            Hz[ix(a), ix(b)] = Hz[ix(b), ix(a)] = t
         grown = 0.0
         for r in range(nF):
-            grown += T[r, a] * T[r, a] * scale[r]
-        sz[a] = floor + grown
+            grown += T[ix(r), ix(a)] * T[ix(r), ix(a)] * scale[ix(r)]
+        sz[ix(a)] = floor + grown
         for j in range(npar):
-            Hzs[a, j] = sigma * U[j, a]
+            Hzs[ix(a), ix(j)] = sigma * U[ix(j), ix(a)]
     for q in range(following[PH0], following[PH1]):  # the joint's own factors (the torque's, a damping)
-        Hz[phd[q] // nq, phd[q] % nq] += Fw[phs[q]]
+        Hz[ix(phd[ix(q)] // nq), ix(phd[ix(q)] % nq)] += Fw[ix(phs[ix(q)])]
     for q in range(following[PS0], following[PS1]):
-        sz[psd[q]] += Fw[pss[q]]
+        sz[ix(psd[ix(q)])] += Fw[ix(pss[ix(q)])]
     for a in range(nq):
-        sz[a] = max(sz[a], floor)
+        sz[ix(a)] = max(sz[ix(a)], floor)
     r = _pivot(Hz, sz, nq, following[NMIN], following[PIVOT], Li, Dv, L, Lw, X)
     if r < 0.0:
         return r
     li, ds, yy, out, outs = following[LINV], following[DS], following[Y_], following[OUT_H], following[OUT_S]
     for i in range(nq):
-        C[ds + i] = Dv[i]
+        C[ix(ds + i)] = Dv[ix(i)]
         for j in range(nq):
-            C[li + i * nq + j] = Li[i, j]
+            C[ix(li + i * nq + j)] = Li[ix(i), ix(j)]
     for i in range(nq):  # Y = Linv sigma U'
         for j in range(npar):
             t = 0.0
             for q in range(nq):
-                t += Li[i, q] * Hzs[q, j]
-            X[i, j] = t
-            C[yy + i * npar + j] = t
+                t += Li[ix(i), ix(q)] * Hzs[ix(q), ix(j)]
+            X[ix(i), ix(j)] = t
+            C[ix(yy + i * npar + j)] = t
     if out >= 0:  # the parent's H - Y' D Y, and its scales: the substitution's floor + H's, then Y's
         for i in range(npar):
             grown = 0.0
             for q in range(nq):
-                grown += X[q, i] * X[q, i]
-            Fw[outs + i] = scale[i] + floor + grown
+                grown += X[ix(q), ix(i)] * X[ix(q), ix(i)]
+            Fw[ix(outs + i)] = scale[ix(i)] + floor + grown
             for j in range(i, npar):
                 t = 0.0
                 for q in range(nq):
-                    t += X[q, i] * Dv[q] * X[q, j]
-                Fw[out + i * npar + j] = Fw[out + j * npar + i] = 0.5 * (H[i, j] + H[j, i]) - t
+                    t += X[ix(q), ix(i)] * Dv[ix(q)] * X[ix(q), ix(j)]
+                Fw[ix(out + i * npar + j)] = Fw[ix(out + j * npar + i)] = 0.5 * (H[ix(i), ix(j)] + H[ix(j), ix(i)]) - t
     return r
 
 
@@ -591,7 +591,7 @@ def _symmetric_separator(H, nF, nS):
     factor is read from the upper triangle (the lower one is not read again)."""
     for i in range(nS):
         for j in range(i + 1, nS):
-            H[nF + i, nF + j] = 0.5 * (H[nF + i, nF + j] + H[nF + j, nF + i])
+            H[ix(nF + i), ix(nF + j)] = 0.5 * (H[ix(nF + i), ix(nF + j)] + H[ix(nF + j), ix(nF + i)])
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -640,36 +640,36 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
         if pair == WIDE_JOINT:  # the front is the separator block the link half left (program._wide_pair)
             o = steps[st - 1, NF]
             for i in range(n):  # (moved up and left, row by row: nothing is read after it is written)
-                scale[i] = scale[o + i]
+                scale[ix(i)] = scale[ix(o + i)]
                 for j in range(n):
-                    H[i, j] = H[o + i, o + j]
+                    H[ix(i), ix(j)] = H[ix(o + i), ix(o + j)]
         else:
             for i in range(n):
-                scale[i] = 0.0
+                scale[ix(i)] = 0.0
                 for j in range(n):
-                    H[i, j] = 0.0
+                    H[ix(i), ix(j)] = 0.0
         for q in range(row[H0], row[H1]):
-            Hf[hd[q]] += Fw[hs[q]]
+            Hf[ix(hd[ix(q)])] += Fw[ix(hs[ix(q)])]
         for q in range(row[S0], row[S1]):
-            scale[sd[q]] += Fw[ss[q]]
+            scale[ix(sd[ix(q)])] += Fw[ix(ss[ix(q)])]
         for i in range(n):
-            scale[i] = max(scale[i], floor)
+            scale[ix(i)] = max(scale[ix(i)], floor)
         if m:
             for i in range(m):
                 for j in range(n):
-                    A[i, j] = 0.0
+                    A[ix(i), ix(j)] = 0.0
             for q in range(row[A0], row[A1]):
-                Af[ad[q]] = Fw[as_[q]]
+                Af[ix(ad[ix(q)])] = Fw[ix(as_[ix(q)])]
             for q in range(row[W0], row[W1]):
-                unit[wd[q]] = Fw[ws[q]]
+                unit[ix(wd[ix(q)])] = Fw[ix(ws[ix(q)])]
             for i in range(n):  # HF, kept for the forward sweep's g - HF t
                 for j in range(nF):
-                    C[row[HF_] + i * nF + j] = H[i, j]
+                    C[ix(row[HF_] + i * nF + j)] = H[ix(i), ix(j)]
         if row[IDENTITY] != 0:
             sgn = float(row[IDENTITY])
             for i in range(nF):  # T = -W A_S with W = sign I
                 for j in range(nS):
-                    T[i, j] = -sgn * A[i, nF + j]
+                    T[ix(i), ix(j)] = -sgn * A[ix(i), ix(nF + j)]
             _nonzero_columns(T, nF, nS, Tnz)
             _front_times_T(H, T, Tnz, HFT, nF, nS)
             _substituted_separator(H, T, Tnz, HFT, scale, nF, nS)
@@ -679,37 +679,37 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
                 break
             for i in range(nF):
                 for j in range(m):
-                    C[row[WW] + i * m + j] = Wm[i, j]
+                    C[ix(row[WW] + i * m + j)] = Wm[ix(i), ix(j)]
                 for j in range(nz):
-                    C[row[NN] + i * nz + j] = Nm[i, j]
+                    C[ix(row[NN] + i * nz + j)] = Nm[ix(i), ix(j)]
             for i in range(m):
-                C[row[RS] + i] = unit[i]
+                C[ix(row[RS] + i)] = unit[ix(i)]
             for i in range(row[P]):
                 for j in range(m):
-                    C[row[EE] + i * m + j] = Ek[i, j]
+                    C[ix(row[EE] + i * m + j)] = Ek[ix(i), ix(j)]
             for i in range(row[D_]):
                 for j in range(m):
-                    C[row[ED] + i * m + j] = Ed[i, j]
+                    C[ix(row[ED] + i * m + j)] = Ed[ix(i), ix(j)]
             if row[OUT_A] >= 0:  # the rows passed on, on the plan's equality columns; unit rows
                 k = row[E1] - row[E0]
                 for i in range(row[P]):
-                    Fw[row[OUT_A] + row[P] * k + i] = 1.0  # their row scales (right after the block)
+                    Fw[ix(row[OUT_A] + row[P] * k + i)] = 1.0  # their row scales (right after the block)
                     for q in range(row[E0], row[E1]):
                         t = 0.0
                         for a in range(m):
-                            t += Ek[i, a] * A[a, nF + es[q]]
-                        Fw[row[OUT_A] + i * k + ed[q]] = t
+                            t += Ek[ix(i), ix(a)] * A[ix(a), ix(nF + es[ix(q)])]
+                        Fw[ix(row[OUT_A] + i * k + ed[ix(q)])] = t
         if m:
             for i in range(nF):
                 for j in range(nS):
-                    C[row[T_] + i * nS + j] = T[i, j]
+                    C[ix(row[T_] + i * nS + j)] = T[ix(i), ix(j)]
         if nz:
             if m:  # the reduced block after the substitution
                 r = _pivot(Hz, sz, nz, row[NMIN], row[PIVOT], Li, Dv, L, Lw, X)
             else:
                 for i in range(nz):
                     for j in range(nS):
-                        Hzs[i, j] = H[i, nF + j]
+                        Hzs[ix(i), ix(j)] = H[ix(i), ix(nF + j)]
                 r = _pivot(H, scale, nz, row[NMIN], row[PIVOT], Li, Dv, L, Lw, X)
             if r < 0.0:
                 failed = st
@@ -717,37 +717,37 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
             if r < ratio:
                 ratio, weak = r, st
             for i in range(nz):
-                C[row[DS] + i] = Dv[i]
+                C[ix(row[DS] + i)] = Dv[ix(i)]
                 for j in range(nz):
-                    C[row[LINV] + i * nz + j] = Li[i, j]
+                    C[ix(row[LINV] + i * nz + j)] = Li[ix(i), ix(j)]
             # the loops run along rows (j innermost), so that large fronts stream through memory
             for i in range(nz):  # Y = Linv H_zS, Linv lower triangular except for indefinite pivots
                 for j in range(nS):
-                    X[i, j] = 0.0
+                    X[ix(i), ix(j)] = 0.0
                 for q in range(nz if row[PIVOT] == INDEFINITE else i + 1):
-                    a = Li[i, q]
+                    a = Li[ix(i), ix(q)]
                     for j in range(nS):
-                        X[i, j] += a * Hzs[q, j]
+                        X[ix(i), ix(j)] += a * Hzs[ix(q), ix(j)]
                 for j in range(nS):
-                    C[row[Y_] + i * nS + j] = X[i, j]
+                    C[ix(row[Y_] + i * nS + j)] = X[ix(i), ix(j)]
         _symmetric_separator(H, nF, nS)
         if nz:
             for q in range(nz):  # H_SS -= Y' D Y in its upper triangle ; scale_S += sum Y^2, a row of Y at a time
-                d = Dv[q]
+                d = Dv[ix(q)]
                 for i in range(nS):
-                    a = d * X[q, i]
+                    a = d * X[ix(q), ix(i)]
                     for j in range(i, nS):
-                        H[nF + i, nF + j] -= a * X[q, j]
-                    scale[nF + i] += X[q, i] * X[q, i]
+                        H[ix(nF + i), ix(nF + j)] -= a * X[ix(q), ix(j)]
+                    scale[ix(nF + i)] += X[ix(q), ix(i)] * X[ix(q), ix(i)]
         if row[OUT_H] >= 0:
             for i in range(nS):
-                Fw[row[OUT_S] + i] = scale[nF + i]
+                Fw[ix(row[OUT_S] + i)] = scale[ix(nF + i)]
                 for j in range(i, nS):
-                    Fw[row[OUT_H] + i * nS + j] = Fw[row[OUT_H] + j * nS + i] = H[nF + i, nF + j]
+                    Fw[ix(row[OUT_H] + i * nS + j)] = Fw[ix(row[OUT_H] + j * nS + i)] = H[ix(nF + i), ix(nF + j)]
         elif pair == WIDE_LINK:  # what the generated factor would hold, left in the front
             for i in range(nS):
                 for j in range(i + 1, nS):
-                    H[nF + j, nF + i] = H[nF + i, nF + j]
+                    H[ix(nF + j), ix(nF + i)] = H[ix(nF + i), ix(nF + j)]
 
 
     return ratio, weak, failed
@@ -783,12 +783,12 @@ def _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, n):
     linear terms, and ``t = W b`` (``W = sign I``) of its joint row into the cache.  Returns the offsets
     ``(tc, hf, ts)`` of ``t``, ``HF`` and ``T``."""
     for i in range(n):
-        g[i] = 0.0
+        g[ix(i)] = 0.0
     for q in range(steps[st, G0], steps[st, G1]):
-        g[gd[q]] += Lin[gs[q]]
+        g[ix(gd[ix(q)])] += Lin[ix(gs[ix(q)])]
     tc, ident = steps[st, TC], float(steps[st, IDENTITY])
     for q in range(steps[st, B0], steps[st, B1]):
-        cache[tc + bd[q]] = ident * Lin[bs[q]]
+        cache[ix(tc + bd[ix(q)])] = ident * Lin[ix(bs[ix(q)])]
     return tc, steps[st, HF_], steps[st, T_]
 
 
@@ -834,20 +834,20 @@ def _revolute_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g
     tc, hf, ts = _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, 7 + npar)
     sigma, gq = float(steps[st, TSIG]), g[6]
     for i in range(6):  # g_F -= H t, then carried into the joint and the parent
-        t = g[i]
+        t = g[ix(i)]
         for j in range(6):
-            t -= C[hf + i * 6 + j] * cache[tc + j]
-        g[i] = t
-        gq += C[ts + i * (npar + 1)] * t
+            t -= C[ix(hf + i * 6 + j)] * cache[ix(tc + j)]
+        g[ix(i)] = t
+        gq += C[ix(ts + i * (npar + 1))] * t
     g[6] = gq
     for i in range(npar):
-        g[7 + i] += sigma * g[i]
+        g[ix(7 + i)] += sigma * g[ix(i)]
     for q in range(steps[joint, PG0], steps[joint, PG1]):  # the joint's own terms
-        g[6 + pgd[q]] += Lin[pgs[q]]
+        g[ix(6 + pgd[ix(q)])] += Lin[ix(pgs[ix(q)])]
     y = C[steps[joint, LINV]] * g[6]
     a, yy, out = C[steps[joint, DS]] * y, steps[joint, Y_], steps[joint, OUT_G]
     for j in range(npar if out >= 0 else 0):  # g_parent -= Y' D y, passed on
-        Lin[out + j] = g[7 + j] - C[yy + j] * a
+        Lin[ix(out + j)] = g[ix(7 + j)] - C[ix(yy + j)] * a
     cache[steps[joint, YC]] = y  # last: numba keeps counting the references of the arrays the helper's last
     # statement uses (its IR), one array here rather than the loop's two
 
@@ -858,20 +858,20 @@ def _revolute_pair_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs
     a_parent)``, then the link's ``a = t + t qdd + sigma a_parent``."""
     joint, npar = st + 1, steps[st, NS] - 1
     for q in range(steps[joint, XS0], steps[joint, XS1]):
-        xs[1 + xsd[q]] = Xout[xss[q]]
+        xs[ix(1 + xsd[ix(q)])] = Xout[ix(xss[ix(q)])]
     t, yy = cache[steps[joint, YC]], steps[joint, Y_]
     for j in range(npar):
-        t -= C[yy + j] * xs[1 + j]
+        t -= C[ix(yy + j)] * xs[ix(1 + j)]
     xs[0] = C[steps[joint, LINV]] * (C[steps[joint, DS]] * t)  # the link's separator: [joint, parent]
     for q in range(steps[joint, XF0], steps[joint, XF1]):
-        Xout[xfs[q]] = xs[0]
+        Xout[ix(xfs[ix(q)])] = xs[0]
     tc, ts, sigma = steps[st, TC], steps[st, T_], float(steps[st, TSIG])
     for i in range(6):
-        x[i] = cache[tc + i] + C[ts + i * (npar + 1)] * xs[0]
+        x[ix(i)] = cache[ix(tc + i)] + C[ix(ts + i * (npar + 1))] * xs[0]
     for i in range(npar):
-        x[i] += sigma * xs[1 + i]
+        x[ix(i)] += sigma * xs[ix(1 + i)]
     for q in range(steps[st, XF0], steps[st, XF1]):
-        Xout[xfs[q]] = x[xfd[q]]
+        Xout[ix(xfs[ix(q)])] = x[ix(xfd[ix(q)])]
 
 
 @njit(cache=True, inline="always")
@@ -888,21 +888,21 @@ def _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g):
         if i != 6:
             t = 0.0
             for j in range(6):
-                t += C[hf + i * 6 + j] * cache[tc + j]
-            g[i] -= t
+                t += C[ix(hf + i * 6 + j)] * cache[ix(tc + j)]
+            g[ix(i)] -= t
     t = 0.0
     for i in range(6):  # g_q += t' g_a, g_parent += sigma g_a
-        t += C[ts + i * (m + 1)] * g[i]
+        t += C[ix(ts + i * (m + 1))] * g[ix(i)]
     g[6] += t
     sigma = float(steps[st, TSIG])
     for i in range(npar):
-        g[p0 + i] += sigma * g[i]
+        g[ix(p0 + i)] += sigma * g[ix(i)]
     for q in range(steps[joint, G0], steps[joint, G1]):  # the joint's own terms, on its front [q, S]
-        g[6 + gd[q]] += Lin[gs[q]]
+        g[ix(6 + gd[ix(q)])] += Lin[ix(gs[ix(q)])]
     y = C[steps[joint, LINV]] * g[6]
     a, yy, out = C[steps[joint, DS]] * y, steps[joint, Y_], steps[joint, OUT_G]
     for j in range(m if out >= 0 else 0):
-        Lin[out + j] = g[7 + j] - C[yy + j] * a
+        Lin[ix(out + j)] = g[ix(7 + j)] - C[ix(yy + j)] * a
     cache[steps[joint, YC]] = y
 
 
@@ -913,20 +913,20 @@ def _wide_revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs
     joint, m = st + 1, steps[st, NS] - 1
     npar, p0 = _parent_block(steps, st)  # p0: the parent's first entry of the joint's separator
     for q in range(steps[joint, XS0], steps[joint, XS1]):
-        xs[xsd[q]] = Xout[xss[q]]
+        xs[ix(xsd[ix(q)])] = Xout[ix(xss[ix(q)])]
     t, yy = cache[steps[joint, YC]], steps[joint, Y_]
     for j in range(m):
-        t -= C[yy + j] * xs[j]
+        t -= C[ix(yy + j)] * xs[ix(j)]
     qdd = C[steps[joint, LINV]] * (C[steps[joint, DS]] * t)
     for q in range(steps[joint, XF0], steps[joint, XF1]):
-        Xout[xfs[q]] = qdd
+        Xout[ix(xfs[ix(q)])] = qdd
     tc, ts, sigma = steps[st, TC], steps[st, T_], float(steps[st, TSIG])
     for i in range(6):
-        x[i] = cache[tc + i] + C[ts + i * (m + 1)] * qdd
+        x[ix(i)] = cache[ix(tc + i)] + C[ix(ts + i * (m + 1))] * qdd
     for i in range(npar):
-        x[i] += sigma * xs[p0 + i]
+        x[ix(i)] += sigma * xs[ix(p0 + i)]
     for q in range(steps[st, XF0], steps[st, XF1]):
-        Xout[xfs[q]] = x[xfd[q]]
+        Xout[ix(xfs[ix(q)])] = x[ix(xfd[ix(q)])]
 
 
 def solve_maps(program) -> tuple:
@@ -964,82 +964,82 @@ def solve_one(maps, C, Lin, Lmag, cache, Xout, dropped, scratch):
         if pair == WIDE_JOINT:  # the link half's separator terms, where it left them
             o = steps[st - 1, NF]
             for i in range(n):
-                g[i] = g[o + i]
+                g[ix(i)] = g[ix(o + i)]
         else:
             for i in range(n):
-                g[i] = 0.0
+                g[ix(i)] = 0.0
         for q in range(steps[st, G0], steps[st, G1]):
-            g[gd[q]] += Lin[gs[q]]
+            g[ix(gd[ix(q)])] += Lin[ix(gs[ix(q)])]
         if m:
             tc, hf, ts = steps[st, TC], steps[st, HF_], steps[st, T_]
             for q in range(steps[st, B0], steps[st, B1]):
-                bl[bd[q]] = Lin[bs[q]]
-                bm[bd[q]] = Lmag[bs[q]]
+                bl[ix(bd[ix(q)])] = Lin[ix(bs[ix(q)])]
+                bm[ix(bd[ix(q)])] = Lmag[ix(bs[ix(q)])]
             if ident != 0:  # t = W b with W = sign I
                 for i in range(nF):
-                    cache[tc + i] = ident * bl[i]
+                    cache[ix(tc + i)] = ident * bl[ix(i)]
             else:
                 w = steps[st, WW]
                 for i in range(nF):
                     t = 0.0
                     for j in range(m):
-                        t += C[w + i * m + j] * bl[j]
-                    cache[tc + i] = t
+                        t += C[ix(w + i * m + j)] * bl[ix(j)]
+                    cache[ix(tc + i)] = t
             for i in range(n):  # g -= HF t
                 t = 0.0
                 for j in range(nF):
-                    t += C[hf + i * nF + j] * cache[tc + j]
-                g[i] -= t
+                    t += C[ix(hf + i * nF + j)] * cache[ix(tc + j)]
+                g[ix(i)] -= t
             if nz:  # g_z = N' g_F
                 nn = steps[st, NN]
                 for j in range(nz):
-                    gz[j] = 0.0
+                    gz[ix(j)] = 0.0
                 for i in range(nF):
-                    gi = g[i]
+                    gi = g[ix(i)]
                     for j in range(nz):
-                        gz[j] += C[nn + i * nz + j] * gi
+                        gz[ix(j)] += C[ix(nn + i * nz + j)] * gi
             for i in range(nF):  # g_S += T' g_F, along the rows of T
-                gi = g[i]
+                gi = g[ix(i)]
                 for j in range(nS):
-                    g[nF + j] += C[ts + i * nS + j] * gi
+                    g[ix(nF + j)] += C[ix(ts + i * nS + j)] * gi
             if ident == 0 and (steps[st, P] or steps[st, D_]):
                 top, total = 0.0, 0.0
                 for j in range(m):
-                    u = C[steps[st, RS] + j] * bm[j]
+                    u = C[ix(steps[st, RS] + j)] * bm[ix(j)]
                     top = max(top, u)
                     total += u * u
                 for i in range(steps[st, P]):  # b_sep = E b, and the size it is made of
                     t = 0.0
                     for j in range(m):
-                        t += C[steps[st, EE] + i * m + j] * bl[j]
-                    Lin[steps[st, OUT_B] + i] = t
-                    Lmag[steps[st, OUT_B] + i] = top
+                        t += C[ix(steps[st, EE] + i * m + j)] * bl[ix(j)]
+                    Lin[ix(steps[st, OUT_B] + i)] = t
+                    Lmag[ix(steps[st, OUT_B] + i)] = top
                 for i in range(steps[st, D_]):  # dropped rows: E_drop b must vanish
                     t = 0.0
                     for j in range(m):
-                        t += C[steps[st, ED] + i * m + j] * bl[j]
-                    dropped[steps[st, DROP] + i] = t
+                        t += C[ix(steps[st, ED] + i * m + j)] * bl[ix(j)]
+                    dropped[ix(steps[st, DROP] + i)] = t
                 if steps[st, D_]:
-                    dropped[steps[st, DROP] + steps[st, D_]] = np.sqrt(total)
+                    dropped[ix(steps[st, DROP] + steps[st, D_])] = np.sqrt(total)
         else:
             for j in range(nz):
-                gz[j] = g[j]
+                gz[ix(j)] = g[ix(j)]
         if nz:
             li, yy, ds, yc = steps[st, LINV], steps[st, Y_], steps[st, DS], steps[st, YC]
             full = steps[st, PIVOT] == INDEFINITE  # (otherwise Linv is lower triangular)
             for i in range(nz):  # y = Linv g_z
                 t = 0.0
                 for q in range(nz if full else i + 1):
-                    t += C[li + i * nz + q] * gz[q]
-                cache[yc + i] = t
+                    t += C[ix(li + i * nz + q)] * gz[ix(q)]
+                cache[ix(yc + i)] = t
             for i in range(nz):  # g_S -= Y' D y, along the rows of Y
-                a = C[ds + i] * cache[yc + i]
+                a = C[ix(ds + i)] * cache[ix(yc + i)]
                 for j in range(nS):
-                    g[nF + j] -= C[yy + i * nS + j] * a
+                    g[ix(nF + j)] -= C[ix(yy + i * nS + j)] * a
         out = steps[st, OUT_G]
         if out >= 0:
             for j in range(nS):
-                Lin[out + j] = g[nF + j]
+                Lin[ix(out + j)] = g[ix(nF + j)]
     st = steps.shape[0]
     while st > 0:
         st -= 1
@@ -1053,36 +1053,36 @@ def solve_one(maps, C, Lin, Lmag, cache, Xout, dropped, scratch):
             continue
         nF, nS, m, nz = steps[st, NF], steps[st, NS], steps[st, M], steps[st, NZ]
         for q in range(steps[st, XS0], steps[st, XS1]):
-            xs[xsd[q]] = Xout[xss[q]]
+            xs[ix(xsd[ix(q)])] = Xout[ix(xss[ix(q)])]
         if nz:
             li, yy, ds, yc = steps[st, LINV], steps[st, Y_], steps[st, DS], steps[st, YC]
             for i in range(nz):  # z = D (y - Y x_S)
-                t = cache[yc + i]
+                t = cache[ix(yc + i)]
                 for j in range(nS):
-                    t -= C[yy + i * nS + j] * xs[j]
-                gz[i] = C[ds + i] * t
+                    t -= C[ix(yy + i * nS + j)] * xs[ix(j)]
+                gz[ix(i)] = C[ix(ds + i)] * t
             for i in range(nz):  # Linv' z, along the rows of Linv
-                g[i] = 0.0
+                g[ix(i)] = 0.0
             full = steps[st, PIVOT] == INDEFINITE
             for q in range(nz):
-                zq = gz[q]
+                zq = gz[ix(q)]
                 for i in range(nz if full else q + 1):
-                    g[i] += C[li + q * nz + i] * zq
+                    g[ix(i)] += C[ix(li + q * nz + i)] * zq
         if m:  # x = t + T x_S + N z
             tc, ts, nn = steps[st, TC], steps[st, T_], steps[st, NN]
             for i in range(nF):
-                t = cache[tc + i]
+                t = cache[ix(tc + i)]
                 for j in range(nS):
-                    t += C[ts + i * nS + j] * xs[j]
+                    t += C[ix(ts + i * nS + j)] * xs[ix(j)]
                 if steps[st, IDENTITY] == 0:
                     for j in range(nz):
-                        t += C[nn + i * nz + j] * g[j]
-                x[i] = t
+                        t += C[ix(nn + i * nz + j)] * g[ix(j)]
+                x[ix(i)] = t
         else:
             for i in range(nF):
-                x[i] = g[i]
+                x[ix(i)] = g[ix(i)]
         for q in range(steps[st, XF0], steps[st, XF1]):
-            Xout[xfs[q]] = x[xfd[q]]
+            Xout[ix(xfs[ix(q)])] = x[ix(xfd[ix(q)])]
 
 
 @njit(cache=True)
