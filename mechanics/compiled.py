@@ -48,7 +48,7 @@ import elimination.compiled as elimination_compiled
 from elimination.compiled import (
     FACTORIZE_MAPS, SOLVE_MAPS, SOLVE_SCRATCH, UNCOUNTED, announce_first_compile, factorize_maps, factorize_one, factorize_scratch_in, factorize_scratch_size,
     factorize_maps_in, max_front, packed, solve_maps, solve_maps_in, solve_one, solve_scratch_in, started_error,
-    unpacked1, unpacked2, unpacked3, unpacked4,
+    ix, unpacked1, unpacked2, unpacked3, unpacked4,
 )
 from elimination.gaussian import CONSISTENCY_RTOL, PIVOT_SUSPECT_RTOL
 from elimination.numeric import FINISHING_REFINE, SCALE_FLOOR, SETTLED_RTOL, SUSPECT_REFINE, VERIFY_RTOL, WARM_RTOL
@@ -334,19 +334,19 @@ def _joint_pose(kind, a0, a1, a2, q, q0):
     arrays to count references of in the per-link loop)."""
     R, p = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 0.0)
     if kind == 1:
-        R = _rotation_about(a0, a1, a2, q[q0])
+        R = _rotation_about(a0, a1, a2, q[ix(q0)])
     elif kind == 2:
-        R = _rotation_about(a0, a1, a2, np.arctan2(q[q0 + 1], q[q0]))
+        R = _rotation_about(a0, a1, a2, np.arctan2(q[ix(q0 + 1)], q[ix(q0)]))
     elif kind == 3:
-        p = (q[q0] * a0, q[q0] * a1, q[q0] * a2)
+        p = (q[ix(q0)] * a0, q[ix(q0)] * a1, q[ix(q0)] * a2)
     elif kind == 4:
-        R = _quaternion_matrix(q[q0], q[q0 + 1], q[q0 + 2], q[q0 + 3])
+        R = _quaternion_matrix(q[ix(q0)], q[ix(q0 + 1)], q[ix(q0 + 2)], q[ix(q0 + 3)])
     elif kind == 5:
-        R = _rotation_about(0.0, 0.0, 1.0, np.arctan2(q[q0 + 3], q[q0 + 2]))
-        p = (q[q0], q[q0 + 1], 0.0)
+        R = _rotation_about(0.0, 0.0, 1.0, np.arctan2(q[ix(q0 + 3)], q[ix(q0 + 2)]))
+        p = (q[ix(q0)], q[ix(q0 + 1)], 0.0)
     elif kind == 6:
-        R = _quaternion_matrix(q[q0 + 3], q[q0 + 4], q[q0 + 5], q[q0 + 6])
-        p = (q[q0], q[q0 + 1], q[q0 + 2])
+        R = _quaternion_matrix(q[ix(q0 + 3)], q[ix(q0 + 4)], q[ix(q0 + 5)], q[ix(q0 + 6)])
+        p = (q[ix(q0)], q[ix(q0 + 1)], q[ix(q0 + 2)])
     return R, p
 
 
@@ -354,28 +354,29 @@ def _joint_pose(kind, a0, a1, a2, q, q0):
 def _link_pose(R, p, l, parent, place_R, place_p, Rj, pj):
     """``(R, p)[l] = (R, p)[parent] (place_R, place_p)[l] (Rj, pj)``: the link's world pose from its
     parent's, its joint's placement and the joint's pose (9-tuple, 3-tuple) (:func:`mechanics.spatial.compose`)."""
+    Rp, pp, Rl, pl = R[ix(parent)], p[ix(parent)], R[ix(l)], p[ix(l)]  # (row views: free, uncounted)
+    Pr, Pp = place_R[ix(l)], place_p[ix(l)]
     for i in range(3):
-        t = p[parent, i]
+        t = pp[i]
         for k in range(3):
-            t += R[parent, i, k] * place_p[l, k]
-        p[l, i] = t
+            t += Rp[i, k] * Pp[k]
+        pl[i] = t
         for j in range(3):
-            R[l, i, j] = R[parent, i, 0] * place_R[l, 0, j] + R[parent, i, 1] * place_R[l, 1, j] + \
-                R[parent, i, 2] * place_R[l, 2, j]
+            Rl[i, j] = Rp[i, 0] * Pr[0, j] + Rp[i, 1] * Pr[1, j] + Rp[i, 2] * Pr[2, j]
     for i in range(3):  # then the joint's: p += R pj, R = R Rj, a row at a time in place
-        r0, r1, r2 = R[l, i, 0], R[l, i, 1], R[l, i, 2]
-        p[l, i] += r0 * pj[0] + r1 * pj[1] + r2 * pj[2]
+        r0, r1, r2 = Rl[i, 0], Rl[i, 1], Rl[i, 2]
+        pl[i] += r0 * pj[0] + r1 * pj[1] + r2 * pj[2]
         for j in range(3):
-            R[l, i, j] = r0 * Rj[j] + r1 * Rj[3 + j] + r2 * Rj[6 + j]
+            Rl[i, j] = r0 * Rj[j] + r1 * Rj[3 + j] + r2 * Rj[6 + j]
 
 
 @njit(cache=True, **UNCOUNTED)
 def _compose(R1, p1, R2, p2, R, p):
     """``(R, p) = (R1 R2, p1 + R1 p2)`` (:func:`mechanics.spatial.compose`)."""
     for i in range(3):
-        p[i] = p1[i] + R1[i, 0] * p2[0] + R1[i, 1] * p2[1] + R1[i, 2] * p2[2]
+        p[ix(i)] = p1[ix(i)] + R1[ix(i), 0] * p2[0] + R1[ix(i), 1] * p2[1] + R1[ix(i), 2] * p2[2]
         for j in range(3):
-            R[i, j] = R1[i, 0] * R2[0, j] + R1[i, 1] * R2[1, j] + R1[i, 2] * R2[2, j]
+            R[ix(i), ix(j)] = R1[ix(i), 0] * R2[0, ix(j)] + R1[ix(i), 1] * R2[1, ix(j)] + R1[ix(i), 2] * R2[2, ix(j)]
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -383,15 +384,15 @@ def _inverse_transform(R, p, X):
     """:func:`mechanics.spatial.inverse_motion_transform`: ``[[R', 0], [-R' [p]x, R']]``."""
     for i in range(6):
         for j in range(6):
-            X[i, j] = 0.0
+            X[ix(i), ix(j)] = 0.0
     for i in range(3):
         for j in range(3):
-            X[i, j] = X[3 + i, 3 + j] = R[j, i]
+            X[ix(i), ix(j)] = X[ix(3 + i), ix(3 + j)] = R[ix(j), ix(i)]
     for i in range(3):  # -R' [p]x: row i is -(R[:, i] x ...) applied to the unit vectors: -(R' skew(p))
-        a0, a1, a2 = R[0, i], R[1, i], R[2, i]
-        X[3 + i, 0] = -(a1 * p[2] - a2 * p[1])
-        X[3 + i, 1] = -(a2 * p[0] - a0 * p[2])
-        X[3 + i, 2] = -(a0 * p[1] - a1 * p[0])
+        a0, a1, a2 = R[0, ix(i)], R[1, ix(i)], R[2, ix(i)]
+        X[ix(3 + i), 0] = -(a1 * p[2] - a2 * p[1])
+        X[ix(3 + i), 1] = -(a2 * p[0] - a0 * p[2])
+        X[ix(3 + i), 2] = -(a0 * p[1] - a1 * p[0])
 
 
 @njit(cache=True, inline="always")
@@ -405,7 +406,7 @@ def _cross_motion(m, x):
 
 @njit(cache=True, inline="always")
 def _row6(a, i):
-    return a[i, 0], a[i, 1], a[i, 2], a[i, 3], a[i, 4], a[i, 5]
+    return a[ix(i), 0], a[ix(i), 1], a[ix(i), 2], a[ix(i), 3], a[ix(i), 4], a[ix(i), 5]
 
 
 @njit(cache=True, inline="always")
@@ -414,30 +415,31 @@ def _world_inertia(body, R, p, l, out):
     :func:`mechanics.spatial.inertia_to_parent`), from ``body = (mass, com (3), inertia about the com
     (3x3, row-major))`` in the link frame: Featherstone's ``[[I_c + m [c]x [c]x', m [c]x], [m [c]x', m 1]]``
     with the com ``c = p + R com`` and ``I_c = R I_com R'`` in world coordinates (a quarter of the flops)."""
-    m = body[l, 0]
-    c0 = p[l, 0] + R[l, 0, 0] * body[l, 1] + R[l, 0, 1] * body[l, 2] + R[l, 0, 2] * body[l, 3]
-    c1 = p[l, 1] + R[l, 1, 0] * body[l, 1] + R[l, 1, 1] * body[l, 2] + R[l, 1, 2] * body[l, 3]
-    c2 = p[l, 2] + R[l, 2, 0] * body[l, 1] + R[l, 2, 1] * body[l, 2] + R[l, 2, 2] * body[l, 3]
+    Rl, pl, b, I = R[ix(l)], p[ix(l)], body[ix(l)], out[ix(l)]  # (row views: free in the uncounted kinematics)
+    m = b[0]
+    c0 = pl[0] + Rl[0, 0] * b[1] + Rl[0, 1] * b[2] + Rl[0, 2] * b[3]
+    c1 = pl[1] + Rl[1, 0] * b[1] + Rl[1, 1] * b[2] + Rl[1, 2] * b[3]
+    c2 = pl[2] + Rl[2, 0] * b[1] + Rl[2, 1] * b[2] + Rl[2, 2] * b[3]
     for i in range(3):  # R I_com R', a row of R I_com at a time (into the bottom-left block, free until the end)
         for j in range(3):
-            out[l, 3 + j, 0] = R[l, i, 0] * body[l, 4 + j] + R[l, i, 1] * body[l, 7 + j] + R[l, i, 2] * body[l, 10 + j]
+            I[3 + j, 0] = Rl[i, 0] * b[4 + j] + Rl[i, 1] * b[7 + j] + Rl[i, 2] * b[10 + j]
         for j in range(3):
-            out[l, i, j] = out[l, 3, 0] * R[l, j, 0] + out[l, 4, 0] * R[l, j, 1] + out[l, 5, 0] * R[l, j, 2]
+            I[i, j] = I[3, 0] * Rl[j, 0] + I[4, 0] * Rl[j, 1] + I[5, 0] * Rl[j, 2]
     for i in range(3):
         for j in range(3):
-            out[l, 3 + i, 3 + j] = m if i == j else 0.0
+            I[3 + i, 3 + j] = m if i == j else 0.0
     # m [c]x [c]x' = m (|c|^2 I - c c')
     cc = c0 * c0 + c1 * c1 + c2 * c2
     c = (c0, c1, c2)
     for i in range(3):
         for j in range(3):
-            out[l, i, j] += m * ((cc if i == j else 0.0) - c[i] * c[j])
-    out[l, 0, 3], out[l, 0, 4], out[l, 0, 5] = 0.0, -m * c2, m * c1  # m [c]x
-    out[l, 1, 3], out[l, 1, 4], out[l, 1, 5] = m * c2, 0.0, -m * c0
-    out[l, 2, 3], out[l, 2, 4], out[l, 2, 5] = -m * c1, m * c0, 0.0
+            I[i, j] += m * ((cc if i == j else 0.0) - c[i] * c[j])
+    I[0, 3], I[0, 4], I[0, 5] = 0.0, -m * c2, m * c1  # m [c]x
+    I[1, 3], I[1, 4], I[1, 5] = m * c2, 0.0, -m * c0
+    I[2, 3], I[2, 4], I[2, 5] = -m * c1, m * c0, 0.0
     for i in range(3):
         for j in range(3):
-            out[l, 3 + i, j] = out[l, j, 3 + i]  # m [c]x'
+            I[3 + i, j] = I[j, 3 + i]  # m [c]x'
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -447,47 +449,48 @@ def _kinematics(model, q, v, R, p, S, vel, bias, Iw, fb, jv):
     links, axis, place_R, place_p, body, S_local, root = model
     n = links.shape[0]
     for i in range(3):
-        p[n, i] = 0.0
+        p[ix(n), ix(i)] = 0.0
         for j in range(3):
-            R[n, i, j] = 1.0 if i == j else 0.0
+            R[ix(n), ix(i), ix(j)] = 1.0 if i == j else 0.0
     vel[n, :] = 0.0
-    for l in range(n):  # (the table by (link, column), never row views: see elimination.compiled._revolute_pair)
-        parent, q0, v0, nv = links[l, PARENT], links[l, Q0], links[l, V0], links[l, NV]
-        Rj, pj = _joint_pose(links[l, JOINT], axis[l, 0], axis[l, 1], axis[l, 2], q, q0)
+    for l in range(n):  # (row views cost nothing here, uncounted: see elimination.compiled._revolute_pair)
+        parent, q0, v0, nv = links[ix(l), PARENT], links[ix(l), Q0], links[ix(l), V0], links[ix(l), NV]
+        Rj, pj = _joint_pose(links[ix(l), JOINT], axis[ix(l), 0], axis[ix(l), 1], axis[ix(l), 2], q, q0)
         _link_pose(R, p, l, parent, place_R, place_p, Rj, pj)
+        Rl, pl, Sl, S0 = R[ix(l)], p[ix(l)], S[ix(l)], S_local[ix(l)]  # (row views: free, uncounted)
         for c in range(nv):  # S = [[R, 0], [p x R, R]] S_local
             for i in range(3):
                 w, u = 0.0, 0.0
                 for k in range(3):
-                    w += R[l, i, k] * S_local[l, k, c]
-                    u += R[l, i, k] * S_local[l, 3 + k, c]
-                S[l, i, c], S[l, 3 + i, c] = w, u
+                    w += Rl[i, k] * S0[k, ix(c)]
+                    u += Rl[i, k] * S0[3 + k, ix(c)]
+                Sl[i, ix(c)], Sl[3 + i, ix(c)] = w, u
             for i in range(3):
                 i1, i2 = (i + 1) % 3, (i + 2) % 3
-                S[l, 3 + i, c] += p[l, i1] * S[l, i2, c] - p[l, i2] * S[l, i1, c]
+                Sl[3 + i, ix(c)] += pl[i1] * Sl[i2, ix(c)] - pl[i2] * Sl[i1, ix(c)]
         for i in range(6):
             t = 0.0
             for c in range(nv):
-                t += S[l, i, c] * v[v0 + c]
-            jv[i] = t
-            vel[l, i] = vel[parent, i] + t
+                t += S[ix(l), ix(i), ix(c)] * v[ix(v0 + c)]
+            jv[ix(i)] = t
+            vel[ix(l), ix(i)] = vel[ix(parent), ix(i)] + t
         bias_l = _cross_motion(_row6(vel, l), (jv[0], jv[1], jv[2], jv[3], jv[4], jv[5]))
         for i in range(6):
-            bias[l, i] = bias_l[i]
+            bias[ix(l), ix(i)] = bias_l[i]
         _world_inertia(body, R, p, l, Iw)
         for i in range(6):  # momentum h = H v
             t = 0.0
             for k in range(6):
-                t += Iw[l, i, k] * vel[l, k]
-            jv[i] = t
+                t += Iw[ix(l), ix(i), ix(k)] * vel[ix(l), ix(k)]
+            jv[ix(i)] = t
         # f = -v x* h = crm(v)' h: [-(w x n) - (u x f); -(w x f)]
         w0, w1, w2, u0, u1, u2 = _row6(vel, l)
-        fb[l, 0] = -(w1 * jv[2] - w2 * jv[1]) - (u1 * jv[5] - u2 * jv[4])
-        fb[l, 1] = -(w2 * jv[0] - w0 * jv[2]) - (u2 * jv[3] - u0 * jv[5])
-        fb[l, 2] = -(w0 * jv[1] - w1 * jv[0]) - (u0 * jv[4] - u1 * jv[3])
-        fb[l, 3] = -(w1 * jv[5] - w2 * jv[4])
-        fb[l, 4] = -(w2 * jv[3] - w0 * jv[5])
-        fb[l, 5] = -(w0 * jv[4] - w1 * jv[3])
+        fb[ix(l), 0] = -(w1 * jv[2] - w2 * jv[1]) - (u1 * jv[5] - u2 * jv[4])
+        fb[ix(l), 1] = -(w2 * jv[0] - w0 * jv[2]) - (u2 * jv[3] - u0 * jv[5])
+        fb[ix(l), 2] = -(w0 * jv[1] - w1 * jv[0]) - (u0 * jv[4] - u1 * jv[3])
+        fb[ix(l), 3] = -(w1 * jv[5] - w2 * jv[4])
+        fb[ix(l), 4] = -(w2 * jv[3] - w0 * jv[5])
+        fb[ix(l), 5] = -(w0 * jv[4] - w1 * jv[3])
 
 
 TERMS_SCRATCH = 96  # floats of _constraint_terms' scratch
@@ -504,40 +507,40 @@ def _constraint_terms(constraints, general, root, R, p, vel, Kbuf, k, scratch):
     R1, p1, R2, p2 = scratch[:9].reshape((3, 3)), scratch[9:12], scratch[12:21].reshape((3, 3)), scratch[21:24]
     X, Kl = scratch[24:60].reshape((6, 6)), scratch[60:96].reshape((6, 6))
     for j in range(table.shape[0]):
-        kind, m, r0, pair = table[j, CKIND], table[j, CDIM], table[j, ROW0], table[j, PAIR0]
+        kind, m, r0, pair = table[ix(j), CKIND], table[ix(j), CDIM], table[ix(j), ROW0], table[ix(j), PAIR0]
         if kind == GENERAL:
-            for q in range(table[j, NPAIR]):
+            for q in range(table[ix(j), NPAIR]):
                 for r in range(6):
                     for c in range(6):
-                        Kbuf[pair + q, r, c] = K_const[pair + q, r, c]
+                        Kbuf[ix(pair + q), ix(r), ix(c)] = K_const[pair + q, r, c]
             for r in range(m):
-                k[r0 + r] = k_const[r0 + r]
+                k[ix(r0 + r)] = k_const[ix(r0 + r)]
             continue
-        a, b = table[j, L1], table[j, L2]
-        _compose(R[a], p[a], place_R[j, 0], place_p[j, 0], R1, p1)
+        a, b = table[ix(j), L1], table[ix(j), L2]
+        _compose(R[ix(a)], p[ix(a)], place_R[ix(j), 0], place_p[ix(j), 0], R1, p1)
         if kind == WELD:
             _inverse_transform(R1, p1, X)
         for r in range(m):
-            k[r0 + r] = 0.0
+            k[ix(r0 + r)] = 0.0
         for side in range(2):
             link, sign = (a, 1.0) if side == 0 else (b, -1.0)
             if kind == WELD:  # C (a_1 - a_2) = -C (v_1 x v_2), C the rows of X^-1(R1, p1) in [linear; angular]
                 for r in range(m):
-                    row = (axes[j, r] + 3) % 6  # kinematics.LINEAR_FIRST: [linear; angular] rows
+                    row = (axes[ix(j), ix(r)] + 3) % 6  # kinematics.LINEAR_FIRST: [linear; angular] rows
                     for c in range(6):
-                        Kl[r, c] = sign * X[row, c]
+                        Kl[ix(r), ix(c)] = sign * X[ix(row), ix(c)]
                 if side == 0:
                     drift = _cross_motion(_row6(vel, a), _row6(vel, b))
                     for r in range(m):
                         t = 0.0
                         for c in range(6):
-                            t += Kl[r, c] * drift[c]
-                        k[r0 + r] -= t
+                            t += Kl[ix(r), ix(c)] * drift[c]
+                        k[ix(r0 + r)] -= t
             else:  # Connect: K = sign R1' [-p x, I], drift sign * w x (J v)
                 if side == 1:
-                    _compose(R[b], p[b], place_R[j, 1], place_p[j, 1], R2, p2)
+                    _compose(R[ix(b)], p[ix(b)], place_R[ix(j), 1], place_p[ix(j), 1], R2, p2)
                 point = p1 if side == 0 else p2
-                vl = vel[link]
+                vl = vel[ix(link)]
                 Jv0 = vl[3] + vl[1] * point[2] - vl[2] * point[1]
                 Jv1 = vl[4] + vl[2] * point[0] - vl[0] * point[2]
                 Jv2 = vl[5] + vl[0] * point[1] - vl[1] * point[0]
@@ -545,23 +548,23 @@ def _constraint_terms(constraints, general, root, R, p, vel, Kbuf, k, scratch):
                 d1 = vl[2] * Jv0 - vl[0] * Jv2
                 d2 = vl[0] * Jv1 - vl[1] * Jv0
                 for r in range(m):
-                    ax = axes[j, r]
-                    e0, e1, e2 = R1[0, ax], R1[1, ax], R1[2, ax]  # row ax of R1'
-                    Kl[r, 0] = -sign * (e1 * point[2] - e2 * point[1])  # e' (-[p]x) = -(e x p)'
-                    Kl[r, 1] = -sign * (e2 * point[0] - e0 * point[2])
-                    Kl[r, 2] = -sign * (e0 * point[1] - e1 * point[0])
-                    Kl[r, 3], Kl[r, 4], Kl[r, 5] = sign * e0, sign * e1, sign * e2
-                    k[r0 + r] -= sign * (e0 * d0 + e1 * d1 + e2 * d2)
+                    ax = axes[ix(j), ix(r)]
+                    e0, e1, e2 = R1[0, ix(ax)], R1[1, ix(ax)], R1[2, ix(ax)]  # row ax of R1'
+                    Kl[ix(r), 0] = -sign * (e1 * point[2] - e2 * point[1])  # e' (-[p]x) = -(e x p)'
+                    Kl[ix(r), 1] = -sign * (e2 * point[0] - e0 * point[2])
+                    Kl[ix(r), 2] = -sign * (e0 * point[1] - e1 * point[0])
+                    Kl[ix(r), 3], Kl[ix(r), 4], Kl[ix(r), 5] = sign * e0, sign * e1, sign * e2
+                    k[ix(r0 + r)] -= sign * (e0 * d0 + e1 * d1 + e2 * d2)
             if link == ground:  # the ground's known acceleration to the right-hand side
                 for r in range(m):
                     t = 0.0
                     for c in range(6):
-                        t += Kl[r, c] * root[c]
-                    k[r0 + r] -= t
+                        t += Kl[ix(r), ix(c)] * root[c]
+                    k[ix(r0 + r)] -= t
             else:
                 for r in range(m):
                     for c in range(6):
-                        Kbuf[pair, r, c] = Kl[r, c]
+                        Kbuf[ix(pair), ix(r), ix(c)] = Kl[ix(r), ix(c)]
                 pair += 1
 
 
@@ -571,14 +574,14 @@ def _constraint_terms(constraints, general, root, R, p, vel, Kbuf, k, scratch):
 def _penalty_information(factors, f, constraints, Kbuf, mu, e, out):
     """``out = A' (mu e)`` for the penalty factor ``f``: ``A = [K_l ...]`` over its links (``LeastSquares.information``)."""
     table = constraints[0]
-    j = factors[f, WHO]
-    m, pair0 = table[j, CDIM], table[j, PAIR0]
-    for q in range(table[j, NPAIR]):
+    j = factors[ix(f), WHO]
+    m, pair0 = table[ix(j), CDIM], table[ix(j), PAIR0]
+    for q in range(table[ix(j), NPAIR]):
         for c in range(6):
             t = 0.0
             for r in range(m):
-                t += Kbuf[pair0 + q, r, c] * (mu * e[r])
-            out[6 * q + c] = t
+                t += Kbuf[ix(pair0 + q), ix(r), ix(c)] * (mu * e[ix(r)])
+            out[ix(6 * q + c)] = t
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -591,68 +594,69 @@ def _fill(model, constraints, factors, S, bias, Iw, fb, Kbuf, k, tau, lam, mu, F
     ground = links.shape[0]
     largest = 0.0
     for f in range(factors.shape[0]):
-        kind, who, n = factors[f, FKIND], factors[f, WHO], factors[f, FN]
-        mat, scl, lin = factors[f, MAT], factors[f, SCL], factors[f, LIN]
+        kind, who, n = factors[ix(f), FKIND], factors[ix(f), WHO], factors[ix(f), FN]
+        mat, scl, lin = factors[ix(f), MAT], factors[ix(f), SCL], factors[ix(f), LIN]
         if kind == TREE:  # [I, -I, -S] (a_i, a_parent, qdd_i) = a_b,i (+ a_0 on the ground)
-            parent, nv, c0, whole = links[who, PARENT], links[who, NV], factors[f, JOINT0], not factors[f, JOINT_ONLY]
+            parent, nv = links[ix(who), PARENT], links[ix(who), NV]
+            c0, whole = factors[ix(f), JOINT0], not factors[ix(f), JOINT_ONLY]
             on_ground = parent == ground
             for r in range(6):
                 norm2 = 1.0 if on_ground else 2.0
                 for j in range(nv):
-                    s = S[who, r, j]
-                    Fw[mat + r * n + c0 + j] = -s
+                    s = S[ix(who), ix(r), ix(j)]
+                    Fw[ix(mat + r * n + c0 + j)] = -s
                     norm2 += s * s
                 if whole:  # the identity blocks and the row scales, for the generic steps that gather them
                     for j in range(c0):
-                        Fw[mat + r * n + j] = 0.0
-                    Fw[mat + r * n + r] = 1.0
+                        Fw[ix(mat + r * n + j)] = 0.0
+                    Fw[ix(mat + r * n + r)] = 1.0
                     if not on_ground:
-                        Fw[mat + r * n + 6 + r] = -1.0
-                    Fw[scl + r] = 1.0 / np.sqrt(norm2)
-                b = bias[who, r] + root[r] if on_ground else bias[who, r]
-                Lin[lin + r], Lmag[lin + r] = b, abs(b)
+                        Fw[ix(mat + r * n + 6 + r)] = -1.0
+                    Fw[ix(scl + r)] = 1.0 / np.sqrt(norm2)
+                b = bias[ix(who), ix(r)] + root[r] if on_ground else bias[ix(who), ix(r)]
+                Lin[ix(lin + r)], Lmag[ix(lin + r)] = b, abs(b)
             continue
         for i in range(n):
             for j in range(0 if kind == PRIOR or kind == PENALTY else n):  # (those two write every entry)
-                Fw[mat + i * n + j] = 0.0
-            Lin[lin + i] = 0.0
+                Fw[ix(mat + i * n + j)] = 0.0
+            Lin[ix(lin + i)] = 0.0
         if kind == PRIOR:
             for i in range(6):
-                Lin[lin + i] = fb[who, i]
+                Lin[ix(lin + i)] = fb[ix(who), ix(i)]
                 for j in range(6):
-                    Fw[mat + i * 6 + j] = 0.5 * (Iw[who, i, j] + Iw[who, j, i])
+                    Fw[ix(mat + i * 6 + j)] = 0.5 * (Iw[ix(who), ix(i), ix(j)] + Iw[ix(who), ix(j), ix(i)])
         elif kind == TORQUE:
-            v0 = links[who, V0]
+            v0 = links[ix(who), V0]
             for i in range(n):
-                Lin[lin + i] = tau[v0 + i]
+                Lin[ix(lin + i)] = tau[ix(v0 + i)]
         elif kind == PENALTY:  # LeastSquares: H = A' (mu A), g = A' (mu b), b = k - lambda / mu
-            m, r0, pair0 = table[who, CDIM], table[who, ROW0], table[who, PAIR0]
+            m, r0, pair0 = table[ix(who), CDIM], table[ix(who), ROW0], table[ix(who), PAIR0]
             for r in range(m):
-                meas[r0 + r] = k[r0 + r] - lam[r0 + r] / mu
+                meas[ix(r0 + r)] = k[ix(r0 + r)] - lam[ix(r0 + r)] / mu
             for a in range(n):
                 qa, ca = a // 6, a % 6
                 for c in range(n):
                     qc, cc = c // 6, c % 6
                     t = 0.0
                     for r in range(m):
-                        t += Kbuf[pair0 + qa, r, ca] * (mu * Kbuf[pair0 + qc, r, cc])
-                    Fw[mat + a * n + c] = t
+                        t += Kbuf[ix(pair0 + qa), ix(r), ix(ca)] * (mu * Kbuf[ix(pair0 + qc), ix(r), ix(cc)])
+                    Fw[ix(mat + a * n + c)] = t
             _penalty_information(factors, f, constraints, Kbuf, mu, meas[r0:], Lin[lin:])
         elif kind == LOOP:  # [[0, K], [K', 0]] on (lambda, a_l); -lambda' k carried by the first link's
-            m, r0, pair = table[who, CDIM], table[who, ROW0], factors[f, PAIR]
+            m, r0, pair = table[ix(who), CDIM], table[ix(who), ROW0], factors[ix(f), PAIR]
             for r in range(m):
                 for c in range(6):
-                    Fw[mat + r * n + m + c] = Fw[mat + (m + c) * n + r] = Kbuf[pair, r, c]
-                if factors[f, FIRST]:
-                    Lin[lin + r] = k[r0 + r]
+                    Fw[ix(mat + r * n + m + c)] = Fw[ix(mat + (m + c) * n + r)] = Kbuf[ix(pair), ix(r), ix(c)]
+                if factors[ix(f), FIRST]:
+                    Lin[ix(lin + r)] = k[ix(r0 + r)]
         else:  # PROXIMAL: -I / mu, g = -lambda / mu
-            r0 = table[who, ROW0]
+            r0 = table[ix(who), ROW0]
             for i in range(n):
-                Fw[mat + i * n + i] = -1.0 / mu
-                Lin[lin + i] = -lam[r0 + i] / mu
+                Fw[ix(mat + i * n + i)] = -1.0 / mu
+                Lin[ix(lin + i)] = -lam[ix(r0 + i)] / mu
         for i in range(n):
-            Fw[scl + i] = abs(Fw[mat + i * n + i])
-            largest = max(largest, Fw[scl + i])
+            Fw[ix(scl + i)] = abs(Fw[ix(mat + i * n + i)])
+            largest = max(largest, Fw[ix(scl + i)])
     return largest
 
 
@@ -661,14 +665,14 @@ def _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas):
     """Constraint ``j``'s moving term for ``lambda`` (:meth:`~mechanics.policies.ConstraintPolicy.moving_term`):
     the penalty's target ``k - lambda / mu`` (``alm``, ``soft``) or the proximal prior's ``-lambda / mu``."""
     table = constraints[0]
-    f, m, r0 = table[j, MOVING], table[j, CDIM], table[j, ROW0]
-    if table[j, POLICY] == 1:
+    f, m, r0 = table[ix(j), MOVING], table[ix(j), CDIM], table[ix(j), ROW0]
+    if table[ix(j), POLICY] == 1:
         for r in range(m):
-            Lin[factors[f, LIN] + r] = -lam[r0 + r] / mu
+            Lin[ix(factors[ix(f), LIN] + r)] = -lam[ix(r0 + r)] / mu
     else:
         for r in range(m):
-            meas[r0 + r] = k[r0 + r] - lam[r0 + r] / mu
-        _penalty_information(factors, f, constraints, Kbuf, mu, meas[r0:], Lin[factors[f, LIN]:])
+            meas[ix(r0 + r)] = k[ix(r0 + r)] - lam[ix(r0 + r)] / mu
+        _penalty_information(factors, f, constraints, Kbuf, mu, meas[r0:], Lin[factors[ix(f), LIN]:])
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -677,35 +681,35 @@ def _residual_terms(factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, x, Lre
     :meth:`elimination.Factorization._residual_terms`: refinement's right-hand sides."""
     table = constraints[0]
     for f in range(factors.shape[0]):
-        kind, n, s0 = factors[f, FKIND], factors[f, FN], factors[f, SC0]
-        mat, lin = factors[f, MAT], factors[f, LIN]
+        kind, n, s0 = factors[ix(f), FKIND], factors[ix(f), FN], factors[ix(f), SC0]
+        mat, lin = factors[ix(f), MAT], factors[ix(f), LIN]
         if kind == PENALTY:
-            j = factors[f, WHO]
-            m, r0, pair0 = table[j, CDIM], table[j, ROW0], table[j, PAIR0]
+            j = factors[ix(f), WHO]
+            m, r0, pair0 = table[ix(j), CDIM], table[ix(j), ROW0], table[ix(j), PAIR0]
             for r in range(m):
-                t = meas[r0 + r]
+                t = meas[ix(r0 + r)]
                 for c in range(n):
-                    t -= Kbuf[pair0 + c // 6, r, c % 6] * x[scope[s0 + c]]
-                e[r] = t
+                    t -= Kbuf[ix(pair0 + c // 6), ix(r), ix(c % 6)] * x[ix(scope[ix(s0 + c)])]
+                e[ix(r)] = t
             _penalty_information(factors, f, constraints, Kbuf, mu, e, Lres[lin:])
             continue
         if kind == TREE:  # [I, -I, -S] read as what it is (the joint columns from Fw): the same operations
-            c0 = factors[f, JOINT0]
+            c0 = factors[ix(f), JOINT0]
             for r in range(6):
-                t = Lin[lin + r] - x[scope[s0 + r]]
+                t = Lin[ix(lin + r)] - x[ix(scope[ix(s0 + r)])]
                 if c0 == 12:
-                    t += x[scope[s0 + 6 + r]]
+                    t += x[ix(scope[ix(s0 + 6 + r)])]
                 for c in range(c0, n):
-                    t -= Fw[mat + r * n + c] * x[scope[s0 + c]]
-                Lres[lin + r] = t
+                    t -= Fw[ix(mat + r * n + c)] * x[ix(scope[ix(s0 + c)])]
+                Lres[ix(lin + r)] = t
             continue
         for c in range(n):  # the factor's values, gathered once for its rows
-            e[c] = x[scope[s0 + c]]
+            e[ix(c)] = x[ix(scope[ix(s0 + c)])]
         for i in range(n):
-            t = Lin[lin + i]
+            t = Lin[ix(lin + i)]
             for c in range(n):
-                t -= Fw[mat + i * n + c] * e[c]
-            Lres[lin + i] = t
+                t -= Fw[ix(mat + i * n + c)] * e[ix(c)]
+            Lres[ix(lin + i)] = t
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -719,7 +723,7 @@ def _copy(src, dst):
 def _largest(a):
     top = 0.0
     for i in range(a.shape[0]):
-        top = max(top, abs(a[i]))
+        top = max(top, abs(a[ix(i)]))
     return top
 
 
@@ -730,7 +734,7 @@ def _refine_step(solve_maps, sscr, work, C, Lmag, x):
     _residual_terms(factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, x, Lres, e)
     solve_one(solve_maps, C, Lres, Lmag, cache, corr, dropped, sscr)
     for i in range(x.shape[0]):
-        x[i] += corr[i]
+        x[ix(i)] += corr[i]
     return _largest(corr) / max(_largest(x), 2.2250738585072014e-308)
 
 
@@ -757,7 +761,7 @@ def _solve(solve_maps, drops, sscr, work, C, Lmag, x, suspect, refine):
     for q in range(drops.shape[0]):
         off, d = drops[q, 0], drops[q, 1]
         for i in range(d):
-            consistent = consistent and not abs(dropped[off + i]) > CONSISTENCY_RTOL * dropped[off + d]
+            consistent = consistent and not abs(dropped[ix(off + i)]) > CONSISTENCY_RTOL * dropped[ix(off + d)]
     for _ in range(refine if consistent else 0):
         _refine_step(solve_maps, sscr, work, C, Lmag, x)
     return consistent and (_verified(solve_maps, sscr, work, C, Lmag, x) if suspect else True)
@@ -790,14 +794,14 @@ def _constraint_residual(constraints, Kbuf, k, links, x, res):
     """``K a - k`` of every constraint row at the solution ``x``."""
     table, pairs = constraints[0], constraints[2]
     for j in range(table.shape[0]):
-        m, r0, pair0 = table[j, CDIM], table[j, ROW0], table[j, PAIR0]
+        m, r0, pair0 = table[ix(j), CDIM], table[ix(j), ROW0], table[ix(j), PAIR0]
         for r in range(m):
-            t = -k[r0 + r]
-            for q in range(table[j, NPAIR]):
-                acc = links[pairs[pair0 + q, 1], ACC]
+            t = -k[ix(r0 + r)]
+            for q in range(table[ix(j), NPAIR]):
+                acc = links[ix(pairs[pair0 + q, 1]), ACC]
                 for c in range(6):
-                    t += Kbuf[pair0 + q, r, c] * x[acc + c]
-            res[r0 + r] = t
+                    t += Kbuf[ix(pair0 + q), ix(r), ix(c)] * x[ix(acc + c)]
+            res[ix(r0 + r)] = t
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -806,14 +810,14 @@ def _update(constraints, x, res, mu, lam):
     multiplier, the penalty force)."""
     table = constraints[0]
     for j in range(table.shape[0]):
-        m, r0, policy, mult = table[j, CDIM], table[j, ROW0], table[j, POLICY], table[j, MULT]
+        m, r0, policy, mult = table[ix(j), CDIM], table[ix(j), ROW0], table[ix(j), POLICY], table[ix(j), MULT]
         for r in range(m):
             if policy == 0:
-                lam[r0 + r] += mu * res[r0 + r]
+                lam[ix(r0 + r)] += mu * res[ix(r0 + r)]
             elif policy == 3:
-                lam[r0 + r] = mu * res[r0 + r]
+                lam[ix(r0 + r)] = mu * res[ix(r0 + r)]
             else:
-                lam[r0 + r] = x[mult + r]
+                lam[ix(r0 + r)] = x[ix(mult + r)]
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -821,11 +825,11 @@ def _qdd_step(links, x, qdd, set_qdd):
     """``max |qdd(x) - qdd|``; with ``set_qdd`` also ``qdd = qdd(x)``."""
     step = 0.0
     for l in range(links.shape[0]):
-        v0, off = links[l, V0], links[l, QDD]
-        for i in range(links[l, NV]):
-            step = max(step, abs(x[off + i] - qdd[v0 + i]))
+        v0, off = links[ix(l), V0], links[ix(l), QDD]
+        for i in range(links[ix(l), NV]):
+            step = max(step, abs(x[ix(off + i)] - qdd[ix(v0 + i)]))
             if set_qdd:
-                qdd[v0 + i] = x[off + i]
+                qdd[ix(v0 + i)] = x[ix(off + i)]
     return step
 
 
@@ -835,9 +839,9 @@ def _rows_max(table, res, soft):
     ``soft`` ones (0 if none)."""
     top = 0.0
     for j in range(table.shape[0]):
-        if (table[j, POLICY] == 3) if soft else (table[j, POLICY] <= 1):
-            for r in range(table[j, ROW0], table[j, ROW0] + table[j, CDIM]):
-                top = max(top, abs(res[r]))
+        if (table[ix(j), POLICY] == 3) if soft else (table[ix(j), POLICY] <= 1):
+            for r in range(table[ix(j), ROW0], table[ix(j), ROW0] + table[ix(j), CDIM]):
+                top = max(top, abs(res[ix(r)]))
     return top
 
 
@@ -845,9 +849,9 @@ def _rows_max(table, res, soft):
 def _soft_norm(table, res):
     total = 0.0
     for j in range(table.shape[0]):
-        if table[j, POLICY] == 3:
-            for r in range(table[j, ROW0], table[j, ROW0] + table[j, CDIM]):
-                total += res[r] * res[r]
+        if table[ix(j), POLICY] == 3:
+            for r in range(table[ix(j), ROW0], table[ix(j), ROW0] + table[ix(j), CDIM]):
+                total += res[ix(r)] * res[ix(r)]
     return np.sqrt(total)
 
 
@@ -857,22 +861,22 @@ def _load_state(Q, V, TAU, F0, b, unit, qn, lam):
     :func:`mechanics.checks.check_state` refuses it (NaN / inf, a unit part beyond ``UNIT_NORM_TOL``)."""
     total = 0.0  # a sum is finite only if every term is
     for i in range(Q.shape[1]):
-        qn[i] = Q[b, i]
-        total += Q[b, i]
+        qn[ix(i)] = Q[ix(b), ix(i)]
+        total += Q[ix(b), ix(i)]
     for i in range(V.shape[1]):
-        total += V[b, i] + TAU[b, i]
+        total += V[ix(b), ix(i)] + TAU[ix(b), ix(i)]
     for i in range(F0.shape[1]):
-        lam[i] = -F0[b, i]
-        total += F0[b, i]
+        lam[ix(i)] = -F0[ix(b), ix(i)]
+        total += F0[ix(b), ix(i)]
     valid = np.isfinite(total)
     for u in range(unit.shape[0]):
         norm2 = 0.0
-        for i in range(unit[u, 0], unit[u, 1]):
-            norm2 += qn[i] * qn[i]
+        for i in range(unit[ix(u), 0], unit[ix(u), 1]):
+            norm2 += qn[ix(i)] * qn[ix(i)]
         valid = valid and abs(norm2 - 1.0) <= UNIT_NORM_TOL
         norm = np.sqrt(norm2) if valid else 1.0  # (a refused state is not read: no division by a zero norm)
-        for i in range(unit[u, 0], unit[u, 1]):
-            qn[i] /= norm
+        for i in range(unit[ix(u), 0], unit[ix(u), 1]):
+            qn[ix(i)] /= norm
     return valid
 
 
@@ -912,16 +916,16 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
     c_worst = nv + 3 * m + 6 * n
     has_soft = False
     for j in range(table.shape[0]):
-        has_soft = has_soft or table[j, POLICY] == 3
+        has_soft = has_soft or table[ix(j), POLICY] == 3
     for b in range(Q.shape[0]):
-        flags[b, STATUS], flags[b, ITERATIONS], flags[b, CONVERGED] = BAD_INPUT, 0, 0
+        flags[ix(b), STATUS], flags[ix(b), ITERATIONS], flags[ix(b), CONVERGED] = BAD_INPUT, 0, 0
         if not _load_state(Q, V, TAU, F0, b, unit, qn, lam):
             continue
-        flags[b, STATUS] = FALLBACK
+        flags[ix(b), STATUS] = FALLBACK
         qdd = out[b, :nv]
-        _kinematics(model, qn, V[b], R, p, S, vel, bias, Iw, fb, jv)
+        _kinematics(model, qn, V[ix(b)], R, p, S, vel, bias, Iw, fb, jv)
         _constraint_terms(constraints, general, model[6], R, p, vel, Kbuf, k, terms_scratch)
-        largest = _fill(model, constraints, factors, S, bias, Iw, fb, Kbuf, k, TAU[b], lam, mu, Fw, Lin, Lmag, meas)
+        largest = _fill(model, constraints, factors, S, bias, Iw, fb, Kbuf, k, TAU[ix(b)], lam, mu, Fw, Lin, Lmag, meas)
         _copy(Lin, Lin0)
         _copy(meas, meas0)
         ratio, weak, failed = factorize_one(factorize_maps, Fw, C, SCALE_FLOOR * largest, check_rank != 0, fscr)
@@ -945,7 +949,7 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
             if min(step, _largest(res)) < tol or not iterating or iterations >= max_iter:
                 break
             for j in range(table.shape[0]):
-                if table[j, POLICY] <= 1:  # alm, prox
+                if table[ix(j), POLICY] <= 1:  # alm, prox
                     _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas)
             if startable:  # from the last iterate (Factorization.solve)
                 _copy(x, xn)
@@ -969,17 +973,18 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
             _copy(Lin0, Lin)
             _copy(meas0, meas)
             for j in range(table.shape[0]):
-                if table[j, POLICY] == 3:
+                if table[ix(j), POLICY] == 3:
                     _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas)
             if not _solve(solve_maps, drops, sscr, work, C, Lmag, xn, suspect, refine):
                 continue
             _constraint_residual(constraints, Kbuf, k, links, xn, corrected)
             converged = converged and _soft_norm(table, corrected) <= SOFT_CONTRACTION * _soft_norm(table, res)
         for r in range(m):
-            out[b, c_forces + r], out[b, c_res + r], out[b, c_k + r] = -lam[r], res[r], k[r]
-        out[b, c_worst] = _largest(res)
+            out[ix(b), ix(c_forces + r)], out[ix(b), ix(c_res + r)] = -lam[ix(r)], res[ix(r)]
+            out[ix(b), ix(c_k + r)] = k[ix(r)]
+        out[ix(b), ix(c_worst)] = _largest(res)
         for l in range(n):  # [angular; linear] -> Pinocchio's [linear; angular]
             for c in range(3):
-                out[b, c_acc + 6 * l + c] = x[links[l, ACC] + 3 + c]
-                out[b, c_acc + 6 * l + 3 + c] = x[links[l, ACC] + c]
-        flags[b, CONVERGED], flags[b, ITERATIONS], flags[b, STATUS] = converged, iterations, OK
+                out[ix(b), ix(c_acc + 6 * l + c)] = x[ix(links[ix(l), ACC] + 3 + c)]
+                out[ix(b), ix(c_acc + 6 * l + 3 + c)] = x[ix(links[ix(l), ACC] + c)]
+        flags[ix(b), CONVERGED], flags[ix(b), ITERATIONS], flags[ix(b), STATUS] = converged, iterations, OK
