@@ -21,6 +21,10 @@ in two modes:
   call divided by ``B``.  For the single call and B = 1, each repeat of Pinocchio's side is the
   median of 10 consecutive calls.
 
+Our single call, prepared call and B = 1 are timed twice per repeat: first one call right after
+Pinocchio's, its caches cold (the ``ratio`` column), then -- as Pinocchio's side is -- the median of
+10 consecutive calls after it (``warm``: what a loop that calls the dynamics back to back sees).
+
 ``aba`` rows run the scene's tree (``Mechanism.without_constraints()``) against ``pin.aba``; they have
 no iterations ("-").  The two sides alternate repeat by repeat (interleaved); the tables show medians over the repeats,
 the ratio ours / Pinocchio of the per-state medians, the outer iterations of both (ours: the
@@ -289,16 +293,20 @@ def measure_mode(scene: Scene, mech, algorithm: str, pin_call: PinocchioCall, B,
     if single or B <= LARGE:  # warm-up
         ours(mech, algorithm, *args, prepared=prepared)
         pin_call.run(Q, V, T)
-    ours_times, pin_times = [], []
+    ours_times, warm_times, pin_times = [], [], []
     for _ in range(repeat):  # interleaved
         result, elapsed = ours(mech, algorithm, *args, prepared=prepared)
         ours_times.append(elapsed / n)
+        if n < SMALL:  # then as Pinocchio's side: the median of SMALL calls after that one
+            warm_times.append(np.median([ours(mech, algorithm, *args, prepared=prepared)[1] for _ in range(SMALL)]) / n)
         pin_qdd, pin_iterations, pin_per_state = pin_call.run(Q, V, T)
         pin_times.append(pin_per_state)
     ours_s, pin_s = float(np.median(ours_times)), float(np.median(pin_times))
     return {
         "mode": "single" if B is None else "prep" if B == "prepared" else "batch", "B": n, "repeat": repeat,
         "ours_s_per_state": ours_s, "pin_s_per_state": pin_s, "ratio": ours_s / pin_s,
+        "ours_warm_s_per_state": float(np.median(warm_times)) if warm_times else None,
+        "ratio_warm": float(np.median(warm_times)) / pin_s if warm_times else None,
         "ours_iterations_span": _span(result.iterations), "pin_iterations_span": _span(pin_iterations),
         "ours_converged": bool(np.all(result.converged)),
         "pin_at_max_iter": int(np.sum(pin_iterations >= MAX_ITER)),
@@ -376,7 +384,7 @@ def measure_scene(name: str, algorithms: list, batches: list, repeat: int, repea
 
 # -- printing -------------------------------------------------------------------------------------
 HEADER = (f"{'algorithm':<10}{'pinocchio':<24}{'mode':<7}{'B':>6}{'reps':>5}{'ours ms/state':>15}{'pin ms/state':>14}"
-          f"{'ratio':>9}{'iter ours':>11}{'iter pin':>10}{'qdd dev':>10}")
+          f"{'ratio':>9}{'warm':>7}{'iter ours':>11}{'iter pin':>10}{'qdd dev':>10}")
 
 
 def _ratio(r: float) -> str:
@@ -392,7 +400,8 @@ def print_row(row: dict, flush: bool = False) -> None:
     if row["pin_at_max_iter"]:
         note += f"  pin at max_iter in {row['pin_at_max_iter']} of {row['B']}"
     print(f"{head}{row['repeat']:>5}{row['ours_s_per_state'] * 1e3:>15.4g}{row['pin_s_per_state'] * 1e3:>14.4g}"
-          f"{_ratio(row['ratio']):>9}{row['ours_iterations_span']:>11}{row['pin_iterations_span']:>10}"
+          f"{_ratio(row['ratio']):>9}{_ratio(row['ratio_warm']) if row.get('ratio_warm') else '-':>7}"
+          f"{row['ours_iterations_span']:>11}{row['pin_iterations_span']:>10}"
           f"{row['qdd_deviation']:>10.1e}{note}", flush=flush)
 
 
@@ -454,6 +463,7 @@ def main() -> None:
     print()
     print("ratio: our per-state median / Pinocchio's; batch mode: Pinocchio runs a Python loop over the B states and its")
     print("per-state time is the sum of per-call times / B (loop and data.oa reset not counted); ours is one call / B.")
+    print("warm (single, prep, B = 1): ours timed as Pinocchio's side, the median of 10 calls after an untimed one.")
     print("iterations: ours = factorizations + re-solves; Pinocchio = ProximalSettings.iter (a-b: range over states).")
     print("qdd dev: max over states of max|qdd_ours - qdd_pin| / max(1, max|qdd_pin|).")
     print(f"total {total:.0f} s")
