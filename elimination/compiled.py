@@ -67,6 +67,7 @@ T_, HF_, LINV, Y_, DS, WW, NN, EE, ED, RS = (F[k] for k in ("T", "HF", "Linv", "
 G0, G1, B0, B1, OUT_G, OUT_B = (F[k] for k in ("g0", "g1", "b0", "b1", "out_g", "out_b"))
 TC, YC, DROP = (F[k] for k in ("t", "y", "drop"))
 XF0, XF1, XS0, XS1 = (F[k] for k in ("xf0", "xf1", "xs0", "xs1"))
+CARRY = F["carry"]
 PAIR, TQ, TN, TSIG, TP, PB0, PB1, PH0, PH1, PS0, PS1, PG0, PG1 = (
     F[k] for k in ("pair", "tq", "tn", "tsig", "tp", "pb0", "pb1", "ph0", "ph1", "ps0", "ps1", "pg0", "pg1"))
 
@@ -637,20 +638,27 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
         row = steps[st]
         nF, nS, m, nz = row[NF], row[NS], row[M], row[NZ]
         n = nF + nS
+        carried = 0  # the front's rows that the step before left: their factor is not gathered (program._carried)
         if pair == WIDE_JOINT:  # the front is the separator block the link half left (program._wide_pair)
             o = steps[st - 1, NF]
             for i in range(n):  # (moved up and left, row by row: nothing is read after it is written)
                 scale[ix(i)] = scale[ix(o + i)]
                 for j in range(n):
                     H[ix(i), ix(j)] = H[ix(o + i), ix(o + j)]
+        elif row[CARRY]:  # the front is the generated factor the step before left in its upper triangle
+            o, carried = steps[st - 1, NF], n
+            for i in range(n):  # (moved up and left, mirrored: no entry is read after it is written)
+                scale[ix(i)] = scale[ix(o + i)]
+                for j in range(i, n):
+                    H[ix(i), ix(j)] = H[ix(j), ix(i)] = H[ix(o + i), ix(o + j)]
         else:
             for i in range(n):
                 scale[ix(i)] = 0.0
                 for j in range(n):
                     H[ix(i), ix(j)] = 0.0
-        for q in range(row[H0], row[H1]):
+        for q in range(row[H0] + carried * carried, row[H1]):  # (the carried factor's entries lead)
             Hf[ix(hd[ix(q)])] += Fw[ix(hs[ix(q)])]
-        for q in range(row[S0], row[S1]):
+        for q in range(row[S0] + carried, row[S1]):
             scale[ix(sd[ix(q)])] += Fw[ix(ss[ix(q)])]
         for i in range(n):
             scale[ix(i)] = max(scale[ix(i)], floor)
@@ -730,16 +738,24 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
                         X[ix(i), ix(j)] += a * Hzs[ix(q), ix(j)]
                 for j in range(nS):
                     C[ix(row[Y_] + i * nS + j)] = X[ix(i), ix(j)]
-        _symmetric_separator(H, nF, nS)
-        if nz:
-            for q in range(nz):  # H_SS -= Y' D Y in its upper triangle ; scale_S += sum Y^2, a row of Y at a time
+        if nz:  # H_SS -= Y' D Y in its upper triangle; scale_S += sum Y^2, a row of Y at a time
+            for q in range(nz):
                 d = Dv[ix(q)]
                 for i in range(nS):
                     a = d * X[ix(q), ix(i)]
-                    for j in range(i, nS):
-                        H[ix(nF + i), ix(nF + j)] -= a * X[ix(q), ix(j)]
+                    H[ix(nF + i), ix(nF + i)] -= a * X[ix(q), ix(i)]
+                    if q == 0:  # H_SS made symmetric on the way (_symmetric_separator): one pass, the same numbers
+                        for j in range(i + 1, nS):
+                            H[ix(nF + i), ix(nF + j)] = (0.5 * (H[ix(nF + i), ix(nF + j)] + H[ix(nF + j), ix(nF + i)])
+                                                         - a * X[ix(q), ix(j)])
+                    else:
+                        for j in range(i + 1, nS):
+                            H[ix(nF + i), ix(nF + j)] -= a * X[ix(q), ix(j)]
                     scale[ix(nF + i)] += X[ix(q), ix(i)] * X[ix(q), ix(i)]
-        if row[OUT_H] >= 0:
+        else:
+            _symmetric_separator(H, nF, nS)
+        carry = st + 1 < steps.shape[0] and steps[st + 1, CARRY] != 0  # (the next step starts from H_SS)
+        if row[OUT_H] >= 0 and not carry:
             for i in range(nS):
                 Fw[ix(row[OUT_S] + i)] = scale[ix(nF + i)]
                 for j in range(i, nS):

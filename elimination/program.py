@@ -60,6 +60,7 @@ FIELDS = (
     "xf0", "xf1", "xs0", "xs1",                      # scatter of the front's values, gather of the separator's
     "pair", "tq", "tn", "tsig", "tp",                # a pair's joint (_joint_substitution)
     "pb0", "pb1", "ph0", "ph1", "ps0", "ps1", "pg0", "pg1",  # a tree pair's gathers (_mark_pair)
+    "carry",                                         # 1: starts from the front the step before left (_carried)
 )
 """Columns of :attr:`Program.steps`."""
 F = {name: i for i, name in enumerate(FIELDS)}
@@ -263,7 +264,8 @@ def lower(plan: Plan) -> Program:
         for i in (step.new_quadratic, step.new_equality):
             if i is not None and kinds[k] != WIDE_LINK:
                 _place(i, factors[i], size[i], arena.take(_matrix_size(factors[i], size[i])), offsets)
-        rows.append(_step_row(step, factors, size, offsets, value_offset, dims, maps, claim, between))
+        carried = _carried(plan.steps[k - 1], step) if k and not kinds[k - 1] and not kinds[k] else None
+        rows.append(_step_row(step, factors, size, offsets, value_offset, dims, maps, claim, between, carried))
     for k, step in enumerate(plan.steps):
         rows[k][F["pair"]] = kinds[k]
         if kinds[k] == LINK_HALF:
@@ -349,9 +351,9 @@ def _joined(chunks: list) -> tuple:
     return np.concatenate([c[0] for c in chunks]), np.concatenate([c[1] for c in chunks])
 
 
-def _step_row(step, factors, size, offsets, value_offset, dims, maps, claim, between=None) -> list:
+def _step_row(step, factors, size, offsets, value_offset, dims, maps, claim, between=None, carried=None) -> list:
     """One row of the step table: sizes, kinds, gather ranges and workspace offsets (factor ``between``
-    not gathered: a wide pair's, :func:`_wide_pair`)."""
+    not gathered: a wide pair's, :func:`_wide_pair`; factor ``carried`` gathered first: :func:`_carried`)."""
     nF, nS, m, r = step.frontal_dim, step.separator_dim, step.hard_rows, step.substituted
     n, nz, p, d = nF + nS, step.pivot_dim, step.passed_rows, step.dropped_rows
     row = dict.fromkeys(FIELDS, -1)
@@ -370,8 +372,9 @@ def _step_row(step, factors, size, offsets, value_offset, dims, maps, claim, bet
             parts["b"].append((offsets["b"][i] + np.arange(r_i), row_start + np.arange(r_i)))
             row_start += r_i
         else:
-            parts["H"].append(_square(offsets["H"][i], len(pos), pos, n))
-            parts["scale"].append((offsets["scale"][i] + np.arange(len(pos)), pos))
+            first = 0 if i == carried else len(parts["H"])  # (the carried factor's entries lead its gathers)
+            parts["H"].insert(first, _square(offsets["H"][i], len(pos), pos, n))
+            parts["scale"].insert(first, (offsets["scale"][i] + np.arange(len(pos)), pos))
             parts["g"].append((offsets["g"][i] + np.arange(len(pos)), pos))
     for name, key in (("H", "h"), ("scale", "s"), ("A", "a"), ("rs", "w"), ("g", "g"), ("b", "b")):
         row[key + "0"], row[key + "1"] = maps[name].add(*_joined(parts[name]))
@@ -398,7 +401,26 @@ def _step_row(step, factors, size, offsets, value_offset, dims, maps, claim, bet
     sep = (np.concatenate([np.arange(value_offset[k], value_offset[k] + dims[k]) for k in step.separator])
            if nS else np.zeros(0, int))
     row["xs0"], row["xs1"] = maps["xs"].add(sep, np.arange(nS))
+    row["carry"] = int(carried is not None)
     return [row[name] for name in FIELDS]
+
+
+def _carried(step, following):
+    """The factor ``step`` generates when ``following`` (both generic steps) gathers it onto its whole front,
+    in the front's order; else None.
+
+    Then the generated factor is the separator block ``step`` leaves in its front, and ``following``'s
+    front before its other factors: a kernel may start ``following`` from that block, moved up and left,
+    rather than write the factor out, zero the front and gather it back (``carry``, 1 in ``following``'s
+    row; its entries lead the step's ``H`` and ``scale`` gathers, so that the sums are the same either way).
+    The long chains of a joint-space order (proxLTL, min_degree) are such steps, one after another.
+    """
+    q = step.new_quadratic
+    if q is None or q not in following.factors or step.new_equality is not None:
+        return None
+    position = following.positions[list(following.factors).index(q)]
+    n = following.frontal_dim + following.separator_dim
+    return q if len(position) == n and np.array_equal(position, np.arange(n)) else None
 
 
 def _pairs(steps, factors, n_graph: int, dims: dict) -> tuple:

@@ -465,3 +465,41 @@ def test_compiled_refinement_of_quadratic_and_hard_groups(batch_M, batch_v):
                 expected = f.g - (f.H @ x[..., None])[..., 0]
             laid_out = Lres[:, group.linear + j * group.rows : group.linear + (j + 1) * group.rows]
             assert np.abs(laid_out.reshape(full + (-1,)) - expected).max() < 1e-12
+
+
+def test_a_step_started_from_the_front_the_step_before_left_gives_the_same_numbers():
+    """A dense factor over k variables eliminated one by one: each step's separator is the next step's whole
+    front, so the next step starts from it (``carry``, program._carried) instead of the generated factor
+    written out, the front zeroed and the factor gathered back.  The conditionals are those of the same
+    program with no step carried, bit for bit, and the carried factors' workspace is never written (left
+    NaN): the carried path ran."""
+    import dataclasses
+    from elimination.compiled import factor_workspace, run_factorize
+    from elimination.program import F
+
+    rng = np.random.default_rng(7)
+    k, d = 6, 2
+    g = FactorGraph()
+    for i in range(k):
+        g.add_variable(Variable(("x", i), d))
+        g.add(Quadratic([("x", i)], np.eye(d), rng.normal(size=d)))
+    M = rng.normal(size=(k * d, k * d))
+    g.add(Quadratic([("x", i) for i in range(k)], M @ M.T, rng.normal(size=k * d)))
+    program = analyze(g, Ordering.from_keys([("x", i) for i in range(k)])).lowered()
+    steps = program.steps
+    carried = np.flatnonzero(steps[:, F["carry"]])
+    assert len(carried) == k - 1  # every step but the first
+    plain = dataclasses.replace(program, steps=np.where(np.arange(len(F)) == F["carry"], 0, steps))
+    Fw, _, largest = factor_workspace(g, program)
+    Fw_carried = Fw.copy()
+    for st in carried - 1:  # the factors the carried steps start from: poisoned
+        n = steps[st, F["nS"]]
+        Fw_carried[:, steps[st, F["out_H"]]:steps[st, F["out_H"]] + n * n] = np.nan
+        Fw_carried[:, steps[st, F["out_s"]]:steps[st, F["out_s"]] + n] = np.nan
+    C_carried = run_factorize(program, Fw_carried, 1e-14 * largest)[0]
+    C_plain = run_factorize(plain, Fw.copy(), 1e-14 * largest)[0]
+    assert np.isfinite(C_carried).all() and np.array_equal(C_carried, C_plain)
+    for st in carried - 1:
+        assert np.isnan(Fw_carried[:, steps[st, F["out_H"]]]).all()
+    x = factorize(g, analyze(g, Ordering.from_keys([("x", i) for i in range(k)])), backend="numba").solve()
+    assert max_relative_error(x, g.dense_solve()) < 1e-9
