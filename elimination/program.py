@@ -40,6 +40,13 @@ written or gathered (the joint half's gathers leave it out).  Where the link is
 joint (:func:`_wide_revolute`, marked by the joint's columns ``tq``, ``tn``,
 ``tsig``, ``tp``), the compiled kernels run it without the joint's row and
 column, the link folded into its parent.
+
+Between two generic steps, where the first's separator is the second's whole
+front in order (:func:`_carried`; the chains of a joint-space order), the
+second is marked ``carry``: a kernel may start it from the block the first
+left in its front, with nothing written, zeroed or gathered for the factor
+between them.  The factor is still laid out and gathered first, so a kernel
+that ignores the mark (:mod:`elimination.lanes`) sums in the same order.
 """
 from __future__ import annotations
 
