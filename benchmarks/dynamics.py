@@ -400,7 +400,7 @@ def print_row(row: dict, flush: bool = False) -> None:
     if row["pin_at_max_iter"]:
         note += f"  pin at max_iter in {row['pin_at_max_iter']} of {row['B']}"
     print(f"{head}{row['repeat']:>5}{row['ours_s_per_state'] * 1e3:>15.4g}{row['pin_s_per_state'] * 1e3:>14.4g}"
-          f"{_ratio(row['ratio']):>9}{_ratio(row['ratio_warm']) if row.get('ratio_warm') else '-':>7}"
+          f"{_ratio(row['ratio']):>9}{_ratio(row['ratio_warm']) if row['ratio_warm'] else '-':>7}"
           f"{row['ours_iterations_span']:>11}{row['pin_iterations_span']:>10}"
           f"{row['qdd_deviation']:>10.1e}{note}", flush=flush)
 

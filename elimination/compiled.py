@@ -43,6 +43,8 @@ a negative signed index (a compare and a select at every access, which also
 keeps LLVM from folding the address arithmetic into the load); an unsigned one
 has no wrap.  ``ix`` is the same bits, so it changes no number; in the wide
 revolute pairs it took 30% of the time (0.78 us a pair on Talos, from 1.12).
+The helpers around ``eigh`` and ``svd`` keep plain indices: LAPACK's cost
+there dwarfs the wrap.
 """
 from __future__ import annotations
 
@@ -115,16 +117,16 @@ def _indefinite_pivot(Hz, scale, nz, Li, D):
     w, V = np.linalg.eigh(Hz[:nz, :nz])
     top = 0.0
     for i in range(nz):
-        top = max(top, scale[ix(i)])
+        top = max(top, scale[i])
     for i in range(nz):
         ratio = min(ratio, abs(w[i]) / max(top, 1e-300))
     if not ratio > SINGULAR_RTOL:
         return -1.0
     for i in range(nz):
-        D[ix(i)] = 1.0 if w[i] > 0 else -1.0
+        D[i] = 1.0 if w[i] > 0 else -1.0
         root = np.sqrt(abs(w[i]))
         for j in range(nz):
-            Li[ix(i), ix(j)] = V[j, i] / root
+            Li[i, j] = V[j, i] / root
     return ratio
 
 
@@ -246,16 +248,16 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT,
     Ahat = np.empty((m, nF))
     for i in range(m):
         for j in range(nF):
-            Ahat[i, j] = unit[ix(i)] * A[ix(i), ix(j)]
+            Ahat[i, j] = unit[i] * A[i, j]
     E = np.zeros((m - r, m))
     if r == 0:  # nothing to substitute: the front keeps its coordinates (a quasi-definite split needs them)
         for i in range(nF):
             for j in range(m):
-                Wm[ix(i), ix(j)] = 0.0
+                Wm[i, j] = 0.0
             for j in range(nz):
-                Nm[ix(i), ix(j)] = 1.0 if i == j else 0.0
+                Nm[i, j] = 1.0 if i == j else 0.0
         for i in range(m):
-            E[i, i] = unit[ix(i)]
+            E[i, i] = unit[i]
     else:
         U, s, Vt = np.linalg.svd(Ahat, full_matrices=True)
         if check_rank and not s[r - 1] > RANK_RTOL:
@@ -264,13 +266,13 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT,
             for j in range(m):
                 t = 0.0
                 for q in range(r):
-                    t += Vt[q, i] / s[q] * U[ix(j), ix(q)]
-                Wm[ix(i), ix(j)] = t * unit[ix(j)]
+                    t += Vt[q, i] / s[q] * U[j, q]
+                Wm[i, j] = t * unit[j]
             for j in range(nz):
-                Nm[ix(i), ix(j)] = Vt[r + j, i]
+                Nm[i, j] = Vt[r + j, i]
         for i in range(m - r):
             for j in range(m):
-                E[i, j] = U[ix(j), ix(r + i)] * unit[ix(j)]
+                E[i, j] = U[j, r + i] * unit[j]
     if d == 0:
         Ek[: m - r, :m] = E
     elif p == 0:
@@ -284,8 +286,8 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT,
         for j in range(nS):
             t = 0.0
             for q in range(m):
-                t -= Wm[ix(i), ix(q)] * A[ix(q), ix(nF + j)]
-            T[ix(i), ix(j)] = t
+                t -= Wm[i, q] * A[q, nF + j]
+            T[i, j] = t
     _nonzero_columns(T, nF, nS, Tnz)
     _front_times_T(H, T, Tnz, HFT, nF, nS)
     for i in range(nz):  # Hz = N' H_FF N, Hzs = N' HFT, sz = (N^2)' scale_F
@@ -293,17 +295,17 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT,
             t = 0.0
             for a in range(nF):
                 for b in range(nF):
-                    t += Nm[ix(a), ix(i)] * H[ix(a), ix(b)] * Nm[ix(b), ix(j)]
-            Hz[ix(i), ix(j)] = t
+                    t += Nm[a, i] * H[a, b] * Nm[b, j]
+            Hz[i, j] = t
         for j in range(nS):
             t = 0.0
             for a in range(nF):
-                t += Nm[ix(a), ix(i)] * HFT[ix(a), ix(j)]
-            Hzs[ix(i), ix(j)] = t
+                t += Nm[a, i] * HFT[a, j]
+            Hzs[i, j] = t
         t = 0.0
         for a in range(nF):
-            t += Nm[ix(a), ix(i)] * Nm[ix(a), ix(i)] * scale[ix(a)]
-        sz[ix(i)] = t
+            t += Nm[a, i] * Nm[a, i] * scale[a]
+        sz[i] = t
     _substituted_separator(H, T, Tnz, HFT, scale, nF, nS)
     return True
 

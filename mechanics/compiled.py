@@ -374,9 +374,9 @@ def _link_pose(R, p, l, parent, place_R, place_p, Rj, pj):
 def _compose(R1, p1, R2, p2, R, p):
     """``(R, p) = (R1 R2, p1 + R1 p2)`` (:func:`mechanics.spatial.compose`)."""
     for i in range(3):
-        p[ix(i)] = p1[ix(i)] + R1[ix(i), 0] * p2[0] + R1[ix(i), 1] * p2[1] + R1[ix(i), 2] * p2[2]
+        p[i] = p1[i] + R1[i, 0] * p2[0] + R1[i, 1] * p2[1] + R1[i, 2] * p2[2]
         for j in range(3):
-            R[ix(i), ix(j)] = R1[ix(i), 0] * R2[0, ix(j)] + R1[ix(i), 1] * R2[1, ix(j)] + R1[ix(i), 2] * R2[2, ix(j)]
+            R[i, j] = R1[i, 0] * R2[0, j] + R1[i, 1] * R2[1, j] + R1[i, 2] * R2[2, j]
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -384,15 +384,15 @@ def _inverse_transform(R, p, X):
     """:func:`mechanics.spatial.inverse_motion_transform`: ``[[R', 0], [-R' [p]x, R']]``."""
     for i in range(6):
         for j in range(6):
-            X[ix(i), ix(j)] = 0.0
+            X[i, j] = 0.0
     for i in range(3):
         for j in range(3):
-            X[ix(i), ix(j)] = X[ix(3 + i), ix(3 + j)] = R[ix(j), ix(i)]
+            X[i, j] = X[3 + i, 3 + j] = R[j, i]
     for i in range(3):  # -R' [p]x: row i is -(R[:, i] x ...) applied to the unit vectors: -(R' skew(p))
-        a0, a1, a2 = R[0, ix(i)], R[1, ix(i)], R[2, ix(i)]
-        X[ix(3 + i), 0] = -(a1 * p[2] - a2 * p[1])
-        X[ix(3 + i), 1] = -(a2 * p[0] - a0 * p[2])
-        X[ix(3 + i), 2] = -(a0 * p[1] - a1 * p[0])
+        a0, a1, a2 = R[0, i], R[1, i], R[2, i]
+        X[3 + i, 0] = -(a1 * p[2] - a2 * p[1])
+        X[3 + i, 1] = -(a2 * p[0] - a0 * p[2])
+        X[3 + i, 2] = -(a0 * p[1] - a1 * p[0])
 
 
 @njit(cache=True, inline="always")
