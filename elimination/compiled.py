@@ -8,7 +8,10 @@ announced on stderr the first time, and cached on disk (``@njit(cache=True)``).
 
 The arithmetic is the numpy rule's (:mod:`elimination.gaussian`): a declared
 ``+-I`` substitution gives ``T = -+A_S``, a general one the rank-revealing
-SVD of the unit-origin rows with the rows left over passed on or dropped; the
+SVD of the unit-origin rows (:mod:`elimination.jacobi`: QR and one-sided
+Jacobi in the scratch, three times faster than LAPACK's at these sizes; the
+bases of repeated or zero singular values differ from LAPACK's, the
+projections the rule uses do not) with the rows left over passed on or dropped; the
 pivot block is factorized ``L D L'`` (Cholesky, of ``-H`` for multipliers,
 block LDL' for quasi-definite fronts, an eigendecomposition for indefinite
 ones) with ``Y = L^-1 H_zS`` and ``H_SS - Y' D Y``.  Each element reports its
@@ -35,16 +38,17 @@ and those counts, not the arithmetic, were most of the time (see
 :func:`solve_one`) allocate nothing, so they run without reference counting at
 all (``UNCOUNTED``: numba's ``_nrt=False``, a flag of its CPU target since
 0.4x; a numba without it refuses the option at compile time, loudly).  They may
-call helpers that allocate (``eigh``, ``svd``), which keep counting
-(``COUNTED``) and return scalars only, so nothing they make outlives them.
+call a helper that allocates (``eigh``, of the rare indefinite pivots), which
+keeps counting (``COUNTED``) and returns a scalar only, so nothing it makes
+outlives it.
 
 The hot loops index through ``ix(k)``, ``k`` as numba's ``uint64``: numba wraps
 a negative signed index (a compare and a select at every access, which also
 keeps LLVM from folding the address arithmetic into the load); an unsigned one
 has no wrap.  ``ix`` is the same bits, so it changes no number; in the wide
 revolute pairs it took 30% of the time (0.78 us a pair on Talos, from 1.12).
-The helpers around ``eigh`` and ``svd`` keep plain indices: LAPACK's cost
-there dwarfs the wrap.
+The helper around ``eigh`` keeps plain indices: LAPACK's cost there dwarfs
+the wrap.
 """
 from __future__ import annotations
 
@@ -56,6 +60,7 @@ from numba import njit
 from numba import uint64 as ix  # an index as unsigned: no negative-index wrap (module docstring)
 
 from .gaussian import RANK_RTOL, SINGULAR_RTOL  # numba freezes module globals: the numpy rule's tolerances
+from .jacobi import load_tall, svd_rows
 from .program import F, JOINT_HALF, LINK_HALF, PIVOTS, WIDE_JOINT, WIDE_LINK
 
 INDEFINITE = PIVOTS["indefinite"]  # the one pivot whose Linv is not lower triangular (an eigendecomposition's)
@@ -238,56 +243,84 @@ def _substituted_separator(H, T, Tnz, HFT, scale, nF, nS):
             scale[ix(nF + i)] += t * t * scale[ix(q)]
 
 
-@njit(cache=True, **COUNTED)
-def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT, Hz, sz, Hzs):
+@njit(cache=True, inline="always")
+def _singular_vectors(G, m, n, work, s, tau):
+    """The full SVD of ``G[:m, :n]`` (:mod:`elimination.jacobi`) in the scratch ``work = (Bt, Rt, Ut,
+    Vt)``: returns ``(converged, U_rows, V_rows)``, the scratch blocks whose row ``c`` is the ``c``-th left
+    (length ``m``) and right (length ``n``) singular vector, ``s`` descending.  ``tau`` is scratch."""
+    Bt, Rt, Ut, Vt = work
+    load_tall(G, m, n, Bt)
+    if not svd_rows(Bt, max(m, n), min(m, n), Rt, Ut, Vt, s, tau):
+        return False, Ut, Vt
+    if m >= n:
+        return True, Ut, Vt
+    return True, Vt, Ut  # the SVD of G' = U S V' is G = V S U'
+
+
+@njit(cache=True, **UNCOUNTED)
+def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT, Hz, sz, Hzs, work, sv):
     """A general substitution (elimination.gaussian.substitution and split_leftover) on the front in
     ``H``, ``A``; fills ``W, N, E_keep, E_drop, T``, the reduced pivot block ``Hz``, ``Hzs`` and its scales,
-    and updates the separator block of ``H`` and ``scale``.  False when the numerical rank falls short."""
+    and updates the separator block of ``H`` and ``scale``.  False when the numerical rank falls short
+    (or, never seen, Jacobi did not converge: the numpy path then decides).
+
+    The SVDs run in ``work`` (four free scratch blocks) and ``sv``; ``Hz`` holds the unit-origin rows,
+    then the rows left over, and ``sz`` the reflectors' factors, until they are written last."""
     nF, nS, m, r, p, d = row[NF], row[NS], row[M], row[R], row[P], row[D_]
     nz = nF - r
-    Ahat = np.empty((m, nF))
-    for i in range(m):
-        for j in range(nF):
-            Ahat[i, j] = unit[i] * A[i, j]
-    E = np.zeros((m - r, m))
+    E = Ek if d == 0 else (Ed if p == 0 else Hz)  # (split: E in Hz, then its kept and dropped parts)
     if r == 0:  # nothing to substitute: the front keeps its coordinates (a quasi-definite split needs them)
         for i in range(nF):
             for j in range(m):
-                Wm[i, j] = 0.0
+                Wm[ix(i), ix(j)] = 0.0
             for j in range(nz):
-                Nm[i, j] = 1.0 if i == j else 0.0
+                Nm[ix(i), ix(j)] = 1.0 if i == j else 0.0
         for i in range(m):
-            E[i, i] = unit[i]
+            for j in range(m):
+                E[ix(i), ix(j)] = unit[ix(i)] if i == j else 0.0
     else:
-        U, s, Vt = np.linalg.svd(Ahat, full_matrices=True)
-        if check_rank and not s[r - 1] > RANK_RTOL:
+        for i in range(m):  # the unit-origin rows
+            for j in range(nF):
+                Hz[ix(i), ix(j)] = unit[ix(i)] * A[ix(i), ix(j)]
+        ok, Ur, Vr = _singular_vectors(Hz, m, nF, work, sv, sz)
+        if not ok or (check_rank and not sv[r - 1] > RANK_RTOL):
             return False
-        for i in range(nF):
+        for i in range(nF):  # W = V_r S_r^-1 U_r' (unit), N = V[:, r:], E = U[:, r:]' (unit)
             for j in range(m):
                 t = 0.0
                 for q in range(r):
-                    t += Vt[q, i] / s[q] * U[j, q]
-                Wm[i, j] = t * unit[j]
+                    t += Vr[ix(q), ix(i)] / sv[ix(q)] * Ur[ix(q), ix(j)]
+                Wm[ix(i), ix(j)] = t * unit[ix(j)]
             for j in range(nz):
-                Nm[i, j] = Vt[r + j, i]
+                Nm[ix(i), ix(j)] = Vr[ix(r + j), ix(i)]
         for i in range(m - r):
             for j in range(m):
-                E[i, j] = U[j, r + i] * unit[j]
-    if d == 0:
-        Ek[: m - r, :m] = E
-    elif p == 0:
-        Ed[: m - r, :m] = E
-    else:
-        L = E @ np.ascontiguousarray(A[:m, nF : nF + nS])
-        UL = np.linalg.svd(L, full_matrices=True)[0]
-        Ek[:p, :m] = np.ascontiguousarray(UL[:, :p].T) @ E
-        Ed[:d, :m] = np.ascontiguousarray(UL[:, p:].T) @ E
+                E[ix(i), ix(j)] = Ur[ix(r + i), ix(j)] * unit[ix(j)]
+    if d != 0 and p != 0:  # the left-over rows split by the rank of what they leave on the separator
+        for i in range(m - r):  # E A_S, into Hzs (written last)
+            for j in range(nS):
+                t = 0.0
+                for a in range(m):
+                    t += E[ix(i), ix(a)] * A[ix(a), ix(nF + j)]
+                Hzs[ix(i), ix(j)] = t
+        ok, UL, _ = _singular_vectors(Hzs, m - r, nS, work, sv, sz)
+        if not ok:
+            return False
+        for i in range(m - r):
+            for j in range(m):
+                t = 0.0
+                for a in range(m - r):
+                    t += UL[ix(i), ix(a)] * E[ix(a), ix(j)]
+                if i < p:
+                    Ek[ix(i), ix(j)] = t
+                else:
+                    Ed[ix(i - p), ix(j)] = t
     for i in range(nF):  # T = -W A_S
         for j in range(nS):
             t = 0.0
             for q in range(m):
-                t -= Wm[i, q] * A[q, nF + j]
-            T[i, j] = t
+                t -= Wm[ix(i), ix(q)] * A[ix(q), ix(nF + j)]
+            T[ix(i), ix(j)] = t
     _nonzero_columns(T, nF, nS, Tnz)
     _front_times_T(H, T, Tnz, HFT, nF, nS)
     for i in range(nz):  # Hz = N' H_FF N, Hzs = N' HFT, sz = (N^2)' scale_F
@@ -295,17 +328,17 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT,
             t = 0.0
             for a in range(nF):
                 for b in range(nF):
-                    t += Nm[a, i] * H[a, b] * Nm[b, j]
-            Hz[i, j] = t
+                    t += Nm[ix(a), ix(i)] * H[ix(a), ix(b)] * Nm[ix(b), ix(j)]
+            Hz[ix(i), ix(j)] = t
         for j in range(nS):
             t = 0.0
             for a in range(nF):
-                t += Nm[a, i] * HFT[a, j]
-            Hzs[i, j] = t
+                t += Nm[ix(a), ix(i)] * HFT[ix(a), ix(j)]
+            Hzs[ix(i), ix(j)] = t
         t = 0.0
         for a in range(nF):
-            t += Nm[a, i] * Nm[a, i] * scale[a]
-        sz[i] = t
+            t += Nm[ix(a), ix(i)] * Nm[ix(a), ix(i)] * scale[ix(a)]
+        sz[ix(i)] = t
     _substituted_separator(H, T, Tnz, HFT, scale, nF, nS)
     return True
 
@@ -684,7 +717,8 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
             _front_times_T(H, T, Tnz, HFT, nF, nS)
             _substituted_separator(H, T, Tnz, HFT, scale, nF, nS)
         elif m:
-            if not _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT, Hz, sz, Hzs):
+            if not _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT, Hz, sz, Hzs,
+                               (Lw, X, L, Li), Dv):
                 failed = -2 - st
                 break
             for i in range(nF):
