@@ -229,18 +229,25 @@ def _front_times_T(H, T, Tnz, HFT, nF, nS):
 
 
 @njit(cache=True, inline="always")
-def _substituted_separator(H, T, Tnz, HFT, scale, nF, nS):
-    """``H_SS += T' HFT + H_SF T`` and ``scale_S += (T^2)' scale_F``: what the substitution leaves on the
-    separator, one nonzero ``T[ix(q), ix(i)]`` at a time (row ``i`` of the first term, column ``i`` of the second)."""
+def _substituted_separator(H, T, Tnz, HFT, scale, nF, nS, mirror):
+    """``H_SS += T' HFT + H_SF T`` (``= T' H_FF T + T' H_FS + H_SF T``, symmetric) in its upper triangle,
+    mirrored to the lower one when a pivot follows (``mirror``: the Schur update reads both), and
+    ``scale_S += (T^2)' scale_F``.  Row ``i`` of the update is ``T[q, i] HFT[q, :] + H_FS[q, i] T[q, :]``
+    summed over the front's rows ``q``: contiguous rows, half the products of the full square."""
     for q in range(nF):
+        for i in range(nS):
+            a, b = T[ix(q), ix(i)], H[ix(q), ix(nF + i)]
+            if a == 0.0 and b == 0.0:
+                continue
+            for j in range(i, nS):
+                H[ix(nF + i), ix(nF + j)] += a * HFT[ix(q), ix(j)] + b * T[ix(q), ix(j)]
         for a in range(1, Tnz[ix(q), 0] + 1):
             i = Tnz[ix(q), ix(a)]
-            t = T[ix(q), ix(i)]
-            for j in range(nS):
-                H[ix(nF + i), ix(nF + j)] += t * HFT[ix(q), ix(j)]
-            for j in range(nS):
-                H[ix(nF + j), ix(nF + i)] += H[ix(q), ix(nF + j)] * t
-            scale[ix(nF + i)] += t * t * scale[ix(q)]
+            scale[ix(nF + i)] += T[ix(q), ix(i)] * T[ix(q), ix(i)] * scale[ix(q)]
+    if mirror:
+        for i in range(nS):
+            for j in range(i + 1, nS):
+                H[ix(nF + j), ix(nF + i)] = H[ix(nF + i), ix(nF + j)]
 
 
 @njit(cache=True, inline="always")
@@ -287,10 +294,14 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT,
             return False
         for i in range(nF):  # W = V_r S_r^-1 U_r' (unit), N = V[:, r:], E = U[:, r:]' (unit)
             for j in range(m):
-                t = 0.0
-                for q in range(r):
-                    t += Vr[ix(q), ix(i)] / sv[ix(q)] * Ur[ix(q), ix(j)]
-                Wm[ix(i), ix(j)] = t * unit[ix(j)]
+                Wm[ix(i), ix(j)] = 0.0
+            for q in range(r):  # (a row of U' at a time: they are mostly zeros for structured rows)
+                c = Vr[ix(q), ix(i)] / sv[ix(q)]
+                if c != 0.0:
+                    for j in range(m):
+                        Wm[ix(i), ix(j)] += c * Ur[ix(q), ix(j)]
+            for j in range(m):
+                Wm[ix(i), ix(j)] *= unit[ix(j)]
             for j in range(nz):
                 Nm[ix(i), ix(j)] = Vr[ix(r + j), ix(i)]
         for i in range(m - r):
@@ -315,12 +326,14 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT,
                     Ek[ix(i), ix(j)] = t
                 else:
                     Ed[ix(i - p), ix(j)] = t
-    for i in range(nF):  # T = -W A_S
+    for i in range(nF):  # T = -W A_S, a row of A_S at a time (W of structured rows is mostly zeros)
         for j in range(nS):
-            t = 0.0
-            for q in range(m):
-                t -= Wm[ix(i), ix(q)] * A[ix(q), ix(nF + j)]
-            T[ix(i), ix(j)] = t
+            T[ix(i), ix(j)] = 0.0
+        for q in range(m):
+            w = Wm[ix(i), ix(q)]
+            if w != 0.0:
+                for j in range(nS):
+                    T[ix(i), ix(j)] -= w * A[ix(q), ix(nF + j)]
     _nonzero_columns(T, nF, nS, Tnz)
     _front_times_T(H, T, Tnz, HFT, nF, nS)
     for i in range(nz):  # Hz = N' H_FF N, Hzs = N' HFT, sz = (N^2)' scale_F
@@ -339,7 +352,7 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT,
         for a in range(nF):
             t += Nm[ix(a), ix(i)] * Nm[ix(a), ix(i)] * scale[ix(a)]
         sz[ix(i)] = t
-    _substituted_separator(H, T, Tnz, HFT, scale, nF, nS)
+    _substituted_separator(H, T, Tnz, HFT, scale, nF, nS, nz > 0)
     return True
 
 
@@ -620,16 +633,6 @@ def _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, Hf, scale, t
     return ratio
 
 
-@njit(cache=True, inline="always")
-def _symmetric_separator(H, nF, nS):
-    """The front's separator block made symmetric in its upper triangle, ``(H_SS + H_SS') / 2``, where the
-    Schur update ``- Y' D Y`` then goes: symmetric by construction, it is formed once, and the generated
-    factor is read from the upper triangle (the lower one is not read again)."""
-    for i in range(nS):
-        for j in range(i + 1, nS):
-            H[ix(nF + i), ix(nF + j)] = 0.5 * (H[ix(nF + i), ix(nF + j)] + H[ix(nF + j), ix(nF + i)])
-
-
 @njit(cache=True, **UNCOUNTED)
 def factorize_one(maps, Fw, C, floor, check_rank, scratch):
     """Every step of the program on one element: its factor workspace ``Fw (factor_size,)``, conditionals
@@ -715,7 +718,7 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
                     T[ix(i), ix(j)] = -sgn * A[ix(i), ix(nF + j)]
             _nonzero_columns(T, nF, nS, Tnz)
             _front_times_T(H, T, Tnz, HFT, nF, nS)
-            _substituted_separator(H, T, Tnz, HFT, scale, nF, nS)
+            _substituted_separator(H, T, Tnz, HFT, scale, nF, nS, nz > 0)
         elif m:
             if not _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT, Hz, sz, Hzs,
                                (Lw, X, L, Li), Dv):
@@ -736,13 +739,16 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
                     C[ix(row[ED] + i * m + j)] = Ed[ix(i), ix(j)]
             if row[OUT_A] >= 0:  # the rows passed on, on the plan's equality columns; unit rows
                 k = row[E1] - row[E0]
-                for i in range(row[P]):
+                for i in range(row[P]):  # E_keep A_S a row of A_S at a time (E of structured rows is mostly zeros)
                     Fw[ix(row[OUT_A] + row[P] * k + i)] = 1.0  # their row scales (right after the block)
+                    out = row[OUT_A] + i * k
                     for q in range(row[E0], row[E1]):
-                        t = 0.0
-                        for a in range(m):
-                            t += Ek[ix(i), ix(a)] * A[ix(a), ix(nF + es[ix(q)])]
-                        Fw[ix(row[OUT_A] + i * k + ed[ix(q)])] = t
+                        Fw[ix(out + ed[ix(q)])] = 0.0
+                    for a in range(m):
+                        e = Ek[ix(i), ix(a)]
+                        if e != 0.0:
+                            for q in range(row[E0], row[E1]):
+                                Fw[ix(out + ed[ix(q)])] += e * A[ix(a), ix(nF + es[ix(q)])]
         if m:
             for i in range(nF):
                 for j in range(nS):
@@ -780,7 +786,7 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
                 for i in range(nS):
                     a = d * X[ix(q), ix(i)]
                     H[ix(nF + i), ix(nF + i)] -= a * X[ix(q), ix(i)]
-                    if q == 0:  # H_SS made symmetric on the way (_symmetric_separator): one pass, the same numbers
+                    if q == 0:  # H_SS made symmetric on the way, (H_SS + H_SS') / 2: the gathers' round-off
                         for j in range(i + 1, nS):
                             H[ix(nF + i), ix(nF + j)] = (0.5 * (H[ix(nF + i), ix(nF + j)] + H[ix(nF + j), ix(nF + i)])
                                                          - a * X[ix(q), ix(j)])
@@ -788,8 +794,6 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
                         for j in range(i + 1, nS):
                             H[ix(nF + i), ix(nF + j)] -= a * X[ix(q), ix(j)]
                     scale[ix(nF + i)] += X[ix(q), ix(i)] * X[ix(q), ix(i)]
-        else:
-            _symmetric_separator(H, nF, nS)
         carry = st + 1 < steps.shape[0] and steps[st + 1, CARRY] != 0  # (the next step starts from H_SS)
         if row[OUT_H] >= 0 and not carry:
             for i in range(nS):

@@ -147,7 +147,7 @@ def _eliminate(steps, st, H, scale, Li, X, C, Fw, sgn, nF, nS, maxn):
                 v.add_mul(X, i * maxn + j, Li, i * maxn + q, H, q * maxn + nF + j)
         for j in range(nS):
             v.copy(C, yy + i * nS + j, X, i * maxn + j)
-    for i in range(nS):  # (H_SS + H_SS') / 2 in the upper triangle (compiled._symmetric_separator)
+    for i in range(nS):  # (H_SS + H_SS') / 2 in the upper triangle (as compiled.factorize_one's first Schur row)
         for j in range(i + 1, nS):
             upper = (nF + i) * maxn + nF + j
             v.half_sum(H, upper, H, upper, H, (nF + j) * maxn + nF + i)
