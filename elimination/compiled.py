@@ -380,13 +380,6 @@ def factorize_scratch_in(floats, ints, maxn):
             v[3], ints[: maxn * (maxn + 1)].reshape((maxn, maxn + 1)))
 
 
-@njit(cache=True)
-def factorize_scratch(maxn):
-    """The scratch matrices of :func:`factorize_one` for fronts up to ``maxn`` wide (made once per run)."""
-    return factorize_scratch_in(np.zeros(14 * maxn * maxn + 4 * maxn), np.zeros(maxn * (maxn + 1), dtype=np.int64),
-                                maxn)
-
-
 @njit(cache=True, inline="always")
 def _link_block(steps, st, pbH, pbs, Fw, H, scale, nF, floor):
     """The link half's ``H (nF x nF)`` and its floored scales (link half at step ``st``): the sum of its
@@ -637,7 +630,7 @@ def _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, Hf, scale, t
 def factorize_one(maps, Fw, C, floor, check_rank, scratch):
     """Every step of the program on one element: its factor workspace ``Fw (factor_size,)``, conditionals
     into ``C (conditional_size,)``; ``maps`` from :func:`factorize_maps`, ``scratch`` from
-    :func:`factorize_scratch`.
+    :func:`factorize_scratch_in`.
 
     Returns ``(ratio, weakest, failed)``: the smallest pivot ratio and its step; ``failed`` -1, or the
     step whose pivot the numpy rule refuses, or ``-2 - step`` where the numerical rank of a
@@ -810,9 +803,10 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
 
 
 @njit(cache=True)
-def factorize_kernel(maps, Fw, C, floor, maxn, check_rank, ratio_out, weak_out, fail_out):
-    """:func:`factorize_one` for every element of ``Fw (B, factor_size)``, conditionals into ``C (B, n)``."""
-    scratch = factorize_scratch(maxn)
+def factorize_kernel(maps, Fw, C, floor, maxn, check_rank, ratio_out, weak_out, fail_out, floats, ints):
+    """:func:`factorize_one` for every element of ``Fw (B, factor_size)``, conditionals into ``C (B, n)``;
+    its scratch in ``floats``, ``ints`` (:func:`factorize_scratch_size`)."""
+    scratch = factorize_scratch_in(floats, ints, maxn)
     for b in range(Fw.shape[0]):
         ratio_out[b], weak_out[b], fail_out[b] = factorize_one(maps, Fw[b], C[b], floor, check_rank, scratch)
 
@@ -1163,9 +1157,11 @@ def announce_first_compile(module: str = __file__, what: str = "the elimination 
 
 
 def max_front(program) -> int:
-    """Largest front or hard-row count of ``program`` (the kernels' scratch size)."""
-    steps = program.steps
-    return int(max(1, np.max(steps[:, NF] + steps[:, NS]), np.max(steps[:, M]))) if len(steps) else 1
+    """Largest front or hard-row count of ``program`` (the kernels' scratch size; cached in its maps)."""
+    if "maxn" not in program.derived:
+        steps = program.steps
+        program.derived["maxn"] = int(max(1, np.max(steps[:, NF] + steps[:, NS]), np.max(steps[:, M]))) if len(steps) else 1
+    return program.derived["maxn"]
 
 
 def factor_workspace(graph, program):
@@ -1387,34 +1383,46 @@ def factorize_maps(program) -> tuple:
             *maps["ps"])
 
 
-def run_factorize(program, Fw: np.ndarray, floor: float, out: tuple | None = None):
+def run_factorize(program, Fw: np.ndarray, floor: float, out: tuple | None = None, scratch: tuple | None = None):
     """``(C, ratio, weakest, failed)`` per element (``failed``: step of a pivot not of its sign, -1: none),
-    into ``out`` where given (``C`` zeros: the kernel writes only the blocks it uses)."""
-    Bm = Fw.shape[0]
+    into ``out`` where given (``C`` zeros: the kernel writes only the blocks it uses), with the kernel's
+    scratch ``(floats, ints)`` of :func:`factorize_scratch_size` where given (a caller that calls again
+    keeps both: a large front's scratch is megabytes, fresh pages each call)."""
+    Bm, maxn = Fw.shape[0], max_front(program)
     C, ratio, weak, fail = out if out is not None else (
         np.zeros((Bm, program.conditional_size)), np.empty(Bm), np.empty(Bm, dtype=np.int64),
         np.empty(Bm, dtype=np.int64))
+    if scratch is None:
+        floats, ints = factorize_scratch_size(maxn)
+        scratch = np.zeros(floats), np.zeros(ints, dtype=np.int64)
     announce_first_compile()
-    factorize_kernel(factorize_maps(program), Fw, C, floor, max_front(program), program.check_rank, ratio, weak, fail)
+    factorize_kernel(factorize_maps(program), Fw, C, floor, maxn, program.check_rank, ratio, weak, fail, *scratch)
     return C, ratio, weak, fail
 
 
-def run_solve(program, C: np.ndarray, Lin: np.ndarray, Lmag: np.ndarray | None):
+def run_solve(program, C: np.ndarray, Lin: np.ndarray, Lmag: np.ndarray | None, workspace: dict | None = None):
     """``(X (B, value_size), dropped (B, dropped_size))`` for the linear terms ``Lin (B, linear_size)`` and
     the sizes ``Lmag`` of the hard rows' right-hand sides (``None`` for a program without hard rows), which
     are read, not written; ``C`` has ``Bc`` rows and element ``b`` uses row ``b % Bc``.
 
     The kernel writes the generated factors' terms among the linear terms: it runs on a copy of a chunk
     of elements at a time (at most ``WORKSPACE_CHUNK`` bytes, whole multiples of ``Bc`` where ``C`` is
-    shared), so a large batch's solve makes no copy of its terms (256 pose graphs: 170 MB)."""
+    shared), so a large batch's solve makes no copy of its terms (256 pose graphs: 170 MB).  A caller
+    that solves again passes a ``workspace`` dict, which keeps these arrays (and ``X``, ``dropped``,
+    overwritten by the next call) between calls."""
     B, Bc = Lin.shape[0], C.shape[0]
-    X = np.zeros((B, program.value_size))
-    dropped = np.zeros((B, program.dropped_size))
     per = max(1, min(B, WORKSPACE_CHUNK // (8 * (2 * program.linear_size + program.cache_size + 1))))
     if Bc not in (1, B):  # C repeats every Bc elements: chunks start at a multiple of Bc
         per = max(Bc, per - per % Bc)
-    L, M, cache = (np.empty((per, program.linear_size)), np.zeros((per, program.linear_size)),
-                   np.zeros((per, program.cache_size)))
+    workspace = {} if workspace is None else workspace
+    if workspace.get("shape") != (B, per):
+        workspace.update(shape=(B, per), X=np.empty((B, program.value_size)), dropped=np.empty((B, program.dropped_size)),
+                         L=np.empty((per, program.linear_size)), M=np.zeros((per, program.linear_size)),
+                         cache=np.empty((per, program.cache_size)))
+    X, dropped, L, M, cache = (workspace[k] for k in ("X", "dropped", "L", "M", "cache"))
+    X[:], dropped[:], cache[:] = 0.0, 0.0, 0.0  # (as made: the kernel writes only what it uses)
+    if Lmag is None:
+        M[:] = 0.0
     maps, maxn = solve_maps(program), max_front(program)
     for b0 in range(0, B, per):
         b1 = min(B, b0 + per)

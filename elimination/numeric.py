@@ -33,7 +33,8 @@ from .errors import SingularProblemError
 from .gaussian import (
     CONSISTENCY_RTOL, PIVOT_SUSPECT_RTOL, SINGULAR_RTOL, batch_note, eliminate_gaussian, mv, row_norms, singular_advice,
 )
-from .compiled import factor_workspace, factorize_graph, run_factorize, run_solve, stacked, started_error
+from .compiled import (factor_workspace, factorize_graph, factorize_scratch_size, max_front, run_factorize, run_solve,
+                       stacked, started_error)
 from . import lanes
 from .program import F
 from .numeric_rank import NumericHardRows
@@ -754,16 +755,19 @@ def _store(Lin: np.ndarray, Lmag: np.ndarray | None, group, stack: np.ndarray, f
 def compiled_elimination(graph: FactorGraph, plan: Plan) -> Callable[[], np.ndarray]:
     """One compiled factorization and one solve of ``graph`` along ``plan``, as a call without arguments.
 
-    The workspaces are filled once, here; each call runs only the kernels
-    (:mod:`elimination.compiled`), so timing it measures the elimination's own
-    cost -- what tracks the plan's flops -- without the Python that builds
-    workspaces and result dicts.  No refinement, no checks of dropped rows.
+    The workspaces are filled and the kernels' outputs and scratch made once,
+    here; each call runs only the kernels (:mod:`elimination.compiled`), so
+    timing it measures the elimination's own cost -- what tracks the plan's
+    flops -- without the Python that builds workspaces and result dicts, nor
+    fresh pages for megabytes of scratch.  No refinement, no checks of
+    dropped rows.
 
     Returns
     -------
     callable
         ``run() -> X``, ``X: (B, value_size)``, the values in the program's
-        layout (``plan.lowered().value_offset``).
+        layout (``plan.lowered().value_offset``); the next call overwrites it
+        (the outputs and scratch are made once, so a call allocates nothing).
 
     Raises
     ------
@@ -790,14 +794,19 @@ def compiled_elimination(graph: FactorGraph, plan: Plan) -> Callable[[], np.ndar
     Fw, batch, largest = factor_workspace(graph, program)
     floor = SCALE_FLOOR * largest
     Lin, Lmag, full = _laid_out(program, _own_linear_terms(graph.factors, program), batch)
+    Bm = Fw.shape[0]  # the kernels' outputs and scratch, made once: a call runs the kernels only
+    out = (np.zeros((Bm, program.conditional_size)), np.empty(Bm), np.empty(Bm, dtype=np.int64),
+           np.empty(Bm, dtype=np.int64))
+    floats, ints = factorize_scratch_size(max_front(program))
+    scratch, solve_workspace = (np.zeros(floats), np.zeros(ints, dtype=np.int64)), {}
 
     def run() -> np.ndarray:
-        C, _, _, failed = run_factorize(program, Fw, floor)
+        C, _, _, failed = run_factorize(program, Fw, floor, out, scratch)
         if np.any(failed != -1):
             raise SingularProblemError(
                 "compiled_elimination: a pivot was refused or hard rows were found dependent; "
                 "elimination.factorize(graph, plan) names the variables and handles dependent rows", -1, ())
-        return run_solve(program, _aligned(C, batch, full), Lin, Lmag)[0]
+        return run_solve(program, _aligned(C, batch, full), Lin, Lmag, solve_workspace)[0]
 
     return run
 
