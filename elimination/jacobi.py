@@ -84,9 +84,10 @@ def _householder(Bt, p, k, tau):
             for i in range(j + 1, p):
                 w += Bt[ix(j), ix(i)] * Bt[ix(c), ix(i)]
             w *= tau[ix(j)]
-            Bt[ix(c), ix(j)] -= w
-            for i in range(j + 1, p):
-                Bt[ix(c), ix(i)] -= w * Bt[ix(j), ix(i)]
+            if w != 0.0:  # (structured rows: most columns miss most reflectors)
+                Bt[ix(c), ix(j)] -= w
+                for i in range(j + 1, p):
+                    Bt[ix(c), ix(i)] -= w * Bt[ix(j), ix(i)]
 
 
 @njit(cache=True, inline="always")
@@ -194,9 +195,10 @@ def _complete_left(Bt, tau, Rt, Ut, p, k):
             for i in range(j + 1, p):
                 w += Bt[ix(j), ix(i)] * Ut[ix(c), ix(i)]
             w *= tau[ix(j)]
-            Ut[ix(c), ix(j)] -= w
-            for i in range(j + 1, p):
-                Ut[ix(c), ix(i)] -= w * Bt[ix(j), ix(i)]
+            if w != 0.0:
+                Ut[ix(c), ix(j)] -= w
+                for i in range(j + 1, p):
+                    Ut[ix(c), ix(i)] -= w * Bt[ix(j), ix(i)]
 
 
 @njit(cache=True, inline="always")
