@@ -1408,8 +1408,8 @@ def run_solve(program, C: np.ndarray, Lin: np.ndarray, Lmag: np.ndarray | None, 
     The kernel writes the generated factors' terms among the linear terms: it runs on a copy of a chunk
     of elements at a time (at most ``WORKSPACE_CHUNK`` bytes, whole multiples of ``Bc`` where ``C`` is
     shared), so a large batch's solve makes no copy of its terms (256 pose graphs: 170 MB).  A caller
-    that solves again passes a ``workspace`` dict, which keeps these arrays (and ``X``, ``dropped``,
-    overwritten by the next call) between calls."""
+    that solves the same program again passes a ``workspace`` dict, which keeps these arrays (and ``X``,
+    ``dropped``, overwritten by the next call) between calls."""
     B, Bc = Lin.shape[0], C.shape[0]
     per = max(1, min(B, WORKSPACE_CHUNK // (8 * (2 * program.linear_size + program.cache_size + 1))))
     if Bc not in (1, B):  # C repeats every Bc elements: chunks start at a multiple of Bc
