@@ -251,13 +251,14 @@ def _substituted_separator(H, T, Tnz, HFT, scale, nF, nS, mirror):
 
 
 @njit(cache=True, inline="always")
-def _singular_vectors(G, m, n, work, s, tau):
+def _singular_vectors(G, m, n, work, s, tau, nzv):
     """The full SVD of ``G[:m, :n]`` (:mod:`elimination.jacobi`) in the scratch ``work = (Bt, Rt, Ut,
     Vt)``: returns ``(converged, U_rows, V_rows)``, the scratch blocks whose row ``c`` is the ``c``-th left
-    (length ``m``) and right (length ``n``) singular vector, ``s`` descending.  ``tau`` is scratch."""
+    (length ``m``) and right (length ``n``) singular vector, ``s`` descending.  ``tau``, ``nzv`` are
+    scratch."""
     Bt, Rt, Ut, Vt = work
     load_tall(G, m, n, Bt)
-    if not svd_rows(Bt, max(m, n), min(m, n), Rt, Ut, Vt, s, tau):
+    if not svd_rows(Bt, max(m, n), min(m, n), Rt, Ut, Vt, s, tau, nzv):
         return False, Ut, Vt
     if m >= n:
         return True, Ut, Vt
@@ -272,7 +273,8 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT,
     (or, never seen, Jacobi did not converge: the numpy path then decides).
 
     The SVDs run in ``work`` (four free scratch blocks) and ``sv``; ``Hz`` holds the unit-origin rows,
-    then the rows left over, and ``sz`` the reflectors' factors, until they are written last."""
+    then the rows left over, ``sz`` the reflectors' factors and ``Tnz`` their nonzero entries, until
+    they are written last."""
     nF, nS, m, r, p, d = row[NF], row[NS], row[M], row[R], row[P], row[D_]
     nz = nF - r
     E = Ek if d == 0 else (Ed if p == 0 else Hz)  # (split: E in Hz, then its kept and dropped parts)
@@ -289,7 +291,7 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT,
         for i in range(m):  # the unit-origin rows
             for j in range(nF):
                 Hz[ix(i), ix(j)] = unit[ix(i)] * A[ix(i), ix(j)]
-        ok, Ur, Vr = _singular_vectors(Hz, m, nF, work, sv, sz)
+        ok, Ur, Vr = _singular_vectors(Hz, m, nF, work, sv, sz, Tnz)
         if not ok or (check_rank and not sv[r - 1] > RANK_RTOL):
             return False
         for i in range(nF):  # W = V_r S_r^-1 U_r' (unit), N = V[:, r:], E = U[:, r:]' (unit)
@@ -314,7 +316,7 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT,
                 for a in range(m):
                     t += E[ix(i), ix(a)] * A[ix(a), ix(nF + j)]
                 Hzs[ix(i), ix(j)] = t
-        ok, UL, _ = _singular_vectors(Hzs, m - r, nS, work, sv, sz)
+        ok, UL, _ = _singular_vectors(Hzs, m - r, nS, work, sv, sz, Tnz)
         if not ok:
             return False
         for i in range(m - r):
@@ -1381,6 +1383,36 @@ def factorize_maps(program) -> tuple:
     maps = program.maps
     return (program.steps, hs, hd, *maps["scale"], as_, ad, *maps["rs"], *maps["eq"], *maps["pb"], *maps["pH"],
             *maps["ps"])
+
+
+@njit(cache=True)
+def eliminate_kernel(flat, index, Fw, C, floor, maxn, check_rank, fail, floats, ints, Lin, Lmag, L, M, cache, X,
+                     dropped, solve_floats):
+    """One trip into compiled code for :func:`elimination.compiled_elimination`: :func:`factorize_one` of
+    every element of ``Fw (B, factor_size)`` into ``C (B, n)`` and ``fail (B,)``, then, where none failed,
+    :func:`solve_one` of every element from copies ``L``, ``M`` of its linear terms and right-hand side
+    sizes ``Lin``, ``Lmag (B, linear_size)`` (the solve writes the generated factors' among them).
+    ``(flat, index)``: :func:`eliminate_tables`; the rest made once by the caller."""
+    maps, smaps = factorize_maps_in(flat, index), solve_maps_in(flat, index, FACTORIZE_MAPS)
+    scratch, sscratch = factorize_scratch_in(floats, ints, maxn), solve_scratch_in(solve_floats, maxn)
+    failed = False
+    for b in range(Fw.shape[0]):
+        fail[b] = factorize_one(maps, Fw[b], C[b], floor, check_rank, scratch)[2]
+        failed = failed or fail[b] != -1
+    if failed:
+        return False
+    for b in range(Fw.shape[0]):
+        for i in range(Lin.shape[1]):
+            L[b, i], M[b, i] = Lin[b, i], Lmag[b, i]
+        solve_one(smaps, C[b], L[b], M[b], cache[b], X[b], dropped[b], sscratch)
+    return True
+
+
+def eliminate_tables(program) -> tuple:
+    """The factorize and solve maps of ``program`` packed for :func:`eliminate_kernel` (cached)."""
+    if "eliminate" not in program.derived:
+        program.derived["eliminate"] = packed([*factorize_maps(program), *solve_maps(program)[1:]])
+    return program.derived["eliminate"]
 
 
 def run_factorize(program, Fw: np.ndarray, floor: float, out: tuple | None = None, scratch: tuple | None = None):

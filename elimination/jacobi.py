@@ -15,7 +15,8 @@ caller's scratch:
    the columns' norms are the singular values, the columns themselves ``U S``.
    One-sided Jacobi after QR gives small singular values to high relative
    accuracy (Demmel & Veselic 1992), better than the bidiagonal QR of LAPACK;
-3. ``U`` completed to ``p x p``: the reflectors applied to ``diag(U_R, I)``.
+3. ``U`` completed to ``p x p``: the reflectors applied to ``diag(U_R, I)``, over
+   their nonzero entries (a link's rows are scaled identities: a few per reflector).
 
 The singular vectors of a repeated or zero singular value are a basis of
 their subspace, not LAPACK's: the callers use only projections that do not
@@ -27,9 +28,9 @@ Example
 >>> G = np.random.default_rng(0).normal(size=(5, 3))
 >>> k, p = 3, 5
 >>> Bt, Ut, Vt, Rt = np.zeros((k, p)), np.zeros((p, p)), np.zeros((k, k)), np.zeros((k, k))
->>> s, tau = np.zeros(k), np.zeros(k)
+>>> s, tau, nzv = np.zeros(k), np.zeros(k), np.zeros((k, p + 1), dtype=np.int64)
 >>> load_tall(G, 5, 3, Bt)
->>> svd_rows(Bt, p, k, Rt, Ut, Vt, s, tau)
+>>> svd_rows(Bt, p, k, Rt, Ut, Vt, s, tau, nzv)
 True
 >>> bool(np.allclose(s, np.linalg.svd(G, compute_uv=False)))
 True
@@ -179,9 +180,24 @@ def _normalize_or_complete(Rt, s, k, small):
 
 
 @njit(cache=True, inline="always")
-def _complete_left(Bt, tau, Rt, Ut, p, k):
+def _reflector_entries(Bt, p, k, nzv):
+    """``nzv[j] = (count, i...)``: the rows ``i > j`` where reflector ``j``'s vector is nonzero (structured
+    rows -- a link's scaled identities -- give each reflector a few of them)."""
+    for j in range(k):
+        count = 0
+        for i in range(j + 1, p):
+            if Bt[ix(j), ix(i)] != 0.0:
+                count += 1
+                nzv[ix(j), ix(count)] = i
+        nzv[ix(j), 0] = count
+
+
+@njit(cache=True, inline="always")
+def _complete_left(Bt, tau, Rt, Ut, p, k, nzv):
     """``U = Q diag(U_R, I)`` (``p x p``) by its columns as rows of ``Ut``: each row the reflectors applied,
-    last to first, to the column it starts from."""
+    last to first, to the column it starts from, over the reflectors' nonzero entries ``nzv`` only (the
+    same sums, their zero terms left out)."""
+    _reflector_entries(Bt, p, k, nzv)
     for c in range(p):
         for i in range(p):
             Ut[ix(c), ix(i)] = 0.0
@@ -192,21 +208,24 @@ def _complete_left(Bt, tau, Rt, Ut, p, k):
             Ut[ix(c), ix(c)] = 1.0
         for j in range(k - 1, -1, -1):
             w = Ut[ix(c), ix(j)]
-            for i in range(j + 1, p):
+            for a in range(1, nzv[ix(j), 0] + 1):
+                i = nzv[ix(j), ix(a)]
                 w += Bt[ix(j), ix(i)] * Ut[ix(c), ix(i)]
             w *= tau[ix(j)]
             if w != 0.0:
                 Ut[ix(c), ix(j)] -= w
-                for i in range(j + 1, p):
+                for a in range(1, nzv[ix(j), 0] + 1):
+                    i = nzv[ix(j), ix(a)]
                     Ut[ix(c), ix(i)] -= w * Bt[ix(j), ix(i)]
 
 
 @njit(cache=True, inline="always")
-def svd_rows(Bt, p, k, Rt, Ut, Vt, s, tau):
+def svd_rows(Bt, p, k, Rt, Ut, Vt, s, tau, nzv):
     """The full SVD ``B = U diag(s) V'`` of ``B (p x k, p >= k)`` given by its columns as the rows of
     ``Bt (k, p)`` (overwritten): ``Ut (p, p)`` and ``Vt (k, k)`` hold ``U``'s and ``V``'s columns as rows,
-    ``s (k,)`` descends; ``Rt (k, k)`` and ``tau (k,)`` are scratch.  False when Jacobi did not converge
-    (the caller takes LAPACK's path).  See the module text; :func:`load_tall` fills ``Bt``."""
+    ``s (k,)`` descends; ``Rt (k, k)``, ``tau (k,)`` and the integers ``nzv (k, p + 1)`` are scratch.
+    False when Jacobi did not converge (the caller takes LAPACK's path).  See the module text;
+    :func:`load_tall` fills ``Bt``."""
     _householder(Bt, p, k, tau)
     norm = 0.0
     for a in range(k):  # R's columns as rows
@@ -231,5 +250,5 @@ def svd_rows(Bt, p, k, Rt, Ut, Vt, s, tau):
             _swap_rows(Rt, a, top, k)
             _swap_rows(Vt, a, top, k)
     _normalize_or_complete(Rt, s, k, small)
-    _complete_left(Bt, tau, Rt, Ut, p, k)
+    _complete_left(Bt, tau, Rt, Ut, p, k, nzv)
     return True

@@ -10,10 +10,10 @@ MAX = 12
 
 
 @njit
-def _svd(G, Bt, Rt, Ut, Vt, s, tau):
+def _svd(G, Bt, Rt, Ut, Vt, s, tau, nzv):
     m, n = G.shape
     load_tall(G, m, n, Bt)
-    return svd_rows(Bt, max(m, n), min(m, n), Rt, Ut, Vt, s, tau)
+    return svd_rows(Bt, max(m, n), min(m, n), Rt, Ut, Vt, s, tau, nzv)
 
 
 def full_svd(G):
@@ -21,8 +21,8 @@ def full_svd(G):
     m, n = G.shape
     p, k = max(m, n), min(m, n)
     Bt, Rt, Ut, Vt = (np.full((MAX, MAX), np.nan) for _ in range(4))
-    s, tau = np.full(MAX, np.nan), np.full(MAX, np.nan)
-    assert _svd(G, Bt, Rt, Ut, Vt, s, tau)
+    s, tau, nzv = np.full(MAX, np.nan), np.full(MAX, np.nan), np.full((MAX, MAX + 1), -1, dtype=np.int64)
+    assert _svd(G, Bt, Rt, Ut, Vt, s, tau, nzv)
     left, right = Ut[:p, :p].T, Vt[:k, :k].T  # columns: the tall one's singular vectors
     return (left, s[:k], right) if m >= n else (right, s[:k], left)
 
@@ -44,11 +44,17 @@ def blocks(kind, m, n, rng):
         G = 2.0 * (Q[:m, :n] if m >= n else Q[:n, :m].T)
     elif kind == "zero":
         G = np.zeros((m, n))
+    elif kind == "scaled identities":  # a link's hard rows: one nonzero each, every reflector sparse
+        G = np.zeros((m, n))
+        columns = rng.integers(0, n, size=m)
+        columns[: min(m, n)] = rng.permutation(n)[: min(m, n)]
+        G[np.arange(m), columns] = rng.choice([-1.0, 1.0], size=m) / np.sqrt(rng.integers(1, 4, size=m))
     return G
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.integers(1, MAX), st.integers(1, MAX), st.sampled_from(["generic", "low rank", "repeated rows", "graded", "repeated values", "zero"]),
+@given(st.integers(1, MAX), st.integers(1, MAX), st.sampled_from(["generic", "low rank", "repeated rows", "graded", "repeated values", "zero",
+                                                                "scaled identities"]),
        st.integers(0, 2**31 - 1))
 def test_the_svd_reconstructs_the_block_with_lapacks_singular_values_and_orthogonal_bases(m, n, kind, seed):
     G = blocks(kind, m, n, np.random.default_rng(seed))
