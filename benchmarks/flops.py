@@ -22,7 +22,6 @@ import argparse
 import json
 import platform
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -32,23 +31,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import elimination  # noqa: E402
 import mechanics  # noqa: E402
-from mechanics.algorithms import ALGORITHMS  # noqa: E402
 from mechanics.gplc import gplc_graph  # noqa: E402
+from viz.compare import applicable, median_seconds  # noqa: E402
 
 TARGET = 1.5
 MECHANISMS = {"fig4": lambda: mechanics.models.fig4(), "chain_of_loops(8)": lambda: mechanics.models.chain_of_loops(loops=8)}
-
-
-def applicable(mech) -> list:
-    """``(name, Algorithm)`` of every named algorithm that applies to ``mech``."""
-    chosen = []
-    for name, algo in ALGORITHMS.items():
-        try:
-            algo.check(mech, name)
-        except ValueError:
-            continue
-        chosen.append((name, algo))
-    return chosen
 
 
 def runs(mech, mu: float, seed: int) -> list:
@@ -67,24 +54,13 @@ def runs(mech, mu: float, seed: int) -> list:
     return out
 
 
-def sample(run, seconds: float) -> float:
-    """Mean time of ``run`` over calls filling at least ``seconds``."""
-    calls, start = 0, time.perf_counter()
-    while True:
-        run()
-        calls += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= seconds:
-            return elapsed / calls
-
-
 def measure(mech, mu: float, rounds: int, seconds: float, seed: int) -> list:
     """Rows ``{algorithm, flops, seconds, ns_per_flop, over_fastest}``, timed in interleaved rounds."""
     entries = runs(mech, mu, seed)
     samples = {name: [] for name, _, _ in entries}
     for _ in range(rounds):
         for name, _, run in entries:
-            samples[name].append(sample(run, seconds))
+            samples[name].append(median_seconds(run, 1, sample=seconds))  # one sample a round
     rows = [{"algorithm": name, "flops": flops, "seconds": float(np.median(samples[name]))} for name, flops, _ in entries]
     for row in rows:
         row["ns_per_flop"] = row["seconds"] / row["flops"] * 1e9

@@ -1386,21 +1386,18 @@ def factorize_maps(program) -> tuple:
 
 
 @njit(cache=True)
-def eliminate_kernel(flat, index, Fw, C, floor, maxn, check_rank, fail, floats, ints, Lin, Lmag, L, M, cache, X,
-                     dropped, solve_floats):
+def eliminate_kernel(flat, index, Fw, C, floor, maxn, check_rank, floats, ints, Lin, Lmag, L, M, cache, X, dropped,
+                     solve_floats):
     """One trip into compiled code for :func:`elimination.compiled_elimination`: :func:`factorize_one` of
-    every element of ``Fw (B, factor_size)`` into ``C (B, n)`` and ``fail (B,)``, then, where none failed,
+    every element of ``Fw (B, factor_size)`` into ``C (B, n)``, then, where none failed (else False),
     :func:`solve_one` of every element from copies ``L``, ``M`` of its linear terms and right-hand side
     sizes ``Lin``, ``Lmag (B, linear_size)`` (the solve writes the generated factors' among them).
     ``(flat, index)``: :func:`eliminate_tables`; the rest made once by the caller."""
     maps, smaps = factorize_maps_in(flat, index), solve_maps_in(flat, index, FACTORIZE_MAPS)
     scratch, sscratch = factorize_scratch_in(floats, ints, maxn), solve_scratch_in(solve_floats, maxn)
-    failed = False
     for b in range(Fw.shape[0]):
-        fail[b] = factorize_one(maps, Fw[b], C[b], floor, check_rank, scratch)[2]
-        failed = failed or fail[b] != -1
-    if failed:
-        return False
+        if factorize_one(maps, Fw[b], C[b], floor, check_rank, scratch)[2] != -1:
+            return False
     for b in range(Fw.shape[0]):
         for i in range(Lin.shape[1]):
             L[b, i], M[b, i] = Lin[b, i], Lmag[b, i]
@@ -1415,46 +1412,36 @@ def eliminate_tables(program) -> tuple:
     return program.derived["eliminate"]
 
 
-def run_factorize(program, Fw: np.ndarray, floor: float, out: tuple | None = None, scratch: tuple | None = None):
+def run_factorize(program, Fw: np.ndarray, floor: float, out: tuple | None = None):
     """``(C, ratio, weakest, failed)`` per element (``failed``: step of a pivot not of its sign, -1: none),
-    into ``out`` where given (``C`` zeros: the kernel writes only the blocks it uses), with the kernel's
-    scratch ``(floats, ints)`` of :func:`factorize_scratch_size` where given (a caller that calls again
-    keeps both: a large front's scratch is megabytes, fresh pages each call)."""
+    into ``out`` where given (``C`` zeros: the kernel writes only the blocks it uses)."""
     Bm, maxn = Fw.shape[0], max_front(program)
     C, ratio, weak, fail = out if out is not None else (
         np.zeros((Bm, program.conditional_size)), np.empty(Bm), np.empty(Bm, dtype=np.int64),
         np.empty(Bm, dtype=np.int64))
-    if scratch is None:
-        floats, ints = factorize_scratch_size(maxn)
-        scratch = np.zeros(floats), np.zeros(ints, dtype=np.int64)
+    floats, ints = factorize_scratch_size(maxn)
     announce_first_compile()
-    factorize_kernel(factorize_maps(program), Fw, C, floor, maxn, program.check_rank, ratio, weak, fail, *scratch)
+    factorize_kernel(factorize_maps(program), Fw, C, floor, maxn, program.check_rank, ratio, weak, fail,
+                     np.zeros(floats), np.zeros(ints, dtype=np.int64))
     return C, ratio, weak, fail
 
 
-def run_solve(program, C: np.ndarray, Lin: np.ndarray, Lmag: np.ndarray | None, workspace: dict | None = None):
+def run_solve(program, C: np.ndarray, Lin: np.ndarray, Lmag: np.ndarray | None):
     """``(X (B, value_size), dropped (B, dropped_size))`` for the linear terms ``Lin (B, linear_size)`` and
     the sizes ``Lmag`` of the hard rows' right-hand sides (``None`` for a program without hard rows), which
     are read, not written; ``C`` has ``Bc`` rows and element ``b`` uses row ``b % Bc``.
 
     The kernel writes the generated factors' terms among the linear terms: it runs on a copy of a chunk
     of elements at a time (at most ``WORKSPACE_CHUNK`` bytes, whole multiples of ``Bc`` where ``C`` is
-    shared), so a large batch's solve makes no copy of its terms (256 pose graphs: 170 MB).  A caller
-    that solves the same program again passes a ``workspace`` dict, which keeps these arrays (and ``X``,
-    ``dropped``, overwritten by the next call) between calls."""
+    shared), so a large batch's solve makes no copy of its terms (256 pose graphs: 170 MB)."""
     B, Bc = Lin.shape[0], C.shape[0]
+    X = np.zeros((B, program.value_size))
+    dropped = np.zeros((B, program.dropped_size))
     per = max(1, min(B, WORKSPACE_CHUNK // (8 * (2 * program.linear_size + program.cache_size + 1))))
     if Bc not in (1, B):  # C repeats every Bc elements: chunks start at a multiple of Bc
         per = max(Bc, per - per % Bc)
-    workspace = {} if workspace is None else workspace
-    if workspace.get("shape") != (B, per):
-        workspace.update(shape=(B, per), X=np.empty((B, program.value_size)), dropped=np.empty((B, program.dropped_size)),
-                         L=np.empty((per, program.linear_size)), M=np.zeros((per, program.linear_size)),
-                         cache=np.empty((per, program.cache_size)))
-    X, dropped, L, M, cache = (workspace[k] for k in ("X", "dropped", "L", "M", "cache"))
-    X[:], dropped[:], cache[:] = 0.0, 0.0, 0.0  # (as made: the kernel writes only what it uses)
-    if Lmag is None:
-        M[:] = 0.0
+    L, M, cache = (np.empty((per, program.linear_size)), np.zeros((per, program.linear_size)),
+                   np.zeros((per, program.cache_size)))
     maps, maxn = solve_maps(program), max_front(program)
     for b0 in range(0, B, per):
         b1 = min(B, b0 + per)

@@ -34,7 +34,7 @@ from .gaussian import (
     CONSISTENCY_RTOL, PIVOT_SUSPECT_RTOL, SINGULAR_RTOL, batch_note, eliminate_gaussian, mv, row_norms, singular_advice,
 )
 from .compiled import (SOLVE_SCRATCH, eliminate_kernel, eliminate_tables, factor_workspace, factorize_graph,
-                       factorize_scratch_size, max_front, run_factorize, run_solve, stacked, started_error)
+                       factorize_scratch_size, max_front, run_solve, stacked, started_error)
 from . import lanes
 from .program import F
 from .numeric_rank import NumericHardRows
@@ -760,7 +760,8 @@ def compiled_elimination(graph: FactorGraph, plan: Plan) -> Callable[[], np.ndar
     timing it measures the elimination's own cost -- what tracks the plan's
     flops -- without the Python that builds workspaces and result dicts, nor
     fresh pages for megabytes of scratch.  No refinement, no checks of
-    dropped rows.
+    dropped rows.  Linear terms batched beyond the matrices: every element is
+    factorized, its matrices repeated.
 
     Returns
     -------
@@ -794,19 +795,20 @@ def compiled_elimination(graph: FactorGraph, plan: Plan) -> Callable[[], np.ndar
     Fw, batch, largest = factor_workspace(graph, program)
     floor = SCALE_FLOOR * largest
     Lin, Lmag, full = _laid_out(program, _own_linear_terms(graph.factors, program), batch)
+    if Lin.shape[0] != Fw.shape[0]:  # linear terms batched beyond the matrices: each element factorized
+        Fw = _aligned(Fw, batch, full)
+        Fw = Fw[np.arange(Lin.shape[0]) % Fw.shape[0]]
     B, maxn = Fw.shape[0], max_front(program)
-    if Lin.shape[0] != B:  # (linear terms batched beyond the matrices': C is shared, see run_solve)
-        return _elimination_in_two_trips(program, Fw, floor, Lin, Lmag, batch, full)
     Lmag = np.zeros_like(Lin) if Lmag is None else Lmag
     floats, ints = factorize_scratch_size(maxn)
     # the kernel's outputs and scratch, made once: a call runs the kernel only
-    C, fail, X = np.zeros((B, program.conditional_size)), np.empty(B, dtype=np.int64), np.zeros((B, program.value_size))
+    C, X = np.zeros((B, program.conditional_size)), np.zeros((B, program.value_size))
     arrays = (np.zeros(floats), np.zeros(ints, dtype=np.int64), Lin, Lmag, np.empty_like(Lin), np.empty_like(Lin),
               np.zeros((B, program.cache_size)), X, np.zeros((B, program.dropped_size)), np.zeros(SOLVE_SCRATCH * maxn))
     flat, index = eliminate_tables(program)
 
     def run() -> np.ndarray:
-        if not eliminate_kernel(flat, index, Fw, C, floor, maxn, program.check_rank, fail, *arrays):
+        if not eliminate_kernel(flat, index, Fw, C, floor, maxn, program.check_rank, *arrays):
             raise SingularProblemError(
                 "compiled_elimination: a pivot was refused or hard rows were found dependent; "
                 "elimination.factorize(graph, plan) names the variables and handles dependent rows", -1, ())
@@ -814,25 +816,6 @@ def compiled_elimination(graph: FactorGraph, plan: Plan) -> Callable[[], np.ndar
 
     return run
 
-
-
-def _elimination_in_two_trips(program, Fw, floor, Lin, Lmag, batch, full):
-    """:func:`compiled_elimination`'s call where the linear terms are batched beyond the matrices: the
-    factorization, then the solve of every element against its element's conditionals."""
-    out = (np.zeros((Fw.shape[0], program.conditional_size)), np.empty(Fw.shape[0]),
-           np.empty(Fw.shape[0], dtype=np.int64), np.empty(Fw.shape[0], dtype=np.int64))
-    floats, ints = factorize_scratch_size(max_front(program))
-    scratch, solve_workspace = (np.zeros(floats), np.zeros(ints, dtype=np.int64)), {}
-
-    def run() -> np.ndarray:
-        C, _, _, failed = run_factorize(program, Fw, floor, out, scratch)
-        if (failed != -1).any():
-            raise SingularProblemError(
-                "compiled_elimination: a pivot was refused or hard rows were found dependent; "
-                "elimination.factorize(graph, plan) names the variables and handles dependent rows", -1, ())
-        return run_solve(program, _aligned(C, batch, full), Lin, Lmag, solve_workspace)[0]
-
-    return run
 
 def _aligned(C: np.ndarray, batch: tuple, full: tuple) -> np.ndarray:
     """``C`` (prod(batch), n), indexable by ``b % len(C)`` for the elements ``b`` of ``full``."""

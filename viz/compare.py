@@ -173,14 +173,14 @@ def _row(mech, name: str, algo, q, v, tau, reference, mu: float, tol: float, max
     if not result.converged:
         row.note = f"not converged (residual {result.residual:.1e})"
     phase("timing")
-    row.seconds = _median_seconds(solve, repeat)
+    row.seconds = median_seconds(solve, repeat)
     row.elimination_seconds = _elimination_seconds(mech, algo, plan, q, v, tau, mu, repeat)
     if reference is not None:
         row.deviation = float(np.max(np.abs(result.qdd - reference)) / max(np.max(np.abs(reference)), 1e-300))
     return row
 
 
-def _median_seconds(call, repeat: int, sample: float = 0.0) -> float:
+def median_seconds(call, repeat: int, sample: float = 0.0) -> float:
     """Median over ``repeat`` samples of the time per call; a sample repeats the call until it lasts
     ``sample`` seconds (short calls: the clock's resolution and its own cost would dominate)."""
     times = []
@@ -205,7 +205,7 @@ def _elimination_seconds(mech, algo, plan, q, v, tau, mu: float, repeat: int) ->
     except ValueError:
         return None
     run()  # compiled (or loaded from disk) before it is timed
-    return _median_seconds(run, max(repeat, 5), sample=2e-3)
+    return median_seconds(run, max(repeat, 5), sample=2e-3)
 
 
 COLUMNS = ("algorithm", "policy", "flops", "max_front", "fill_edges", "iterations", "residual", "seconds",

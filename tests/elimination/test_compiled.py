@@ -144,6 +144,16 @@ def test_compiled_elimination_is_one_factorization_and_solve_of_the_graph():
         for key, value in expected.items():
             got = X[0, offsets[key] : offsets[key] + value.shape[-1]]
             assert np.max(np.abs(got - value)) <= 1e-9 * max(1.0, np.max(np.abs(value)))
+    batched = FactorGraph()  # linear terms batched beyond the matrices: every element solved
+    batched.add_variable(Variable("x", 2))
+    batched.add_variable(Variable("y", 1))
+    batched.add(Quadratic(["x", "y"], M[:3, :3] @ M[:3, :3].T + np.eye(3), rng.normal(size=(4, 3))))
+    expected = batched.dense_solve()
+    plan = analyze(batched, elimination.resolve_ordering(batched, "min_fill"))
+    X, offsets = elimination.compiled_elimination(batched, plan)(), plan.lowered().value_offset
+    assert X.shape[0] == 4
+    for key, value in expected.items():
+        assert np.allclose(X[:, offsets[key] : offsets[key] + value.shape[-1]], value, rtol=1e-10, atol=1e-12)
     singular = FactorGraph()
     singular.add_variable(Variable("x", 2))
     singular.add(Quadratic(["x"], np.diag([1.0, 0.0]), np.ones(2)))

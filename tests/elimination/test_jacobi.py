@@ -52,10 +52,11 @@ def blocks(kind, m, n, rng):
     return G
 
 
+KINDS = ["generic", "low rank", "repeated rows", "graded", "repeated values", "zero", "scaled identities"]
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.integers(1, MAX), st.integers(1, MAX), st.sampled_from(["generic", "low rank", "repeated rows", "graded", "repeated values", "zero",
-                                                                "scaled identities"]),
-       st.integers(0, 2**31 - 1))
+@given(st.integers(1, MAX), st.integers(1, MAX), st.sampled_from(KINDS), st.integers(0, 2**31 - 1))
 def test_the_svd_reconstructs_the_block_with_lapacks_singular_values_and_orthogonal_bases(m, n, kind, seed):
     G = blocks(kind, m, n, np.random.default_rng(seed))
     U, s, V = full_svd(G)
