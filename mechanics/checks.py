@@ -17,6 +17,8 @@ from factorgraph.factors import real_array
 
 from .mechanism import Mechanism
 
+FLOAT = np.dtype(np.float64)
+
 UNIT_NORM_TOL = 1e-4
 """Largest ``| |u|^2 - 1 |`` accepted for a unit quaternion or (cos, sin) pair in ``q``.
 
@@ -126,9 +128,9 @@ def plain_state(mechanism: Mechanism, q, v, tau) -> bool:
     """One unbatched state of contiguous float64 arrays of the right sizes (their values unchecked: the compiled
     kernel checks those itself, and refuses what :func:`check_state` would; a strided array would make numba
     compile the kernel once more, for its layout)."""
-    return (type(q) is np.ndarray and type(v) is np.ndarray and type(tau) is np.ndarray and q.ndim == 1
-            and v.ndim == 1 and tau.ndim == 1 and q.dtype == np.float64 and v.dtype == np.float64
-            and tau.dtype == np.float64 and q.shape[0] == mechanism.nq and v.shape[0] == mechanism.nv == tau.shape[0]
+    return (type(q) is np.ndarray and type(v) is np.ndarray and type(tau) is np.ndarray
+            and q.shape == (mechanism.nq,) and v.shape == tau.shape == (mechanism.nv,)
+            and q.dtype == FLOAT and v.dtype == FLOAT and tau.dtype == FLOAT  # (against a dtype: no conversion)
             and q.flags.c_contiguous and v.flags.c_contiguous and tau.flags.c_contiguous)
 
 

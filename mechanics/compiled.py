@@ -142,6 +142,7 @@ class CompiledDynamics:
         # one state's warm start, never written (not flagged read-only: numba would compile the kernel again)
         self.no_forces = np.zeros((1, mechanism.constraint_dim))
         self.width = self.columns["worst"] + 1
+        self.link_count = len(mechanism.links)
         # the kernel's workspace, kept: numba holds the GIL, so no two calls share it at once
         self.parts = _workspace_parts(mechanism, self.constraints, program)
         self.floats = np.zeros(self.parts[-1])
@@ -173,15 +174,16 @@ class CompiledDynamics:
         return out, flags
 
 
-    def run_one(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, settings: tuple) -> tuple:
+    def run_one(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, mu: float, tol: float, max_iter: int,
+                refine: int) -> tuple:
         """:meth:`run` of one state whose shapes and types the caller checked (:func:`mechanics.checks.plain_state`),
-        with no warm start; ``settings``: ``(mu, tol, max_iter, refine)`` as float, float, int, int.  Returns its
-        row of ``out`` and of ``flags``: a prepared call's whole trip, without the checks and reshapes of a
-        batch (they were a third of a small robot's call)."""
+        with no warm start.  Returns its row of ``out`` and of ``flags``: a prepared call's whole trip, without
+        the checks and reshapes of a batch (they were a third of a small robot's call)."""
         out, flags = np.empty((1, self.width)), np.empty((1, 3), dtype=np.int64)
         announce_first_compile(__file__, "the dynamics kernel")
-        dynamics_kernel(*self.tables, q[None], v[None], tau[None], self.no_forces, *settings, self.iterating,
-                        self.floats, self.ints, out, flags)
+        # the settings' types fixed here: an int mu would make numba compile the kernel once more
+        dynamics_kernel(*self.tables, q[None], v[None], tau[None], self.no_forces, float(mu), float(tol),
+                        int(max_iter), int(refine), self.iterating, self.floats, self.ints, out, flags)
         return out[0], flags[0]
 
 

@@ -83,7 +83,7 @@ def residual_tolerance(tol: float, terms: dict, batch: tuple) -> np.ndarray:
 
 def warn_inverse_mu(mu: float, policies: set, label: str, stacklevel: int) -> None:
     """Warn (:class:`MuConventionWarning`) when ``mu < 1`` and some constraint is under ``prox`` or ``alm``."""
-    if policies & {"prox", "alm"} and mu < 1.0:
+    if mu < 1.0 and policies & {"prox", "alm"}:
         warnings.warn(
             f"{label}: mu={mu:g} < 1 -- here mu is a stiffness, larger is stiffer (the papers use 1e5-1e7), "
             f"the inverse of Pinocchio's ProximalSettings mu: Pinocchio's mu={mu:g} is mu={1.0 / mu:g} here. "

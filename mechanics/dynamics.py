@@ -373,7 +373,10 @@ class PreparedDynamics:
 
     def _run(self, q, v, tau, forces0, stacklevel: int) -> DynamicsResult:
         if self.compiled is not None:
-            result = self._run_compiled(q, v, tau, forces0, stacklevel + 1)
+            if forces0 is None and plain_state(self.mechanism, q, v, tau):  # one state, the common call
+                result = self._run_one(q, v, tau, stacklevel + 1)
+            else:
+                result = self._run_compiled(q, v, tau, forces0, stacklevel + 1)
             if result is not None:
                 return result
         mechanism, policies, mu = self.mechanism, self.policies, self.mu
@@ -401,14 +404,16 @@ class PreparedDynamics:
         return self._result(qdd, forces, accelerations[..., LINEAR_FIRST], iterations, worst, converged, batch)
 
     def _run_one(self, q, v, tau, stacklevel: int) -> DynamicsResult | None:
-        """:meth:`_run_compiled` of one plain state (:func:`mechanics.checks.plain_state`): no copies, no batch."""
-        settings = (float(self.mu), float(self.tol), int(self.max_iter), int(self.refine))  # (as set now)
-        return self._answer_one(*self.compiled.run_one(q, v, tau, settings), stacklevel + 1)
+        """:meth:`_run_compiled` of one plain state (:func:`mechanics.checks.plain_state`): no copies, no batch,
+        the settings as set now."""
+        row, flags = self.compiled.run_one(q, v, tau, self.mu, self.tol, self.max_iter, self.refine)
+        return self._answer_one(row, flags, stacklevel + 1)
 
     def _answer_one(self, row: np.ndarray, flags: np.ndarray, stacklevel: int) -> DynamicsResult | None:
         """One state's row of the kernel's output and of its flags as a result: the row's parts as they are,
-        Python scalars for the flags (numpy's reductions cost more than the rest of the call); ``None`` where
-        the numpy path must answer (as :meth:`_run_compiled`)."""
+        Python scalars for the flags and the residual, the result made here (a single call's Python is most
+        of a small robot's time: numpy's reductions, even a helper's frame, cost as much as a link's
+        dynamics); ``None`` where the numpy path must answer (as :meth:`_run_compiled`)."""
         iterations, converged, status = flags.tolist()
         columns, hard = self.compiled.columns, self.compiled.hard_rows
         if status != OK or hard is not None and _beyond_round_off(_max_abs([row[columns["residual"]][hard]]),
@@ -418,9 +423,12 @@ class PreparedDynamics:
         if not converged:
             warn_not_converged(self._context, self._names, self.tol, self.max_iter, np.asarray(False),
                                np.asarray(iterations), np.asarray(worst), stacklevel=stacklevel)
-        accelerations = row[columns["accelerations"]].reshape(len(self.mechanism.links), 6)
-        return self._result(row[columns["qdd"]], row[columns["forces"]], accelerations, iterations, worst,
-                            bool(converged), ())
+        forces = row[columns["forces"]]
+        accelerations = row[columns["accelerations"]].reshape(self.compiled.link_count, 6)
+        return DynamicsResult(qdd=row[columns["qdd"]], forces=forces, iterations=iterations, residual=worst,
+                              algorithm=self.name, converged=bool(converged),
+                              link_accelerations=NamedParts(self._link_parts, accelerations),
+                              constraint_forces=NamedParts(self._constraint_parts, forces))
 
     def _result(self, qdd, forces, accelerations, iterations, worst, converged, batch: tuple) -> DynamicsResult:
         """``accelerations (*batch, n_links, 6)`` in Pinocchio's ``[linear; angular]`` order."""
@@ -457,8 +465,6 @@ class PreparedDynamics:
         the numpy path (it then answers for the whole call, naming what is singular) or its checks (they then
         name what is wrong with the state)."""
         compiled = self.compiled
-        if forces0 is None and plain_state(self.mechanism, q, v, tau):  # one state, the common call
-            return self._run_one(q, v, tau, stacklevel + 1)
         batch, rows = self._compiled_rows(q, v, tau, forces0)
         out, flags = compiled.run(*rows, self.mu, self.tol, self.max_iter, self.refine)
         if batch == ():

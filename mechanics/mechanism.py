@@ -196,13 +196,14 @@ class PlanCache:
 
     def get(self, key, make):
         """The plan under ``key``, made by ``make()`` the first time."""
-        if key in self._plans:
-            self._plans.move_to_end(key)
-        else:
-            self._plans[key] = make()
-            if len(self._plans) > self.size:
-                self._plans.popitem(last=False)
-        return self._plans[key]
+        plans = self._plans
+        try:
+            plans.move_to_end(key)  # (one lookup: a kept one is the common case, every call of forward_dynamics)
+        except KeyError:
+            plans[key] = make()
+            if len(plans) > self.size:
+                plans.popitem(last=False)
+        return plans[key]
 
     def __len__(self) -> int:
         return len(self._plans)
