@@ -1226,10 +1226,10 @@ def _filled(program, matrices: list, batch: tuple, unbatched: bool, chosen: slic
 WORKSPACE_CHUNK = 32 * 2**20  # bytes of factor workspace a batched factorization fills and runs at a time
 
 
-def factorize_graph(graph, program, floor_rtol: float) -> tuple:
+def factorize_graph(graph, program, floor_rtol: float, C: np.ndarray | None = None) -> tuple:
     """``(C, ratio, weakest, failed, batch)``: :func:`factor_workspace` and :func:`run_factorize` of the
     graph, whose scale floor is ``floor_rtol`` times the largest diagonal magnitude of its quadratic
-    factors over the whole batch.
+    factors over the whole batch; the conditionals into ``C`` (zeroed first) where it has their shape.
 
     A batch is factorized a chunk of elements at a time, through one reused workspace of at most
     ``WORKSPACE_CHUNK`` bytes (at least one element): the factor workspace of a large batch is never
@@ -1244,20 +1244,30 @@ def factorize_graph(graph, program, floor_rtol: float) -> tuple:
     batch = _matrix_batch(graph, matrices)
     Bm = int(np.prod(batch))
     if batch and Bm >= lanes.LANES and lanes.covers(program):
-        return (*lanes.factorize_graph(program, matrices, batch, floor_rtol), batch)
+        C = zeroed(C, (lanes.groups_of(Bm), program.conditional_size, lanes.LANES))
+        return (*lanes.factorize_graph(program, matrices, batch, floor_rtol, C), batch)
     per = max(1, min(Bm, WORKSPACE_CHUNK // (8 * max(1, program.factor_size))))
+    out = (zeroed(C, (Bm, program.conditional_size)), np.empty(Bm), np.empty(Bm, dtype=np.int64),
+           np.empty(Bm, dtype=np.int64))
     if per == Bm:
         Fw, largest = _filled(program, matrices, batch, graph.batch_shape == (), slice(None), None)
-        return (*run_factorize(program, Fw, floor_rtol * largest), batch)
+        return (*run_factorize(program, Fw, floor_rtol * largest, out), batch)
     floor = floor_rtol * _largest_diagonal(program, matrices)  # (the whole batch's, as one workspace's)
-    out = (np.zeros((Bm, program.conditional_size)), np.empty(Bm), np.empty(Bm, dtype=np.int64),
-           np.empty(Bm, dtype=np.int64))
     Fw = np.empty((per, program.factor_size))
     for b0 in range(0, Bm, per):
         b1 = min(Bm, b0 + per)
         _filled(program, matrices, batch, False, slice(b0, b1), Fw[: b1 - b0])
         run_factorize(program, Fw[: b1 - b0], floor, tuple(x[b0:b1] for x in out))
     return (*out, batch)
+
+
+def zeroed(C: np.ndarray | None, shape: tuple) -> np.ndarray:
+    """Zeros of ``shape``: ``C``'s memory, zeroed, where it has that shape (the kernels write only the
+    blocks they use, and read the others as zeros), else fresh."""
+    if C is None or C.shape != shape:
+        return np.zeros(shape)
+    C.fill(0.0)
+    return C
 
 
 def _largest_diagonal(program, matrices: list) -> float:

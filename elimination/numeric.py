@@ -133,6 +133,7 @@ class Factorization:
     pivot_ratio: np.ndarray = np.inf
     weakest_step = None
     _no_dropped_rows = None  # whether no step drops rows (startable), once asked
+    _spent = False  # its memory handed on to another factorization (factorize's out)
 
     def __init__(
         self, plan: Plan, graph: FactorGraph, conditionals: list, hessians: dict, coefficients: dict,
@@ -324,6 +325,7 @@ class Factorization:
         (array([1.]), array([3.]))
         """
         refine = check_refine(refine)
+        self._check_live()
         if not self.plan.complete:
             raise ValueError(
                 f"this factorization is partial (variables {list(self.plan.remaining)} are not "
@@ -345,6 +347,17 @@ class Factorization:
                 if np.any(suspect):
                     values = self._verified(values, lin_g, lin_b, measurements, suspect)
         return self._splice(values, g, b, refine) if self.fallbacks else values
+
+    def _hand_on(self) -> dict:
+        """The memory a later factorization along the same plan may reuse (``factorize(..., out=self)``):
+        none here (the numpy path's conditionals are per step); this factorization is spent after."""
+        self._spent = True
+        return {}
+
+    def _check_live(self) -> None:
+        if self._spent:
+            raise ValueError("solve: this factorization's memory was handed on by factorize(..., out=...), and holds "
+                             "another factorization now; solve the factorization that call returned")
 
     def startable(self) -> bool:
         """Whether :meth:`solve` refines from given values (its ``start``): no element was re-planned, no
@@ -518,6 +531,15 @@ class CompiledFactorization(Factorization):
         self._own_linear = None  # the graph's own linear terms laid out, made at the first solve
         self._residual_groups = None  # refinement's terms per factor group, stacked at the first refinement
         self._per_element = None  # lane conditionals one row per element, made at the first solve that needs them
+        self._linear_memory = None  # a consumed factorization's laid-out linear terms, refilled at the first solve
+
+    def _hand_on(self) -> dict:
+        """The conditionals and the laid-out linear terms (where a solve laid them out): what
+        ``factorize(..., out=self)`` fills again."""
+        memory = {"C": self.C, "linear": self._own_linear[:2] if self._own_linear is not None else self._linear_memory}
+        super()._hand_on()
+        self.C = self._own_linear = self._per_element = self._linear_memory = None  # (no stale reads: gone)
+        return memory
 
     def __repr__(self) -> str:
         return f"CompiledFactorization({len(self.plan.steps)} steps, batch={self.graph.batch_shape})"
@@ -527,6 +549,7 @@ class CompiledFactorization(Factorization):
         # The graph's own terms, no refinement, nothing suspect: one trip into the solve kernel, without
         # tables of the graph's terms (reading 3000 factor objects into dicts cost more than the sweeps).
         refine = check_refine(refine)
+        self._check_live()
         if g or b or (start is not None and refine) or np.any(self.suspect()) or (
                 refine and not self._laid_out_residuals()):
             return super().solve(g, b, refine, start)
@@ -544,7 +567,9 @@ class CompiledFactorization(Factorization):
         override, the outer iterations' moving terms)."""
         program = self.program
         if self._own_linear is None:
-            self._own_linear = _laid_out(program, _own_linear_terms(self.graph.factors, program), self.batch_shape)
+            self._own_linear = _laid_out(program, _own_linear_terms(self.graph.factors, program), self.batch_shape,
+                                         self._linear_memory)
+            self._linear_memory = None
         Lin, Lmag, full = self._own_linear
         if lin_g is None:  # the graph's own terms, as laid out
             return Lin, Lmag, full  # (read, not written, by the solve: compiled.run_solve)
@@ -725,17 +750,30 @@ def _own_linear_terms(factors, program) -> list:
             for group in program.groups]
 
 
-def _laid_out(program, terms: list, batch: tuple):
+def _laid_out(program, terms: list, batch: tuple, memory: tuple | None = None):
     """:func:`_linear_workspace` of the terms listed per factor group: a group of factors of one shape
-    (:class:`elimination.program.FactorGroup`) is one stacked store."""
+    (:class:`elimination.program.FactorGroup`) is one stacked store; into ``memory`` ``(Lin, Lmag)``
+    (zeroed first) where it has their shapes."""
     stacks = [stacked(group_terms, 1) for group_terms in terms]
     full = tuple(np.broadcast_shapes(batch, *(b for _, b in stacks)))
     B = int(np.prod(full))
-    Lin = np.zeros((B, program.linear_size))
-    Lmag = np.zeros((B, program.linear_size)) if any(group.hard for group in program.groups) else None
+    hard = any(group.hard for group in program.groups)
+    Lin, Lmag = _zeroed(memory, (B, program.linear_size), hard)
     for group, (stack, _) in zip(program.groups, stacks):
         _store(Lin, Lmag, group, stack, full)
     return Lin, Lmag, full
+
+
+def _zeroed(memory: tuple | None, shape: tuple, hard: bool) -> tuple:
+    """``(Lin, Lmag)`` of ``shape`` (``Lmag`` only where some rows are hard): ``memory``'s, zeroed, where they
+    fit, else fresh zeros."""
+    Lin, Lmag = memory if memory is not None else (None, None)
+    if Lin is None or Lin.shape != shape or hard != (Lmag is not None):
+        return np.zeros(shape), np.zeros(shape) if hard else None
+    Lin.fill(0.0)
+    if Lmag is not None:
+        Lmag.fill(0.0)
+    return Lin, Lmag
 
 
 def _copied(a: np.ndarray | None) -> np.ndarray | None:
@@ -848,7 +886,8 @@ def _checked_override(name: str, index, value, current: np.ndarray) -> np.ndarra
 BACKENDS = ("numpy", "numba", "auto")
 
 
-def factorize(graph: FactorGraph, plan: Plan, rule: Callable = eliminate_gaussian, backend: str = "auto") -> Factorization:
+def factorize(graph: FactorGraph, plan: Plan, rule: Callable = eliminate_gaussian, backend: str = "auto",
+              out: Factorization | None = None) -> Factorization:
     """Numeric elimination of ``graph`` along ``plan``.
 
     Parameters
@@ -872,6 +911,17 @@ def factorize(graph: FactorGraph, plan: Plan, rule: Callable = eliminate_gaussia
         element whose pivot the compiled kernel refuses, or whose hard rows
         it finds dependent, is factorized by the numpy rule (which names the
         variables or re-plans it).
+    out : Factorization, optional
+        A factorization along the same ``plan`` that is no longer needed:
+        its memory holds this one's conditionals and laid-out linear terms
+        (zeroed first, so the numbers are those of a fresh factorization, bit
+        for bit).  For a loop that factorizes graph after graph of one
+        structure -- Gauss-Newton or iLQR iterations, batches of states -- it
+        then touches no fresh memory the size of the batch, which costs more
+        than the elimination itself for large batches (the first touch of
+        fresh pages).  ``out`` is consumed: solving it afterwards raises
+        ``ValueError``.  Where the numpy path runs, or the batch differs,
+        fresh memory is taken.
 
     Returns
     -------
@@ -888,6 +938,25 @@ def factorize(graph: FactorGraph, plan: Plan, rule: Callable = eliminate_gaussia
     elimination.SingularProblemError
         If a pivot is numerically singular or of the wrong sign, or
         variables are undetermined once dependent hard rows are set aside.
+
+    Examples
+    --------
+    Graphs of one structure, new numbers each (a Gauss-Newton loop), each
+    factorization in the memory of the last:
+
+    >>> import numpy as np
+    >>> from factorgraph import FactorGraph, Variable, Quadratic
+    >>> import elimination
+    >>> def graph(scale):
+    ...     fg = FactorGraph(); fg.add_variable(Variable("x", 2))
+    ...     fg.add(Quadratic(["x"], scale * np.eye(2), [1.0, 2.0]))
+    ...     return fg
+    >>> plan = elimination.analyze(graph(1.0), elimination.natural(graph(1.0)))
+    >>> fact = None
+    >>> for scale in (1.0, 2.0, 4.0):
+    ...     fact = elimination.factorize(graph(scale), plan, out=fact)
+    >>> fact.solve()["x"]
+    array([0.25, 0.5 ])
     """
     if not isinstance(graph, FactorGraph):
         raise TypeError(f"factorize: graph must be a FactorGraph, got {type(graph).__name__}")
@@ -900,8 +969,9 @@ def factorize(graph: FactorGraph, plan: Plan, rule: Callable = eliminate_gaussia
         )
     if backend not in BACKENDS:
         raise ValueError(f"factorize: backend must be one of {BACKENDS}, got {backend!r}")
+    memory = _consumed(out, plan)
     if backend != "numpy":
-        compiled = _compiled(graph, plan, rule, backend)
+        compiled = _compiled(graph, plan, rule, backend, memory)
         if compiled is not None:
             return compiled
     hessians, scales, coefficients, row_scales, rows = {}, {}, {}, {}, {}
@@ -946,21 +1016,37 @@ def factorize(graph: FactorGraph, plan: Plan, rule: Callable = eliminate_gaussia
     return fact
 
 
-def _compiled(graph: FactorGraph, plan: Plan, rule: Callable, backend: str):
+def _consumed(out: Factorization | None, plan: Plan) -> dict:
+    """``factorize``'s ``out``, checked and consumed: the memory it hands on (none for a factorization of
+    the numpy path)."""
+    if out is None:
+        return {}
+    if not isinstance(out, Factorization):
+        raise TypeError(f"factorize: out must be a Factorization (from elimination.factorize), got {type(out).__name__}")
+    if out.plan is not plan:
+        raise ValueError("factorize: out is a factorization along another plan; its memory fits only its own plan's "
+                         "factorizations (pass out=None, or the plan out was made with)")
+    return out._hand_on()
+
+
+def _compiled(graph: FactorGraph, plan: Plan, rule: Callable, backend: str, memory: dict):
     """The compiled factorization, or ``None`` for the numpy path (``"auto"`` on a plan the program does
-    not cover, or a pivot that fails: the numpy path then names the variables)."""
+    not cover, or a pivot that fails: the numpy path then names the variables).  ``memory``: what a
+    consumed factorization hands on (:meth:`Factorization._hand_on`)."""
     program = plan.lowered()
     if program.unsupported or rule is not eliminate_gaussian:
         if backend == "numba":
             why = program.unsupported or "a custom elimination rule runs on numpy only"
             raise ValueError(f"factorize(backend='numba'): {why}; use backend='numpy' or 'auto'")
         return None
-    C, ratio, weak, failed, batch = factorize_graph(graph, program, SCALE_FLOOR)
+    C, ratio, weak, failed, batch = factorize_graph(graph, program, SCALE_FLOOR, memory.get("C"))
     if np.any(failed != -1):  # a refused pivot (named by the numpy rule), or rows found dependent (re-planned there)
         return None
     worst = int(np.argmin(ratio)) if ratio.size else 0
     weakest = plan.steps[weak[worst]] if ratio.size and weak[worst] >= 0 else None
-    return CompiledFactorization(plan, graph, program, C, batch, ratio.reshape(batch), weakest)
+    fact = CompiledFactorization(plan, graph, program, C, batch, ratio.reshape(batch), weakest)
+    fact._linear_memory = memory.get("linear")
+    return fact
 
 
 def _replanned(graph: FactorGraph, plan: Plan, index: tuple, batch: tuple, rule: Callable) -> Factorization:

@@ -161,6 +161,56 @@ def test_compiled_elimination_is_one_factorization_and_solve_of_the_graph():
         elimination.compiled_elimination(singular, analyze(singular, elimination.resolve_ordering(singular, "natural")))()
 
 
+@settings(max_examples=40, deadline=None)
+@given(graph_specs(hard_multipliers=True))
+def test_a_factorization_into_a_consumed_ones_memory_is_a_fresh_one_bit_for_bit(spec):
+    """``factorize(graph, plan, out=old)``: the conditionals (and, once solved, the laid-out linear terms)
+    of ``old`` hold the new factorization -- the same arrays, poisoned here with NaN to stand for another
+    graph's numbers -- and every number equals a fresh factorization's, bit for bit: in lanes (11
+    elements), per element and unbatched.  ``old`` is spent: solving it raises."""
+    from dataclasses import replace
+
+    for batch in ((), (3,), (11,)):
+        first, second = build_graph(spec, batch=batch), build_graph(replace(spec, seed=spec.seed + 1), batch=batch)
+        assume(well_conditioned(first) and well_conditioned(second))
+        plan = analyze(first, elimination.resolve_ordering(first, "min_fill"))
+        try:
+            old = factorize(first, plan, backend="numba")
+            fresh = factorize(second, plan, backend="numba")
+        except SingularProblemError:
+            event("refused")
+            continue
+        old.solve()  # its linear terms laid out: handed on too
+        C, linear = old.C, old._own_linear[0]
+        C.fill(np.nan)
+        linear.fill(np.nan)
+        new = factorize(second, plan, backend="numba", out=old)
+        assert new.C is C and np.array_equal(new.C, fresh.C)
+        assert np.array_equal(new.pivot_ratio, fresh.pivot_ratio)
+        for call in ({"refine": 0}, {"refine": 1}):
+            got, expected = new.solve(**call), fresh.solve(**call)
+            assert got.keys() == expected.keys() and all(np.array_equal(got[k], expected[k]) for k in got)
+        assert new._own_linear[0] is linear
+        with pytest.raises(ValueError, match="handed on"):
+            old.solve()
+        event(f"batch {batch}")
+
+
+def test_factorize_out_must_be_a_factorization_along_the_same_plan():
+    graph, ordering = _chain()
+    plan = analyze(graph, ordering)
+    fact = factorize(graph, plan)
+    with pytest.raises(TypeError, match="out must be a Factorization"):
+        factorize(graph, plan, out=fact.C)
+    with pytest.raises(ValueError, match="another plan"):
+        factorize(graph, analyze(graph, ordering), out=fact)
+    numpy_side = factorize(graph, plan, backend="numpy")  # (no memory to hand on: fresh memory, same answer)
+    reused = factorize(graph, plan, out=numpy_side)
+    assert max_relative_error(reused.solve(), graph.dense_solve()) < 1e-9
+    with pytest.raises(ValueError, match="handed on"):
+        numpy_side.solve()
+
+
 def _saddle(rng) -> np.ndarray:
     """A multiplier prior coupled to y: [[-1e-3 I, B], [B', 0]] over (l, y)."""
     B = rng.normal(size=(2, 3))

@@ -302,3 +302,28 @@ def test_a_policy_of_its_own_runs_on_the_numpy_path():
     assert fused.compiled is None
     q, v, tau = random_state(mech, np.random.default_rng(2))
     assert relative(fused(q, v, tau).qdd, mechanics.prepare(mech, "proxbbo", backend="numpy")(q, v, tau).qdd) < 1e-12
+
+
+@pytest.mark.parametrize("algorithm, batch", [("lcaba", ()), ("lcaba", (11,)), ("proxbbo", (3,)), ("proxltl", ())])
+def test_a_gplc_factorization_into_a_consumed_ones_memory_is_a_fresh_one_bit_for_bit(algorithm, batch):
+    """The engine's ``factorize(graph, plan, out=old)`` on GPLC graphs of two states: their tree pairs leave
+    the zero blocks of the conditionals unwritten, so the memory handed on (poisoned here with NaN, as another
+    state's numbers) must be zeroed first; the numbers then equal a fresh factorization's, bit for bit."""
+    mech = models.MODELS["four_bar"]()
+    rng = np.random.default_rng(7)
+    structure, plan = mechanics.algorithm_plan(mech, algorithm)
+    policy = {"lcaba": "alm", "proxbbo": "prox", "proxltl": "prox"}[algorithm]
+    first, second = (mechanics.gplc_graph(mech, *random_state(mech, rng, batch), policy=policy) for _ in range(2))
+    assert first.structure() == structure
+    pairs = plan.lowered().steps[:, elimination.program.F["pair"]]
+    assert np.any(pairs != 0)  # tree pairs: the fixed-size kernels that read zero blocks
+    old = elimination.factorize(first, plan, backend="numba")
+    old.solve()
+    C = old.C
+    C.fill(np.nan)
+    old._own_linear[0].fill(np.nan)
+    fresh = elimination.factorize(second, plan, backend="numba")
+    new = elimination.factorize(second, plan, backend="numba", out=old)
+    assert new.C is C and np.array_equal(new.C, fresh.C)
+    got, expected = new.solve(), fresh.solve()
+    assert all(np.array_equal(got[k], expected[k]) for k in expected)
