@@ -141,7 +141,7 @@ class CompiledDynamics:
         self.columns = _output_columns(mechanism)
         # one state's warm start, never written (not flagged read-only: numba would compile the kernel again)
         self.no_forces = np.zeros((1, mechanism.constraint_dim))
-        self.width = self.columns["worst"] + 1
+        self.width = self.columns["hard_k"] + 1
         self.link_count = len(mechanism.links)
         # the kernel's workspace, kept: numba holds the GIL, so no two calls share it at once
         self.parts = _workspace_parts(mechanism, self.constraints, program)
@@ -159,7 +159,8 @@ class CompiledDynamics:
 
         Returns ``out (B, width)`` -- its parts at :attr:`columns`: ``qdd (nv)``, ``forces (m)``, link
         ``accelerations (n_links * 6)`` in ``[linear; angular]`` order, ``residual (m)``, ``k (m)``, ``worst``
-        (``max |residual|``) -- and ``flags (B, 3)``: iterations, converged, status (``OK``; ``FALLBACK``
+        (``max |residual|``), ``hard_worst`` and ``hard_k`` (``max |residual|`` and ``max |k|`` over the rows
+        under the ``hard`` policy, 0 without) -- and ``flags (B, 3)``: iterations, converged, status (``OK``; ``FALLBACK``
         where the numpy path must answer; ``BAD_INPUT`` where :func:`mechanics.checks.check_state` refuses).
         """
         B, mech = q.shape[0], self.mechanism
@@ -192,7 +193,8 @@ def _output_columns(mechanism) -> dict:
     nv, m, n = mechanism.nv, mechanism.constraint_dim, len(mechanism.links)
     starts = np.cumsum([0, nv, m, 6 * n, m, m])
     names = ("qdd", "forces", "accelerations", "residual", "k")
-    return {**{name: slice(int(a), int(b)) for name, a, b in zip(names, starts, starts[1:])}, "worst": int(starts[-1])}
+    return {**{name: slice(int(a), int(b)) for name, a, b in zip(names, starts, starts[1:])}, "worst": int(starts[-1]),
+            "hard_worst": int(starts[-1]) + 1, "hard_k": int(starts[-1]) + 2}
 
 
 def _workspace_parts(mechanism, constraints: tuple, program) -> np.ndarray:
@@ -848,6 +850,17 @@ def _rows_max(table, res, soft):
 
 
 @njit(cache=True, **UNCOUNTED)
+def _hard_largest(table, values):
+    """``max |values|`` over the rows of the constraints under the ``hard`` policy (0 without)."""
+    top = 0.0
+    for j in range(table.shape[0]):
+        if table[ix(j), POLICY] == 2:
+            for r in range(table[ix(j), ROW0], table[ix(j), ROW0] + table[ix(j), CDIM]):
+                top = max(top, abs(values[ix(r)]))
+    return top
+
+
+@njit(cache=True, **UNCOUNTED)
 def _soft_norm(table, res):
     total = 0.0
     for j in range(table.shape[0]):
@@ -915,7 +928,7 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
     x, xn, corr = rows_x[0], rows_x[1], rows_x[2]
     work = (factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, Lres, e, corr, cache, dropped)
     c_forces, c_acc, c_res, c_k = nv, nv + m, nv + m + 6 * n, nv + 2 * m + 6 * n
-    c_worst = nv + 3 * m + 6 * n
+    c_worst = nv + 3 * m + 6 * n  # then the hard rows' largest residual and largest |k| (_output_columns)
     has_soft = False
     for j in range(table.shape[0]):
         has_soft = has_soft or table[ix(j), POLICY] == 3
@@ -985,6 +998,7 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
             out[ix(b), ix(c_forces + r)], out[ix(b), ix(c_res + r)] = -lam[ix(r)], res[ix(r)]
             out[ix(b), ix(c_k + r)] = k[ix(r)]
         out[ix(b), ix(c_worst)] = _largest(res)
+        out[ix(b), ix(c_worst + 1)], out[ix(b), ix(c_worst + 2)] = _hard_largest(table, res), _hard_largest(table, k)
         for l in range(n):  # [angular; linear] -> Pinocchio's [linear; angular]
             for c in range(3):
                 out[ix(b), ix(c_acc + 6 * l + c)] = x[ix(links[ix(l), ACC] + 3 + c)]

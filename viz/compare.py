@@ -173,11 +173,16 @@ def _row(mech, name: str, algo, q, v, tau, reference, mu: float, tol: float, max
     if not result.converged:
         row.note = f"not converged (residual {result.residual:.1e})"
     phase("timing")
-    row.seconds = median_seconds(solve, repeat)
+    # samples of SAMPLE seconds: many calls each, so neither the first calls after planning (cold caches:
+    # the first row's were 2x the others' on fig4) nor the clock's resolution weigh on the median
+    row.seconds = median_seconds(solve, max(repeat, 5), sample=SAMPLE)
     row.elimination_seconds = _elimination_seconds(mech, algo, plan, q, v, tau, mu, repeat)
     if reference is not None:
         row.deviation = float(np.max(np.abs(result.qdd - reference)) / max(np.max(np.abs(reference)), 1e-300))
     return row
+
+
+SAMPLE = 2e-3  # seconds a timing sample lasts at least
 
 
 def median_seconds(call, repeat: int, sample: float = 0.0) -> float:
@@ -205,7 +210,7 @@ def _elimination_seconds(mech, algo, plan, q, v, tau, mu: float, repeat: int) ->
     except ValueError:
         return None
     run()  # compiled (or loaded from disk) before it is timed
-    return median_seconds(run, max(repeat, 5), sample=2e-3)
+    return median_seconds(run, max(repeat, 5), sample=SAMPLE)
 
 
 COLUMNS = ("algorithm", "policy", "flops", "max_front", "fill_edges", "iterations", "residual", "seconds",

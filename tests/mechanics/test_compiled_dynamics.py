@@ -253,10 +253,14 @@ def test_a_kernel_answer_that_leaves_hard_rows_unsolved_is_not_returned(monkeypa
     mech = models.MODELS["four_bar"]()
     q, v, tau = random_state(mech, np.random.default_rng(2), batch)
     fused = mechanics.prepare(mech, "pv", backend="numba")
-    hard = fused.compiled.hard_rows
+    hard, columns = fused.compiled.hard_rows, fused.compiled.columns
     assert hard is not None and hard.all()
-    residual = fused.compiled.columns["residual"]
-    columns = np.arange(residual.start, residual.stop)
+    rows = [np.atleast_2d(a) for a in (q, v, tau)]  # (B, n) rows, B = 1 unbatched
+    out, _ = fused.compiled.run(*rows, np.zeros((rows[0].shape[0], mech.constraint_dim)), fused.mu, fused.tol,
+                                fused.max_iter, fused.refine)
+    for name, part in (("hard_worst", "residual"), ("hard_k", "k")):  # the kernel's largest over the hard rows
+        assert np.array_equal(out[:, columns[name]], np.max(np.abs(out[:, columns[part]][:, hard]), axis=1))
+    assert np.all(out[:, columns["hard_k"]] > 0)
     factorizations = []
     factorize = elimination.factorize
     monkeypatch.setattr(elimination, "factorize", lambda *a, **k: factorizations.append(1) or factorize(*a, **k))
@@ -265,7 +269,7 @@ def test_a_kernel_answer_that_leaves_hard_rows_unsolved_is_not_returned(monkeypa
     run, run_one = CompiledDynamics.run, CompiledDynamics.run_one
 
     def spoiled(out, flags):
-        out[..., columns[hard]] += 1.0
+        out[..., columns["hard_worst"]] += 1.0
         return out, flags
 
     monkeypatch.setattr(CompiledDynamics, "run", lambda self, *a: spoiled(*run(self, *a)))
