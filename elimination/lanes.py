@@ -254,16 +254,15 @@ def _members(program, matrices: list, batch: tuple) -> tuple:
     return sources, np.array(members, dtype=np.int64).reshape(-1, 5)
 
 
-def factorize_graph(program, matrices: list, batch: tuple, floor_rtol: float, C: np.ndarray | None = None) -> tuple:
+def factorize_graph(program, matrices: list, batch: tuple, floor_rtol: float, C: np.ndarray) -> tuple:
     """``(C, ratio, weakest, failed)`` of the batch whose matrices :func:`elimination.compiled._matrices`
-    listed, with the scale floor ``floor_rtol`` times the batch's largest diagonal magnitude:
-    ``C (groups_of(Bm), conditional_size, LANES)`` (zeros given, or made here), the others ``(Bm,)``.
+    listed, with the scale floor ``floor_rtol`` times the batch's largest diagonal magnitude: the
+    conditionals into the zeros ``C (groups_of(Bm), conditional_size, LANES)``, the others ``(Bm,)``.
 
     Each lane group's factor workspace is filled from the graph's matrices inside the kernel, into one
     workspace that serves every group: the batch's workspace is never whole in memory."""
     Bm = int(np.prod(batch))
     groups = groups_of(Bm)
-    C = np.zeros((groups, program.conditional_size, LANES)) if C is None else C
     size = groups * LANES
     ratio, weak, failed = np.empty(size), np.empty(size, np.int64), np.empty(size, np.int64)
     announce_first_compile(__file__, "the lane kernels")

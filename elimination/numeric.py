@@ -34,7 +34,7 @@ from .gaussian import (
     CONSISTENCY_RTOL, PIVOT_SUSPECT_RTOL, SINGULAR_RTOL, batch_note, eliminate_gaussian, mv, row_norms, singular_advice,
 )
 from .compiled import (SOLVE_SCRATCH, eliminate_kernel, eliminate_tables, factor_workspace, factorize_graph,
-                       factorize_scratch_size, max_front, run_solve, stacked, started_error)
+                       factorize_scratch_size, max_front, run_solve, stacked, started_error, zeroed)
 from . import lanes
 from .program import F
 from .numeric_rank import NumericHardRows
@@ -765,15 +765,10 @@ def _laid_out(program, terms: list, batch: tuple, memory: tuple | None = None):
 
 
 def _zeroed(memory: tuple | None, shape: tuple, hard: bool) -> tuple:
-    """``(Lin, Lmag)`` of ``shape`` (``Lmag`` only where some rows are hard): ``memory``'s, zeroed, where they
-    fit, else fresh zeros."""
+    """``(Lin, Lmag)`` of ``shape`` (``Lmag`` only where some rows are hard): zeros, in ``memory``'s arrays
+    where they fit (:func:`elimination.compiled.zeroed`)."""
     Lin, Lmag = memory if memory is not None else (None, None)
-    if Lin is None or Lin.shape != shape or hard != (Lmag is not None):
-        return np.zeros(shape), np.zeros(shape) if hard else None
-    Lin.fill(0.0)
-    if Lmag is not None:
-        Lmag.fill(0.0)
-    return Lin, Lmag
+    return zeroed(Lin, shape), zeroed(Lmag, shape) if hard else None
 
 
 def _copied(a: np.ndarray | None) -> np.ndarray | None:

@@ -160,8 +160,9 @@ class CompiledDynamics:
         Returns ``out (B, width)`` -- its parts at :attr:`columns`: ``qdd (nv)``, ``forces (m)``, link
         ``accelerations (n_links * 6)`` in ``[linear; angular]`` order, ``residual (m)``, ``k (m)``, ``worst``
         (``max |residual|``), ``hard_worst`` and ``hard_k`` (``max |residual|`` and ``max |k|`` over the rows
-        under the ``hard`` policy, 0 without) -- and ``flags (B, 3)``: iterations, converged, status (``OK``; ``FALLBACK``
-        where the numpy path must answer; ``BAD_INPUT`` where :func:`mechanics.checks.check_state` refuses).
+        under the ``hard`` policy, 0 without) -- and ``flags (B, 3)``: iterations, converged, status (``OK``;
+        ``FALLBACK`` where the numpy path must answer; ``BAD_INPUT`` where :func:`mechanics.checks.check_state`
+        refuses).
         """
         B, mech = q.shape[0], self.mechanism
         if not (v.shape[0] == tau.shape[0] == forces0.shape[0] == B and q.shape[1] == mech.nq
@@ -838,23 +839,12 @@ def _qdd_step(links, x, qdd, set_qdd):
 
 
 @njit(cache=True, **UNCOUNTED)
-def _rows_max(table, res, soft):
-    """``max |res|`` over the rows of the iterating constraints (``alm``, ``prox``), or with ``soft`` of the
-    ``soft`` ones (0 if none)."""
+def _rows_max(table, values, first, last):
+    """``max |values|`` over the rows of the constraints whose policy code (:data:`POLICY_CODES`) is in
+    ``first..last``: 0..1 the iterating ones (``alm``, ``prox``), 2 ``hard``, 3 ``soft`` (0 if none)."""
     top = 0.0
     for j in range(table.shape[0]):
-        if (table[ix(j), POLICY] == 3) if soft else (table[ix(j), POLICY] <= 1):
-            for r in range(table[ix(j), ROW0], table[ix(j), ROW0] + table[ix(j), CDIM]):
-                top = max(top, abs(res[ix(r)]))
-    return top
-
-
-@njit(cache=True, **UNCOUNTED)
-def _hard_largest(table, values):
-    """``max |values|`` over the rows of the constraints under the ``hard`` policy (0 without)."""
-    top = 0.0
-    for j in range(table.shape[0]):
-        if table[ix(j), POLICY] == 2:
+        if first <= table[ix(j), POLICY] <= last:
             for r in range(table[ix(j), ROW0], table[ix(j), ROW0] + table[ix(j), CDIM]):
                 top = max(top, abs(values[ix(r)]))
     return top
@@ -983,8 +973,8 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
         if not ok:
             continue
         tolerance = max(tol, RESIDUAL_RTOL * (1.0 + _largest(k)))
-        converged = _rows_max(table, res, False) <= tolerance
-        if has_soft and not _rows_max(table, res, True) <= tolerance:  # does one ALM correction halve it?
+        converged = _rows_max(table, res, 0, 1) <= tolerance
+        if has_soft and not _rows_max(table, res, 3, 3) <= tolerance:  # does one ALM correction halve it?
             _copy(Lin0, Lin)
             _copy(meas0, meas)
             for j in range(table.shape[0]):
@@ -998,7 +988,8 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
             out[ix(b), ix(c_forces + r)], out[ix(b), ix(c_res + r)] = -lam[ix(r)], res[ix(r)]
             out[ix(b), ix(c_k + r)] = k[ix(r)]
         out[ix(b), ix(c_worst)] = _largest(res)
-        out[ix(b), ix(c_worst + 1)], out[ix(b), ix(c_worst + 2)] = _hard_largest(table, res), _hard_largest(table, k)
+        out[ix(b), ix(c_worst + 1)] = _rows_max(table, res, 2, 2)  # the hard rows'
+        out[ix(b), ix(c_worst + 2)] = _rows_max(table, k, 2, 2)
         for l in range(n):  # [angular; linear] -> Pinocchio's [linear; angular]
             for c in range(3):
                 out[ix(b), ix(c_acc + 6 * l + c)] = x[ix(links[ix(l), ACC] + 3 + c)]

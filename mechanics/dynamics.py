@@ -415,9 +415,8 @@ class PreparedDynamics:
         of a small robot's time: numpy's reductions, even a helper's frame, cost as much as a link's
         dynamics); ``None`` where the numpy path must answer (as :meth:`_run_compiled`)."""
         iterations, converged, status = flags.tolist()
-        columns = self.compiled.columns
-        if status != OK or self.compiled.hard_rows is not None and _beyond_round_off(
-                float(row[columns["hard_worst"]]), float(row[columns["hard_k"]])):  # (the kernel's: no reductions)
+        columns = self.compiled.columns  # (hard_worst, hard_k: the kernel's, 0 without hard rows)
+        if status != OK or _beyond_round_off(float(row[columns["hard_worst"]]), float(row[columns["hard_k"]])):
             return None
         worst = float(row[columns["worst"]])
         if not converged:
@@ -471,9 +470,8 @@ class PreparedDynamics:
             return self._answer_one(out[0], flags[0], stacklevel + 1)
         iterations, converged = flags[:, ITERATIONS].reshape(batch), flags[:, CONVERGED].astype(bool).reshape(batch)
         columns = compiled.columns
-        if flags[:, STATUS].any() or compiled.hard_rows is not None and _beyond_round_off(
-                float(np.max(out[:, columns["hard_worst"]], initial=0.0)),
-                float(np.max(out[:, columns["hard_k"]], initial=0.0))):
+        if flags[:, STATUS].any() or _beyond_round_off(float(np.max(out[:, columns["hard_worst"]], initial=0.0)),
+                                                       float(np.max(out[:, columns["hard_k"]], initial=0.0))):
             return None  # the numpy path (its refinement decided over the batch) answers, or refuses
         row = out.reshape(batch + out.shape[-1:])
         worst = row[..., columns["worst"]]

@@ -173,8 +173,8 @@ def _row(mech, name: str, algo, q, v, tau, reference, mu: float, tol: float, max
     if not result.converged:
         row.note = f"not converged (residual {result.residual:.1e})"
     phase("timing")
-    # samples of SAMPLE seconds: many calls each, so neither the first calls after planning (cold caches:
-    # the first row's were 2x the others' on fig4) nor the clock's resolution weigh on the median
+    # samples of SAMPLE seconds: many calls each, so neither the first calls after planning (cold caches)
+    # nor the clock's resolution weigh on the median (one call a sample: rows of one plan read 2x apart)
     row.seconds = median_seconds(solve, max(repeat, 5), sample=SAMPLE)
     row.elimination_seconds = _elimination_seconds(mech, algo, plan, q, v, tau, mu, repeat)
     if reference is not None:
