@@ -66,8 +66,8 @@ PRIOR, TORQUE, TREE, PENALTY, LOOP, PROXIMAL = range(6)  # factor kinds
 WELD, CONNECT, GENERAL = range(3)  # constraint kinds
 ROLES = {Prior: PRIOR, Torque: TORQUE, TreeJoint: TREE, Penalty: PENALTY, LoopTerm: LOOP, ProximalPrior: PROXIMAL}
 
-# columns of the link table
-PARENT, JOINT, Q0, V0, NV, ACC, QDD = range(7)
+# columns of the link table (PRIOR_F, TORQUE_F, TREE_F: the link's own factors' rows of the factor table, -1: none)
+PARENT, JOINT, Q0, V0, NV, ACC, QDD, PRIOR_F, TORQUE_F, TREE_F = range(10)
 # columns of the constraint table
 CKIND, L1, L2, CDIM, ROW0, PAIR0, NPAIR, POLICY, MULT, MOVING = range(10)
 # columns of the factor table (JOINT0: a tree factor's first joint column; JOINT_ONLY: 1 where only a tree
@@ -125,6 +125,7 @@ class CompiledDynamics:
         self.model = _model_tables(mechanism, index, program)
         self.constraints, pairs, self.general = _constraint_tables(mechanism, layout, index, program)
         self.factors, self.scope = _factor_tables(layout, program, self.constraints, pairs, mechanism, index)
+        _own_factors(self.model[0], self.factors)
         steps = program.steps
         self.factorize_maps = factorize_maps(program)
         self.solve_maps = solve_maps(program)
@@ -225,9 +226,10 @@ def _unsupported(mechanism, layout) -> str:
 
 
 def _model_tables(mechanism, index: dict, program) -> tuple:
-    """Links (``PARENT, JOINT, Q0, V0, NV, ACC, QDD`` columns) and their constant geometry and inertia."""
+    """Links (``PARENT ... QDD`` columns; their own factors' columns left -1 for :func:`_own_factors`) and
+    their constant geometry and inertia."""
     n = len(mechanism.links)
-    table = np.zeros((n, 7), dtype=np.int64)
+    table = np.full((n, 10), -1, dtype=np.int64)
     axis, place_R, place_p = np.zeros((n, 3)), np.zeros((n, 3, 3)), np.zeros((n, 3))
     body, S_local = np.zeros((n, 13)), np.zeros((n, 6, 6))
     from .joints import motion_subspace
@@ -235,7 +237,7 @@ def _model_tables(mechanism, index: dict, program) -> tuple:
     for i, link in enumerate(mechanism.links):
         joint = link.joint
         qdd = program.value_offset[JointAcceleration(link.name)] if joint.nv else -1
-        table[i] = (index[link.parent], JOINTS[joint.kind], mechanism.q_slices[link.name].start,
+        table[i, :QDD + 1] = (index[link.parent], JOINTS[joint.kind], mechanism.q_slices[link.name].start,
                     mechanism.v_slices[link.name].start, joint.nv, program.value_offset[LinkAcceleration(link.name)], qdd)
         if joint.axis is not None:
             axis[i] = joint.axis
@@ -310,6 +312,14 @@ def _factor_tables(layout, program, constraints: tuple, pairs: np.ndarray, mecha
         rows.append((kind, who, pair, first, mat, scl, lin, start, start + n, n, joint0, int(joint_only)))
         start += n
     return np.asarray(rows, dtype=np.int64).reshape(len(rows), 12), np.concatenate(scope).astype(np.int64)
+
+
+def _own_factors(links: np.ndarray, factors: np.ndarray) -> None:
+    """Each link's prior, torque and tree factor (their rows of ``factors``) into its columns of ``links``."""
+    column = {PRIOR: PRIOR_F, TORQUE: TORQUE_F, TREE: TREE_F}
+    for f, (kind, who) in enumerate(factors[:, [FKIND, WHO]]):
+        if kind in column:
+            links[who, column[kind]] = f
 
 
 # -- kinematics -----------------------------------------------------------------------------------------------
@@ -589,52 +599,74 @@ def _penalty_information(factors, f, constraints, Kbuf, mu, e, out):
             out[ix(6 * q + c)] = t
 
 
+@njit(cache=True, inline="always")
+def _prior(factors, f, l, Iw, fb, Fw, Lin):
+    """Link ``l``'s prior (factor ``f``): ``H_i`` (symmetrised), its scales, ``g = f_i``; its largest diagonal."""
+    mat, scl, lin = factors[ix(f), MAT], factors[ix(f), SCL], factors[ix(f), LIN]
+    largest = 0.0
+    for i in range(6):
+        Lin[ix(lin + i)] = fb[ix(l), ix(i)]
+        for j in range(6):
+            Fw[ix(mat + i * 6 + j)] = 0.5 * (Iw[ix(l), ix(i), ix(j)] + Iw[ix(l), ix(j), ix(i)])
+        Fw[ix(scl + i)] = abs(Fw[ix(mat + i * 7)])
+        largest = max(largest, Fw[ix(scl + i)])
+    return largest
+
+
+@njit(cache=True, inline="always")
+def _tree(factors, f, l, on_ground, nv, S, bias, root, Fw, Lin, Lmag):
+    """Link ``l``'s tree joint (factor ``f``): ``[I, -I, -S] (a_i, a_parent, qdd_i) = a_b,i`` (``+ a_0`` on
+    the ground); the identity blocks and row scales only where a generic step gathers them."""
+    mat, scl, lin, n = factors[ix(f), MAT], factors[ix(f), SCL], factors[ix(f), LIN], factors[ix(f), FN]
+    c0, whole = factors[ix(f), JOINT0], not factors[ix(f), JOINT_ONLY]
+    for r in range(6):
+        norm2 = 1.0 if on_ground else 2.0
+        for j in range(nv):
+            s = S[ix(l), ix(r), ix(j)]
+            Fw[ix(mat + r * n + c0 + j)] = -s
+            norm2 += s * s
+        if whole:
+            for j in range(c0):
+                Fw[ix(mat + r * n + j)] = 0.0
+            Fw[ix(mat + r * n + r)] = 1.0
+            if not on_ground:
+                Fw[ix(mat + r * n + 6 + r)] = -1.0
+            Fw[ix(scl + r)] = 1.0 / np.sqrt(norm2)
+        b = bias[ix(l), ix(r)] + root[r] if on_ground else bias[ix(l), ix(r)]
+        Lin[ix(lin + r)], Lmag[ix(lin + r)] = b, abs(b)
+
+
 @njit(cache=True, **UNCOUNTED)
 def _fill(model, constraints, factors, S, bias, Iw, fb, Kbuf, k, tau, lam, mu, Fw, Lin, Lmag, meas):
     """Every graph factor's matrix, scales and linear term into the program's workspaces, as the slots of
     :class:`mechanics.gplc.GPLCLayout` and the policies build them; returns the largest diagonal magnitude
-    of the quadratic factors (the scale floor's reference)."""
+    of the quadratic factors (the scale floor's reference).  A link's own factors are written link by link,
+    at their fixed sizes; the constraints' factor by factor."""
     links, root = model[0], model[6]
     table = constraints[0]
     ground = links.shape[0]
     largest = 0.0
+    for l in range(links.shape[0]):
+        largest = max(largest, _prior(factors, links[ix(l), PRIOR_F], l, Iw, fb, Fw, Lin))
+        nv, f = links[ix(l), NV], links[ix(l), TORQUE_F]
+        _tree(factors, links[ix(l), TREE_F], l, links[ix(l), PARENT] == ground, nv, S, bias, root, Fw, Lin, Lmag)
+        if f >= 0:  # tau_i, on a zero matrix (zero scales): the torque's term is linear
+            mat, scl, lin, v0 = factors[ix(f), MAT], factors[ix(f), SCL], factors[ix(f), LIN], links[ix(l), V0]
+            for i in range(nv):
+                Lin[ix(lin + i)] = tau[ix(v0 + i)]
+                Fw[ix(scl + i)] = 0.0
+                for j in range(nv):
+                    Fw[ix(mat + i * nv + j)] = 0.0
     for f in range(factors.shape[0]):
         kind, who, n = factors[ix(f), FKIND], factors[ix(f), WHO], factors[ix(f), FN]
-        mat, scl, lin = factors[ix(f), MAT], factors[ix(f), SCL], factors[ix(f), LIN]
-        if kind == TREE:  # [I, -I, -S] (a_i, a_parent, qdd_i) = a_b,i (+ a_0 on the ground)
-            parent, nv = links[ix(who), PARENT], links[ix(who), NV]
-            c0, whole = factors[ix(f), JOINT0], not factors[ix(f), JOINT_ONLY]
-            on_ground = parent == ground
-            for r in range(6):
-                norm2 = 1.0 if on_ground else 2.0
-                for j in range(nv):
-                    s = S[ix(who), ix(r), ix(j)]
-                    Fw[ix(mat + r * n + c0 + j)] = -s
-                    norm2 += s * s
-                if whole:  # the identity blocks and the row scales, for the generic steps that gather them
-                    for j in range(c0):
-                        Fw[ix(mat + r * n + j)] = 0.0
-                    Fw[ix(mat + r * n + r)] = 1.0
-                    if not on_ground:
-                        Fw[ix(mat + r * n + 6 + r)] = -1.0
-                    Fw[ix(scl + r)] = 1.0 / np.sqrt(norm2)
-                b = bias[ix(who), ix(r)] + root[r] if on_ground else bias[ix(who), ix(r)]
-                Lin[ix(lin + r)], Lmag[ix(lin + r)] = b, abs(b)
+        if kind == PRIOR or kind == TORQUE or kind == TREE:  # (above)
             continue
+        mat, scl, lin = factors[ix(f), MAT], factors[ix(f), SCL], factors[ix(f), LIN]
         for i in range(n):
-            for j in range(0 if kind == PRIOR or kind == PENALTY else n):  # (those two write every entry)
+            for j in range(0 if kind == PENALTY else n):  # (the penalty writes every entry)
                 Fw[ix(mat + i * n + j)] = 0.0
             Lin[ix(lin + i)] = 0.0
-        if kind == PRIOR:
-            for i in range(6):
-                Lin[ix(lin + i)] = fb[ix(who), ix(i)]
-                for j in range(6):
-                    Fw[ix(mat + i * 6 + j)] = 0.5 * (Iw[ix(who), ix(i), ix(j)] + Iw[ix(who), ix(j), ix(i)])
-        elif kind == TORQUE:
-            v0 = links[ix(who), V0]
-            for i in range(n):
-                Lin[ix(lin + i)] = tau[ix(v0 + i)]
-        elif kind == PENALTY:  # LeastSquares: H = A' (mu A), g = A' (mu b), b = k - lambda / mu
+        if kind == PENALTY:  # LeastSquares: H = A' (mu A), g = A' (mu b), b = k - lambda / mu
             m, r0, pair0 = table[ix(who), CDIM], table[ix(who), ROW0], table[ix(who), PAIR0]
             for r in range(m):
                 meas[ix(r0 + r)] = k[ix(r0 + r)] - lam[ix(r0 + r)] / mu
