@@ -712,14 +712,45 @@ def _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas):
         _penalty_information(factors, f, constraints, Kbuf, mu, meas[r0:], Lin[factors[ix(f), LIN]:])
 
 
+@njit(cache=True, inline="always")
+def _link_residuals(links, factors, l, Fw, Lin, x, Lres):
+    """``g - H x`` of link ``l``'s prior and torque, ``b - A x`` of its tree joint, in the operations of
+    :func:`_residual_terms`' generic rows (the link's values contiguous at its ``ACC``, ``QDD`` columns)."""
+    ground, acc, nv = links.shape[0], links[ix(l), ACC], links[ix(l), NV]
+    f = links[ix(l), PRIOR_F]
+    mat, lin = factors[ix(f), MAT], factors[ix(f), LIN]
+    for i in range(6):
+        t = Lin[ix(lin + i)]
+        for c in range(6):
+            t -= Fw[ix(mat + i * 6 + c)] * x[ix(acc + c)]
+        Lres[ix(lin + i)] = t
+    f = links[ix(l), TORQUE_F]
+    for i in range(nv if f >= 0 else 0):  # on a zero matrix (written by _fill): g itself
+        Lres[ix(factors[ix(f), LIN] + i)] = Lin[ix(factors[ix(f), LIN] + i)]
+    f, parent = links[ix(l), TREE_F], links[ix(l), PARENT]
+    mat, lin, n, c0, qdd = factors[ix(f), MAT], factors[ix(f), LIN], factors[ix(f), FN], factors[ix(f), JOINT0], links[ix(l), QDD]
+    for r in range(6):  # [I, -I, -S] read as what it is (the joint columns from Fw)
+        t = Lin[ix(lin + r)] - x[ix(acc + r)]
+        if parent != ground:
+            t += x[ix(links[ix(parent), ACC] + r)]
+        for j in range(nv):
+            t -= Fw[ix(mat + r * n + c0 + j)] * x[ix(qdd + j)]
+        Lres[ix(lin + r)] = t
+
+
 @njit(cache=True, **UNCOUNTED)
-def _residual_terms(factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, x, Lres, e):
+def _residual_terms(links, factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, x, Lres, e):
     """``g - H x`` and ``b - A x`` per graph factor (``A' mu (b - A x)`` for penalties), as
-    :meth:`elimination.Factorization._residual_terms`: refinement's right-hand sides."""
+    :meth:`elimination.Factorization._residual_terms`: refinement's right-hand sides.  A link's own factors
+    link by link (:func:`_link_residuals`), the constraints' factor by factor."""
     table = constraints[0]
+    for l in range(links.shape[0]):
+        _link_residuals(links, factors, l, Fw, Lin, x, Lres)
     for f in range(factors.shape[0]):
         kind, n, s0 = factors[ix(f), FKIND], factors[ix(f), FN], factors[ix(f), SC0]
         mat, lin = factors[ix(f), MAT], factors[ix(f), LIN]
+        if kind == PRIOR or kind == TORQUE or kind == TREE:  # (above)
+            continue
         if kind == PENALTY:
             j = factors[ix(f), WHO]
             m, r0, pair0 = table[ix(j), CDIM], table[ix(j), ROW0], table[ix(j), PAIR0]
@@ -729,16 +760,6 @@ def _residual_terms(factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, x, Lre
                     t -= Kbuf[ix(pair0 + c // 6), ix(r), ix(c % 6)] * x[ix(scope[ix(s0 + c)])]
                 e[ix(r)] = t
             _penalty_information(factors, f, constraints, Kbuf, mu, e, Lres[lin:])
-            continue
-        if kind == TREE:  # [I, -I, -S] read as what it is (the joint columns from Fw): the same operations
-            c0 = factors[ix(f), JOINT0]
-            for r in range(6):
-                t = Lin[ix(lin + r)] - x[ix(scope[ix(s0 + r)])]
-                if c0 == 12:
-                    t += x[ix(scope[ix(s0 + 6 + r)])]
-                for c in range(c0, n):
-                    t -= Fw[ix(mat + r * n + c)] * x[ix(scope[ix(s0 + c)])]
-                Lres[ix(lin + r)] = t
             continue
         for c in range(n):  # the factor's values, gathered once for its rows
             e[ix(c)] = x[ix(scope[ix(s0 + c)])]
@@ -767,8 +788,8 @@ def _largest(a):
 @njit(cache=True, **UNCOUNTED)
 def _refine_step(solve_maps, sscr, work, C, Lmag, x):
     """One step of iterative refinement of ``x`` in place; the size of the correction relative to ``x``."""
-    factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, Lres, e, corr, cache, dropped = work
-    _residual_terms(factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, x, Lres, e)
+    links, factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, Lres, e, corr, cache, dropped = work
+    _residual_terms(links, factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, x, Lres, e)
     solve_one(solve_maps, C, Lres, Lmag, cache, corr, dropped, sscr)
     for i in range(x.shape[0]):
         x[ix(i)] += corr[i]
@@ -792,7 +813,7 @@ def _solve(solve_maps, drops, sscr, work, C, Lmag, x, suspect, refine):
     rows' consistency, ``refine`` steps, and the verification of a suspect factorization.  False where the
     numpy path must answer (inconsistent dropped rows, refinement that does not settle).  One exit, no
     early return: numba then drops the reference counting of its arrays (elimination.compiled._revolute_pair)."""
-    Lin, cache, dropped = work[7], work[11], work[12]
+    Lin, cache, dropped = work[8], work[12], work[13]
     solve_one(solve_maps, C, Lin, Lmag, cache, x, dropped, sscr)
     consistent = True
     for q in range(drops.shape[0]):
@@ -948,7 +969,7 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
     k, meas, meas0, res, lam, corrected = rows_m[0], rows_m[1], rows_m[2], rows_m[3], rows_m[4], rows_m[5]
     Lin, Lin0, Lmag, Lres = rows_L[0], rows_L[1], rows_L[2], rows_L[3]
     x, xn, corr = rows_x[0], rows_x[1], rows_x[2]
-    work = (factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, Lres, e, corr, cache, dropped)
+    work = (links, factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, Lres, e, corr, cache, dropped)
     c_forces, c_acc, c_res, c_k = nv, nv + m, nv + m + 6 * n, nv + 2 * m + 6 * n
     c_worst = nv + 3 * m + 6 * n  # then the hard rows' largest residual and largest |k| (_output_columns)
     has_soft = False
