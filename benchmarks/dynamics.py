@@ -22,8 +22,11 @@ in two modes:
   median of 10 consecutive calls.
 
 Our single call, prepared call and B = 1 are timed twice per repeat: first one call right after
-Pinocchio's, its caches cold (the ``ratio`` column), then -- as Pinocchio's side is -- the median of
-10 consecutive calls after it (``warm``: what a loop that calls the dynamics back to back sees).
+Pinocchio's, its caches cold (the ``ratio`` column, against Pinocchio's warm median), then -- as
+Pinocchio's side is -- the median of 10 consecutive calls after it (``warm``: what a loop that calls
+the dynamics back to back sees).  Pinocchio's first call of each repeat, right after our calls, is
+timed too: ``cold`` is our first call against it, both sides' caches as cold (what a call between
+other work sees).
 
 ``aba`` rows run the scene's tree (``Mechanism.without_constraints()``) against ``pin.aba``; they have
 no iterations ("-").  The two sides alternate repeat by repeat (interleaved); the tables show medians over the repeats,
@@ -229,20 +232,22 @@ class PinocchioCall:
         return np.array(qdd), int(self.settings.iter), elapsed
 
     def run(self, Q, V, T):
-        """All states in a Python loop: (qdd (B, nv), iterations (B,), seconds per state).
+        """All states in a Python loop: (qdd (B, nv), iterations (B,), seconds per state, seconds of the
+        first call).
 
-        One untimed call first brings Pinocchio's code and data back into the caches (our call
-        before it evicts them).  The seconds are the sum of per-call times / B; a batch of fewer
+        One call first brings Pinocchio's code and data back into the caches (our call before it
+        evicts them): not counted in the seconds per state, its own time returned apart (a cold
+        call, for a single state).  The seconds are the sum of per-call times / B; a batch of fewer
         than ``SMALL`` states is run ``SMALL`` times over and its states' median times summed.
         """
-        self(Q[0], V[0], T[0])
+        first = self(Q[0], V[0], T[0])[2]
         rounds = SMALL if len(Q) < SMALL else 1
         times = np.empty((rounds, len(Q)))
         for r in range(rounds):
             out = [self(q, v, tau) for q, v, tau in zip(Q, V, T)]
             times[r] = [o[2] for o in out]
         qdd, iterations = np.stack([o[0] for o in out]), np.array([o[1] for o in out])
-        return qdd, iterations, float(np.sum(np.median(times, axis=0))) / len(Q)
+        return qdd, iterations, float(np.sum(np.median(times, axis=0))) / len(Q), first
 
 
 OPTIONS = {}  # extra keyword arguments of forward_dynamics (--backend)
@@ -293,20 +298,24 @@ def measure_mode(scene: Scene, mech, algorithm: str, pin_call: PinocchioCall, B,
     if single or B <= LARGE:  # warm-up
         ours(mech, algorithm, *args, prepared=prepared)
         pin_call.run(Q, V, T)
-    ours_times, warm_times, pin_times = [], [], []
+    ours_times, warm_times, pin_times, pin_cold_times = [], [], [], []
     for _ in range(repeat):  # interleaved
         result, elapsed = ours(mech, algorithm, *args, prepared=prepared)
         ours_times.append(elapsed / n)
         if n < SMALL:  # then as Pinocchio's side: the median of SMALL calls after that one
             warm_times.append(np.median([ours(mech, algorithm, *args, prepared=prepared)[1] for _ in range(SMALL)]) / n)
-        pin_qdd, pin_iterations, pin_per_state = pin_call.run(Q, V, T)
+        pin_qdd, pin_iterations, pin_per_state, pin_first = pin_call.run(Q, V, T)
         pin_times.append(pin_per_state)
+        if n < SMALL:  # Pinocchio's first call, right after ours: as cold as our first
+            pin_cold_times.append(pin_first)
     ours_s, pin_s = float(np.median(ours_times)), float(np.median(pin_times))
     return {
         "mode": "single" if B is None else "prep" if B == "prepared" else "batch", "B": n, "repeat": repeat,
         "ours_s_per_state": ours_s, "pin_s_per_state": pin_s, "ratio": ours_s / pin_s,
         "ours_warm_s_per_state": float(np.median(warm_times)) if warm_times else None,
         "ratio_warm": float(np.median(warm_times)) / pin_s if warm_times else None,
+        "pin_cold_s_per_state": float(np.median(pin_cold_times)) if pin_cold_times else None,
+        "ratio_cold": ours_s / float(np.median(pin_cold_times)) if pin_cold_times else None,
         "ours_iterations_span": _span(result.iterations), "pin_iterations_span": _span(pin_iterations),
         "ours_converged": bool(np.all(result.converged)),
         "pin_at_max_iter": int(np.sum(pin_iterations >= MAX_ITER)),
@@ -384,7 +393,7 @@ def measure_scene(name: str, algorithms: list, batches: list, repeat: int, repea
 
 # -- printing -------------------------------------------------------------------------------------
 HEADER = (f"{'algorithm':<10}{'pinocchio':<24}{'mode':<7}{'B':>6}{'reps':>5}{'ours ms/state':>15}{'pin ms/state':>14}"
-          f"{'ratio':>9}{'warm':>7}{'iter ours':>11}{'iter pin':>10}{'qdd dev':>10}")
+          f"{'ratio':>9}{'cold':>7}{'warm':>7}{'iter ours':>11}{'iter pin':>10}{'qdd dev':>10}")
 
 
 def _ratio(r: float) -> str:
@@ -400,7 +409,8 @@ def print_row(row: dict, flush: bool = False) -> None:
     if row["pin_at_max_iter"]:
         note += f"  pin at max_iter in {row['pin_at_max_iter']} of {row['B']}"
     print(f"{head}{row['repeat']:>5}{row['ours_s_per_state'] * 1e3:>15.4g}{row['pin_s_per_state'] * 1e3:>14.4g}"
-          f"{_ratio(row['ratio']):>9}{_ratio(row['ratio_warm']) if row['ratio_warm'] else '-':>7}"
+          f"{_ratio(row['ratio']):>9}{_ratio(row['ratio_cold']) if row['ratio_cold'] else '-':>7}"
+          f"{_ratio(row['ratio_warm']) if row['ratio_warm'] else '-':>7}"
           f"{row['ours_iterations_span']:>11}{row['pin_iterations_span']:>10}"
           f"{row['qdd_deviation']:>10.1e}{note}", flush=flush)
 
@@ -464,6 +474,7 @@ def main() -> None:
     print("ratio: our per-state median / Pinocchio's; batch mode: Pinocchio runs a Python loop over the B states and its")
     print("per-state time is the sum of per-call times / B (loop and data.oa reset not counted); ours is one call / B.")
     print("warm (single, prep, B = 1): ours timed as Pinocchio's side, the median of 10 calls after an untimed one.")
+    print("cold (single, prep, B = 1): our first call / Pinocchio's first call, each right after the other side's calls.")
     print("iterations: ours = factorizations + re-solves; Pinocchio = ProximalSettings.iter (a-b: range over states).")
     print("qdd dev: max over states of max|qdd_ours - qdd_pin| / max(1, max|qdd_pin|).")
     print(f"total {total:.0f} s")
