@@ -982,9 +982,12 @@ def _wide_revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs
 
 
 def solve_maps(program) -> tuple:
-    """The step table and index maps :func:`solve_one` reads."""
-    maps = program.maps
-    return (program.steps, *maps["g"], *maps["b"], *maps["xf"], *maps["xs"], *maps["pg"])
+    """The step table and index maps :func:`solve_one` reads, :func:`narrowed` (made once per program)."""
+    if "solve_maps" not in program.derived:
+        maps = program.maps
+        program.derived["solve_maps"] = tuple(narrowed(a) for a in (
+            program.steps, *maps["g"], *maps["b"], *maps["xf"], *maps["xs"], *maps["pg"]))
+    return program.derived["solve_maps"]
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -1316,8 +1319,8 @@ def scratch_maps(program) -> tuple:
 
 
 def packed(arrays) -> tuple:
-    """``(flat, index)``: ``arrays`` (one dtype, up to 4-D) end to end in ``flat``, and ``index (k, 5)`` of
-    rows ``(start, *shape)`` (shape padded with ones).
+    """``(flat, index)``: ``arrays`` (one kind, up to 4-D) end to end in ``flat`` (integers :func:`narrowed`),
+    and ``index (k, 5)`` of rows ``(start, *shape)`` (shape padded with ones).
 
     A kernel that takes the two instead of ``k`` arrays is cheaper to call: numba's dispatch costs ~50 ns
     per array argument, most of a one-state call's overhead.  It views them back with ``unpacked1`` ...
@@ -1334,7 +1337,7 @@ def packed(arrays) -> tuple:
         index[k, 0] = starts[k]
         index[k, 1:1 + a.ndim] = a.shape
     flat = np.concatenate([a.ravel() for a in arrays]) if arrays else np.zeros(0)
-    return flat, index
+    return narrowed(flat), index
 
 
 @njit(cache=True, inline="always")
@@ -1386,13 +1389,29 @@ def solve_maps_in(flat, index, k):
             unpacked1(flat, index, k + 8), unpacked1(flat, index, k + 9))
 
 
+def narrowed(a: np.ndarray) -> np.ndarray:
+    """An integer table as the kernels read it: ``int32`` where every entry fits, else as it is.
+
+    Half the bytes of ``int64``: the step table and maps are most of what a one-state call reads
+    (200 KB for Talos), and a call between other work finds them out of the caches.  Offsets past
+    ``2**31`` would need a workspace of 16 GB per element.
+    """
+    a = np.ascontiguousarray(a)
+    if a.dtype.kind in "iu" and (a.size == 0 or (a.min() >= -2**31 and a.max() < 2**31)):
+        return a.astype(np.int32)
+    return a
+
+
 def factorize_maps(program) -> tuple:
     """The step table and index maps :func:`factorize_one` reads (gathers re-addressed by
-    :func:`scratch_maps`)."""
-    (hs, hd), (as_, ad) = scratch_maps(program)
-    maps = program.maps
-    return (program.steps, hs, hd, *maps["scale"], as_, ad, *maps["rs"], *maps["eq"], *maps["pb"], *maps["pH"],
-            *maps["ps"])
+    :func:`scratch_maps`), :func:`narrowed` (made once per program)."""
+    if "factorize_maps" not in program.derived:
+        (hs, hd), (as_, ad) = scratch_maps(program)
+        maps = program.maps
+        program.derived["factorize_maps"] = tuple(narrowed(a) for a in (
+            program.steps, hs, hd, *maps["scale"], as_, ad, *maps["rs"], *maps["eq"], *maps["pb"], *maps["pH"],
+            *maps["ps"]))
+    return program.derived["factorize_maps"]
 
 
 @njit(cache=True)

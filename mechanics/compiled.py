@@ -951,7 +951,7 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
     model = (unpacked2(TI, II, k0), unpacked2(TF, IF, 0), unpacked3(TF, IF, 1), unpacked2(TF, IF, 2),
              unpacked2(TF, IF, 3), unpacked3(TF, IF, 4), unpacked1(TF, IF, 5))
     general = (unpacked4(TF, IF, 6), unpacked3(TF, IF, 7), unpacked3(TF, IF, 8), unpacked1(TF, IF, 9))
-    factor_size, conditional_size, linear_size, cache_size, value_size, dropped_size, maxn, check_rank = sizes
+    linear_size, value_size, maxn, check_rank = np.int64(sizes[2]), np.int64(sizes[4]), np.int64(sizes[6]), sizes[7]
     links, table = model[0], constraints[0]
     n, m, nv = links.shape[0], F0.shape[1], V.shape[1]
     o = parts  # the workspace's parts, in _workspace_parts' order: zeroed once when made; every state writes
