@@ -60,6 +60,7 @@ from numba import njit
 from numba import uint64 as ix  # an index as unsigned: no negative-index wrap (module docstring)
 
 from .gaussian import RANK_RTOL, SINGULAR_RTOL  # numba freezes module globals: the numpy rule's tolerances
+from . import jacobi
 from .jacobi import load_tall, svd_rows
 from .program import F, JOINT_HALF, LINK_HALF, PIVOTS, WIDE_JOINT, WIDE_LINK
 
@@ -981,6 +982,44 @@ def _wide_revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs
         Xout[ix(xfs[ix(q)])] = x[ix(xfd[ix(q)])]
 
 
+@njit(cache=True, inline="always")
+def _step_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, g, gz):
+    """Back-substitution of one generic step ``st``: ``x_F = t + T x_S + N z`` with ``z = D (y - Y x_S)``
+    (``Linv' z`` where nothing is substituted), from the separator's values in ``Xout`` into the front's."""
+    nF, nS, m, nz = steps[st, NF], steps[st, NS], steps[st, M], steps[st, NZ]
+    for q in range(steps[st, XS0], steps[st, XS1]):
+        xs[ix(xsd[ix(q)])] = Xout[ix(xss[ix(q)])]
+    if nz:
+        li, yy, ds, yc = steps[st, LINV], steps[st, Y_], steps[st, DS], steps[st, YC]
+        for i in range(nz):  # z = D (y - Y x_S)
+            t = cache[ix(yc + i)]
+            for j in range(nS):
+                t -= C[ix(yy + i * nS + j)] * xs[ix(j)]
+            gz[ix(i)] = C[ix(ds + i)] * t
+        for i in range(nz):  # Linv' z, along the rows of Linv
+            g[ix(i)] = 0.0
+        full = steps[st, PIVOT] == INDEFINITE
+        for q in range(nz):
+            zq = gz[ix(q)]
+            for i in range(nz if full else q + 1):
+                g[ix(i)] += C[ix(li + q * nz + i)] * zq
+    if m:  # x = t + T x_S + N z
+        tc, ts, nn = steps[st, TC], steps[st, T_], steps[st, NN]
+        for i in range(nF):
+            t = cache[ix(tc + i)]
+            for j in range(nS):
+                t += C[ix(ts + i * nS + j)] * xs[ix(j)]
+            if steps[st, IDENTITY] == 0:
+                for j in range(nz):
+                    t += C[ix(nn + i * nz + j)] * g[ix(j)]
+            x[ix(i)] = t
+    else:
+        for i in range(nF):
+            x[ix(i)] = g[ix(i)]
+    for q in range(steps[st, XF0], steps[st, XF1]):
+        Xout[ix(xfs[ix(q)])] = x[ix(xfd[ix(q)])]
+
+
 def solve_maps(program) -> tuple:
     """The step table and index maps :func:`solve_one` reads, :func:`narrowed` (made once per program)."""
     if "solve_maps" not in program.derived:
@@ -1106,38 +1145,7 @@ def solve_one(maps, C, Lin, Lmag, cache, Xout, dropped, scratch):
             st -= 1
             _wide_revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs)
             continue
-        nF, nS, m, nz = steps[st, NF], steps[st, NS], steps[st, M], steps[st, NZ]
-        for q in range(steps[st, XS0], steps[st, XS1]):
-            xs[ix(xsd[ix(q)])] = Xout[ix(xss[ix(q)])]
-        if nz:
-            li, yy, ds, yc = steps[st, LINV], steps[st, Y_], steps[st, DS], steps[st, YC]
-            for i in range(nz):  # z = D (y - Y x_S)
-                t = cache[ix(yc + i)]
-                for j in range(nS):
-                    t -= C[ix(yy + i * nS + j)] * xs[ix(j)]
-                gz[ix(i)] = C[ix(ds + i)] * t
-            for i in range(nz):  # Linv' z, along the rows of Linv
-                g[ix(i)] = 0.0
-            full = steps[st, PIVOT] == INDEFINITE
-            for q in range(nz):
-                zq = gz[ix(q)]
-                for i in range(nz if full else q + 1):
-                    g[ix(i)] += C[ix(li + q * nz + i)] * zq
-        if m:  # x = t + T x_S + N z
-            tc, ts, nn = steps[st, TC], steps[st, T_], steps[st, NN]
-            for i in range(nF):
-                t = cache[ix(tc + i)]
-                for j in range(nS):
-                    t += C[ix(ts + i * nS + j)] * xs[ix(j)]
-                if steps[st, IDENTITY] == 0:
-                    for j in range(nz):
-                        t += C[ix(nn + i * nz + j)] * g[ix(j)]
-                x[ix(i)] = t
-        else:
-            for i in range(nF):
-                x[ix(i)] = g[ix(i)]
-        for q in range(steps[st, XF0], steps[st, XF1]):
-            Xout[ix(xfs[ix(q)])] = x[ix(xfd[ix(q)])]
+        _step_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, g, gz)
 
 
 @njit(cache=True)
@@ -1148,6 +1156,25 @@ def solve_kernel(maps, C, Lin, Lmag, cache, Xout, dropped, maxn):
     Bc = C.shape[0]
     for b in range(Lin.shape[0]):
         solve_one(maps, C[b % Bc], Lin[b], Lmag[b], cache[b], Xout[b], dropped[b], scratch)
+
+
+def drop_stale_cache(module: str, *dependencies: str) -> None:
+    """Delete ``module``'s numba cache where it is older than any of the files ``dependencies``.
+
+    numba keys a cached function on its own file's timestamp only; a kernel that compiles another
+    module's kernels into itself would otherwise keep running them as they were when it was cached.
+    """
+    here = Path(module)
+    try:
+        changed = max(Path(d).stat().st_mtime for d in dependencies)
+        for cached in (here.parent / "__pycache__").glob(f"{here.stem}.*.nb[ic]"):
+            if cached.stat().st_mtime < changed:
+                cached.unlink(missing_ok=True)
+    except OSError:  # a read-only install: numba then compiles in memory (or into NUMBA_CACHE_DIR)
+        pass
+
+
+drop_stale_cache(__file__, jacobi.__file__)
 
 
 def announce_first_compile(module: str = __file__, what: str = "the elimination kernels") -> None:

@@ -36,22 +36,30 @@ state and the caller runs the numpy path, which names the variables.
 
 Built-in constraint policies only (``alm``, ``prox``, ``hard``, ``soft``): a
 policy subclass runs on the numpy path (:attr:`CompiledDynamics.unsupported`).
+
+A tree's batch (no constraints, no refinement: ABA's) runs eight states at a
+time, :func:`tree_lanes_kernel`: each state's kinematics and fill into its lane,
+then the lanes' factorization and solve (:mod:`elimination.lanes`), the same
+numbers bit for bit; a state whose pivots are suspect goes back to
+:func:`dynamics_kernel`, which verifies it.
 """
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 from numba import njit
 
 import elimination.compiled as elimination_compiled
+import elimination.lanes as lanes
+import elimination.vectors as vectors
 from elimination.compiled import (
-    FACTORIZE_MAPS, SOLVE_MAPS, SOLVE_SCRATCH, UNCOUNTED, announce_first_compile, factorize_maps, factorize_one, factorize_scratch_in, factorize_scratch_size,
+    FACTORIZE_MAPS, SOLVE_MAPS, SOLVE_SCRATCH, UNCOUNTED, announce_first_compile, drop_stale_cache, factorize_maps,
+    factorize_one, factorize_scratch_in, factorize_scratch_size,
     factorize_maps_in, max_front, packed, solve_maps, solve_maps_in, solve_one, solve_scratch_in, started_error,
     ix, unpacked1, unpacked2, unpacked3, unpacked4,
 )
 from elimination.gaussian import CONSISTENCY_RTOL, PIVOT_SUSPECT_RTOL
 from elimination.numeric import FINISHING_REFINE, SCALE_FLOOR, SETTLED_RTOL, SUSPECT_REFINE, VERIFY_RTOL, WARM_RTOL
+from elimination.lanes import LANES
 from elimination.program import F, LINK_HALF, WIDE_LINK
 
 from .checks import UNIT_NORM_TOL
@@ -79,23 +87,7 @@ OK, FALLBACK, BAD_INPUT = 0, 1, 2  # per-state status: the kernel's answer, the 
 ITERATIONS, CONVERGED, STATUS = range(3)  # columns of the kernel's integer output
 
 
-def _drop_stale_cache() -> None:
-    """Delete this module's numba cache where it is older than :mod:`elimination.compiled`.
-
-    numba keys a cached function on its own file's timestamp only; the kernel here compiles the
-    elimination kernels into itself, so a change there would otherwise leave a stale kernel in use.
-    """
-    here, dependency = Path(__file__), Path(elimination_compiled.__file__)
-    try:
-        changed = dependency.stat().st_mtime
-        for cached in (here.parent / "__pycache__").glob(f"{here.stem}.*.nb[ic]"):
-            if cached.stat().st_mtime < changed:
-                cached.unlink(missing_ok=True)
-    except OSError:  # a read-only install: numba then compiles in memory (or into NUMBA_CACHE_DIR)
-        pass
-
-
-_drop_stale_cache()
+drop_stale_cache(__file__, elimination_compiled.__file__, lanes.__file__, vectors.__file__)
 
 
 class CompiledDynamics:
@@ -134,6 +126,9 @@ class CompiledDynamics:
                                program.value_size, program.dropped_size, max_front(program), int(program.check_rank)],
                               dtype=np.int64)
         self.iterating = any(p.iterates for p in layout.policies.values())
+        # a tree's batches run LANES states at a time (tree_lanes_kernel), bit for bit as one at a time
+        self.tree_lanes = mechanism.constraint_dim == 0 and lanes.covers_pairs(program)
+        self.lane_floats = self.lane_ints = None
         hard = np.concatenate([np.full(c.dim, layout.policies[c.name].name == "hard")
                                for c in mechanism.constraints] or [np.zeros(0, bool)])
         self.hard_rows = hard if hard.any() else None  # constraint rows under the hard policy (None: no such rows)
@@ -172,6 +167,22 @@ class CompiledDynamics:
                              f"{forces0.shape} do not fit ({mech.nq}, {mech.nv}, {mech.constraint_dim}) per state")
         out, flags = np.empty((B, self.width)), np.empty((B, 3), dtype=np.int64)
         announce_first_compile(__file__, "the dynamics kernel")
+        if self.tree_lanes and refine == 0 and B >= LANES:  # a tree's batch side by side, the rest state by state
+            if self.lane_floats is None:  # made at the first batch: zeroed once, as the state's workspace
+                floats, ints = _lane_sizes(self.program)
+                self.lane_floats, self.lane_ints = np.zeros(floats), np.zeros(ints, dtype=np.int64)
+            tree_lanes_kernel(*self.tables, q, v, tau, self.floats, self.ints, self.lane_floats, self.lane_ints, out,
+                              flags)
+            again = np.flatnonzero(flags[:, STATUS] == FALLBACK)
+            if again.size:  # suspect or refused pivots: verified or refused state by state
+                out[again], flags[again] = self._run_states(q[again], v[again], tau[again], forces0[again], mu, tol,
+                                                            max_iter, refine)
+            return out, flags
+        return self._run_states(q, v, tau, forces0, mu, tol, max_iter, refine)
+
+    def _run_states(self, q, v, tau, forces0, mu, tol, max_iter, refine) -> tuple:
+        """:meth:`run` state by state (:func:`dynamics_kernel`)."""
+        out, flags = np.empty((q.shape[0], self.width)), np.empty((q.shape[0], 3), dtype=np.int64)
         dynamics_kernel(*self.tables, q, v, tau, forces0, float(mu), float(tol), int(max_iter), int(refine),
                         self.iterating, self.floats, self.ints, out, flags)
         return out, flags
@@ -938,27 +949,52 @@ def _load_state(Q, V, TAU, F0, b, unit, qn, lam):
     return valid
 
 
+@njit(cache=True, inline="always")
+def _accelerations_out(links, x, row, c_acc):
+    """The links' accelerations of the solution ``x`` into ``row[c_acc:]``, ``[angular; linear]`` as Pinocchio's
+    ``[linear; angular]``."""
+    for l in range(links.shape[0]):
+        for c in range(3):
+            row[ix(c_acc + 6 * l + c)] = x[ix(links[ix(l), ACC] + 3 + c)]
+            row[ix(c_acc + 6 * l + 3 + c)] = x[ix(links[ix(l), ACC] + c)]
+
+
+@njit(cache=True, inline="always")
+def _unpacked_tables(TI, II, TF, IF):
+    """The tables of :attr:`CompiledDynamics.tables`, unpacked: ``(factorize_maps, solve_maps, constraints,
+    factors, scope, drops, sizes, unit, parts, model, general)``."""
+    k0 = FACTORIZE_MAPS + SOLVE_MAPS
+    constraints = (unpacked2(TI, II, k0 + 1), unpacked2(TI, II, k0 + 2), unpacked2(TI, II, k0 + 3))
+    model = (unpacked2(TI, II, k0), unpacked2(TF, IF, 0), unpacked3(TF, IF, 1), unpacked2(TF, IF, 2),
+             unpacked2(TF, IF, 3), unpacked3(TF, IF, 4), unpacked1(TF, IF, 5))
+    general = (unpacked4(TF, IF, 6), unpacked3(TF, IF, 7), unpacked3(TF, IF, 8), unpacked1(TF, IF, 9))
+    return (factorize_maps_in(TI, II), solve_maps_in(TI, II, FACTORIZE_MAPS), constraints, unpacked2(TI, II, k0 + 4),
+            unpacked1(TI, II, k0 + 5), unpacked2(TI, II, k0 + 6), unpacked1(TI, II, k0 + 7), unpacked2(TI, II, k0 + 8),
+            unpacked1(TI, II, k0 + 9), model, general)
+
+
+@njit(cache=True, inline="always")
+def _kinematic_parts(ws, o, n):
+    """The kinematics' parts of the workspace ``ws`` (carved at ``o``, :func:`_workspace_parts`): ``R, p, vel,
+    S, bias, Iw, fb``."""
+    return (ws[o[0]:o[1]].reshape((n + 1, 3, 3)), ws[o[1]:o[2]].reshape((n + 1, 3)), ws[o[2]:o[3]].reshape((n + 1, 6)),
+            ws[o[3]:o[4]].reshape((n, 6, 6)), ws[o[4]:o[5]].reshape((n, 6)), ws[o[5]:o[6]].reshape((n, 6, 6)),
+            ws[o[6]:o[7]].reshape((n, 6)))
+
+
 @njit(cache=True, **UNCOUNTED)
 def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, iterating, ws, wi, out, flags):
     """Forward dynamics of every state ``Q (B, nq), V, TAU (B, nv)``, warm start ``F0 (B, m)``, into ``out``
     and ``flags`` (:meth:`CompiledDynamics.run`).  ``TI, II``, ``TF, IF``: the integer and float tables,
     packed (:attr:`CompiledDynamics.tables`); ``ws``, ``wi``: the workspace, carved at ``parts``."""
-    factorize_maps, solve_maps = factorize_maps_in(TI, II), solve_maps_in(TI, II, FACTORIZE_MAPS)
-    k0 = FACTORIZE_MAPS + SOLVE_MAPS
-    constraints = (unpacked2(TI, II, k0 + 1), unpacked2(TI, II, k0 + 2), unpacked2(TI, II, k0 + 3))
-    factors, scope, drops = unpacked2(TI, II, k0 + 4), unpacked1(TI, II, k0 + 5), unpacked2(TI, II, k0 + 6)
-    sizes, unit, parts = unpacked1(TI, II, k0 + 7), unpacked2(TI, II, k0 + 8), unpacked1(TI, II, k0 + 9)
-    model = (unpacked2(TI, II, k0), unpacked2(TF, IF, 0), unpacked3(TF, IF, 1), unpacked2(TF, IF, 2),
-             unpacked2(TF, IF, 3), unpacked3(TF, IF, 4), unpacked1(TF, IF, 5))
-    general = (unpacked4(TF, IF, 6), unpacked3(TF, IF, 7), unpacked3(TF, IF, 8), unpacked1(TF, IF, 9))
+    (factorize_maps, solve_maps, constraints, factors, scope, drops, sizes, unit, parts, model,
+     general) = _unpacked_tables(TI, II, TF, IF)
     linear_size, value_size, maxn, check_rank = np.int64(sizes[2]), np.int64(sizes[4]), np.int64(sizes[6]), sizes[7]
     links, table = model[0], constraints[0]
     n, m, nv = links.shape[0], F0.shape[1], V.shape[1]
     o = parts  # the workspace's parts, in _workspace_parts' order: zeroed once when made; every state writes
     # what it reads, and what no state writes stays zero (as it did between the states of one batch)
-    R, p = ws[o[0]:o[1]].reshape((n + 1, 3, 3)), ws[o[1]:o[2]].reshape((n + 1, 3))
-    vel, S = ws[o[2]:o[3]].reshape((n + 1, 6)), ws[o[3]:o[4]].reshape((n, 6, 6))
-    bias, Iw, fb = ws[o[4]:o[5]].reshape((n, 6)), ws[o[5]:o[6]].reshape((n, 6, 6)), ws[o[6]:o[7]].reshape((n, 6))
+    R, p, vel, S, bias, Iw, fb = _kinematic_parts(ws, o, n)
     Kbuf = ws[o[7]:o[8]].reshape((-1, 6, 6))
     rows_m, rows_L = ws[o[8]:o[9]].reshape((6, m)), ws[o[9]:o[10]].reshape((4, linear_size))
     rows_x, e = ws[o[10]:o[11]].reshape((3, value_size)), ws[o[11]:o[12]]
@@ -1043,8 +1079,78 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
         out[ix(b), ix(c_worst)] = _largest(res)
         out[ix(b), ix(c_worst + 1)] = _rows_max(table, res, 2, 2)  # the hard rows'
         out[ix(b), ix(c_worst + 2)] = _rows_max(table, k, 2, 2)
-        for l in range(n):  # [angular; linear] -> Pinocchio's [linear; angular]
-            for c in range(3):
-                out[ix(b), ix(c_acc + 6 * l + c)] = x[ix(links[ix(l), ACC] + 3 + c)]
-                out[ix(b), ix(c_acc + 6 * l + 3 + c)] = x[ix(links[ix(l), ACC] + c)]
+        _accelerations_out(links, x, out[ix(b)], c_acc)
         flags[ix(b), CONVERGED], flags[ix(b), ITERATIONS], flags[ix(b), STATUS] = converged, iterations, OK
+
+
+def _lane_sizes(program) -> tuple:
+    """Floats of :func:`_lane_parts`' workspace (a float per lane per entry) and its integer rows."""
+    maxn = max_front(program)
+    entries = (program.factor_size + program.conditional_size + program.linear_size + program.cache_size
+               + program.value_size + 2 + (36 + 4 * 6 + 1) + (3 * maxn + 6))
+    return entries * LANES, (3, LANES)
+
+
+@njit(cache=True, inline="always")
+def _lane_parts(lw, sizes, maxn):
+    """:func:`tree_lanes_kernel`'s lanes, carved from ``lw``: ``Fw, C, Lin, cache, X (entries, LANES)``, the
+    scale floors ``(1, LANES)``, the pivot ratios ``(LANES,)``, :func:`elimination.lanes.factorize_pairs`' and
+    ``solve_pairs``' scratch."""
+    rows = lw.reshape((-1, LANES))
+    a = np.int64(sizes[0])  # the ends of the parts, in _lane_sizes' order
+    b = a + np.int64(sizes[1])
+    c = b + np.int64(sizes[2])
+    d = c + np.int64(sizes[3])
+    e = d + np.int64(sizes[4])
+    f = e + 2  # then factorize_pairs' scratch: H, scale, t, u, temporaries, a pair's ratios
+    s = f + 61  # then solve_pairs': g, x, x_S, temporaries
+    return (rows[:a], rows[a:b], rows[b:c], rows[c:d], rows[d:e], rows[e:e + 1], rows[e + 1],
+            (rows[f:f + 36], rows[f + 36:f + 42], rows[f + 42:f + 48], rows[f + 48:f + 54], rows[f + 54:f + 60],
+             rows[f + 60]),
+            (rows[s:s + maxn], rows[s + maxn:s + 2 * maxn], rows[s + 2 * maxn:s + 3 * maxn],
+             rows[s + 3 * maxn:s + 3 * maxn + 6]))
+
+
+@njit(cache=True, **UNCOUNTED)
+def tree_lanes_kernel(TI, II, TF, IF, Q, V, TAU, ws, wi, lw, li, out, flags):
+    """:func:`dynamics_kernel` for a tree (no constraints) whose program is all tree pairs
+    (:func:`elimination.lanes.covers_pairs`), without refinement: ``LANES`` states at a time, each one's
+    kinematics and fill into its lane, then one factorization and one solve of the lanes
+    (:func:`elimination.lanes.factorize_pairs`, :func:`~elimination.lanes.solve_pairs`: the per-state
+    kernels' operations, so the same numbers bit for bit).  A state whose pivots are suspect or refused is
+    flagged ``FALLBACK`` for the per-state kernel (which verifies or refuses it); a refused state ``BAD_INPUT``.
+    ``lw``, ``li``: the lanes' workspace (:func:`_lane_parts`), zeroed once when made, as ``ws``."""
+    fmaps, smaps, constraints, factors, _, _, sizes, unit, o, model, _ = _unpacked_tables(TI, II, TF, IF)
+    links, maxn = model[0], np.int64(sizes[6])
+    n, nv, B = links.shape[0], V.shape[1], Q.shape[0]
+    R, p, vel, S, bias, Iw, fb = _kinematic_parts(ws, o, n)
+    qn, jv, Lmag = ws[o[16]:o[17]], ws[o[19]:o[19] + 6], ws[o[9]:o[10]][2 * np.int64(sizes[2]):3 * np.int64(sizes[2])]
+    fscr, sscr = factorize_scratch_in(ws[o[17]:o[18]], wi, maxn), solve_scratch_in(ws[o[18]:o[19]], maxn)
+    none = ws[:0]  # the constraints' rows (k, lambda, the measurements): none on a tree
+    Fw, C, Lin, cache, X, floor, ratio, flane, slane = _lane_parts(lw, sizes, maxn)
+    weak, failed, valid = li[0], li[1], li[2]
+    no_forces = none.reshape((B, 0))
+    for g in range(-(-B // LANES)):
+        for w in range(LANES):  # each state's kinematics and fill into its lane (padding: the last state again)
+            b = min(g * LANES + w, B - 1)
+            valid[w] = _load_state(Q, V, TAU, no_forces, b, unit, qn, none)
+            if valid[w]:
+                _kinematics(model, qn, V[ix(b)], R, p, S, vel, bias, Iw, fb, jv)
+                largest = _fill(model, constraints, factors, S, bias, Iw, fb, none.reshape((0, 6, 6)), none, TAU[ix(b)],
+                                none, 1.0, Fw[:, w], Lin[:, w], Lmag, none)
+                floor[0, w] = SCALE_FLOOR * largest
+        lanes.factorize_pairs(fmaps, Fw, C, floor, fscr, flane, ratio, weak, failed)
+        lanes.solve_pairs(smaps, C, Lin, cache, X, slane, sscr)
+        for w in range(min(LANES, B - g * LANES)):
+            b = g * LANES + w
+            flags[ix(b), ITERATIONS], flags[ix(b), CONVERGED] = 0, 0
+            if valid[w] == 0:
+                flags[ix(b), STATUS] = BAD_INPUT
+            elif failed[w] != -1 or ratio[w] < PIVOT_SUSPECT_RTOL:
+                flags[ix(b), STATUS] = FALLBACK
+            else:
+                x = X[:, w]
+                _qdd_step(links, x, out[ix(b)], True)
+                out[ix(b), ix(nv + 6 * n)], out[ix(b), ix(nv + 6 * n + 1)], out[ix(b), ix(nv + 6 * n + 2)] = 0.0, 0.0, 0.0
+                _accelerations_out(links, x, out[ix(b)], nv)
+                flags[ix(b), CONVERGED], flags[ix(b), ITERATIONS], flags[ix(b), STATUS] = 1, 1, OK

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import elimination
 import mechanics
 from mechanics import GROUND, General, Joint, Link, Mechanism, Weld, at, models
-from mechanics.compiled import FALLBACK, OK, STATUS
+from mechanics.compiled import BAD_INPUT, FALLBACK, OK, STATUS, tree_lanes_kernel
 from tests.mechanics.pinocchio_oracle import ALM_MU, constraint_jacobian, dense_reference, pinocchio_model_of
 from tests.mechanics.random_mechanisms import mechanisms, random_state
 
@@ -331,3 +331,45 @@ def test_a_gplc_factorization_into_a_consumed_ones_memory_is_a_fresh_one_bit_for
     assert new.C is C and np.array_equal(new.C, fresh.C)
     got, expected = new.solve(), fresh.solve()
     assert all(np.array_equal(got[k], expected[k]) for k in expected)
+
+
+def _lanes_and_states(prepared, q, v, tau):
+    """The batch through :meth:`CompiledDynamics.run` (a tree's: in lanes) and state by state."""
+    c, none = prepared.compiled, np.zeros((q.shape[0], 0))
+    settings = (prepared.mu, prepared.tol, prepared.max_iter, prepared.refine)
+    return c.run(q, v, tau, none, *settings), c._run_states(q, v, tau, none, *settings)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mechanisms(max_links=7, max_constraints=0), st.integers(0, 2**31 - 1), st.sampled_from([8, 13, 19]))
+def test_a_trees_batch_in_lanes_equals_its_states_one_at_a_time_bit_for_bit(mech, seed, B):
+    """A tree's batch runs eight states at a time (tree_lanes_kernel: revolute and prismatic pairs as vector
+    operations, the other joints lane by lane, the batch's tail padded): every answer is the per-state
+    kernel's bit for bit, and a state that is not finite is refused in its lane alone."""
+    q, v, tau = random_state(mech, np.random.default_rng(seed), (B,))
+    v[3, 0] = np.nan
+    prepared = mechanics.prepare(mech, "aba", backend="numba")
+    assert prepared.compiled.tree_lanes and prepared.refine == 0
+    (out, flags), (ref_out, ref_flags) = _lanes_and_states(prepared, q, v, tau)
+    assert np.array_equal(flags, ref_flags) and flags[3, STATUS] == BAD_INPUT
+    answered = flags[:, STATUS] == OK
+    assert answered.sum() == B - 1 and np.array_equal(out[answered], ref_out[answered])
+
+
+def test_a_suspect_lane_is_answered_state_by_state():
+    """A state whose pivot is suspect (a point mass 10 m out, turning about an axis through it: a pivot of
+    1e-9 against entries of 1e2) is left by the lanes to the per-state kernel, which verifies it (or leaves it
+    to the numpy path): the batch's answers are the per-state kernel's, bit for bit."""
+    links = [Link("arm", GROUND, Joint("revolute", "z"), at(0.0), 1.0, (0.3, 0.0, 0.0), 0.01 * np.eye(3)),
+             Link("tip", "arm", Joint("revolute", "x"), at(10.0), 1.0, (0.0, 0.0, 0.0), 1e-9 * np.eye(3))]
+    q, v, tau = random_state(Mechanism(links, [], name="far_tip"), np.random.default_rng(3), (9,))
+    prepared = mechanics.prepare(Mechanism(links, [], name="far_tip"), "aba", backend="numba")
+    c = prepared.compiled
+    (out, flags), (ref_out, ref_flags) = _lanes_and_states(prepared, q, v, tau)
+    lanes_flags = np.empty((9, 3), dtype=np.int64)
+    tree_lanes_kernel(*c.tables, q, v, tau, c.floats, c.ints, c.lane_floats, c.lane_ints, np.empty((9, c.width)),
+                      lanes_flags)
+    answered = flags[:, STATUS] == OK
+    assert np.any(answered & (lanes_flags[:, STATUS] == FALLBACK))  # verified state by state
+    assert np.any(answered & (lanes_flags[:, STATUS] == OK)) and not np.all(answered)  # and numpy's to answer
+    assert np.array_equal(flags, ref_flags) and np.array_equal(out[answered], ref_out[answered])
