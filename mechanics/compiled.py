@@ -37,11 +37,14 @@ state and the caller runs the numpy path, which names the variables.
 Built-in constraint policies only (``alm``, ``prox``, ``hard``, ``soft``): a
 policy subclass runs on the numpy path (:attr:`CompiledDynamics.unsupported`).
 
-A tree's batch (no constraints, no refinement: ABA's) runs eight states at a
-time, :func:`tree_lanes_kernel`: each state's kinematics and fill into its lane,
-then the lanes' factorization and solve (:mod:`elimination.lanes`), the same
-numbers bit for bit; a state whose pivots are suspect goes back to
-:func:`dynamics_kernel`, which verifies it.
+A program of tree pairs alone (a tree's, or LCABA's on links held to the
+ground) runs eight states at a time in :func:`lanes_kernel`: each state's
+kinematics and fill into its lane, the lanes' factorization and first solve
+(:mod:`elimination.lanes`), then each state's iterations, refinement and
+verification on its lane's columns -- the numbers of :func:`dynamics_kernel`,
+bit for bit.  Batches take it where nothing follows the first solve (a tree's,
+ABA's): re-solves on a lane's strided columns were measured slower than state
+by state.
 """
 from __future__ import annotations
 
@@ -126,9 +129,9 @@ class CompiledDynamics:
                                program.value_size, program.dropped_size, max_front(program), int(program.check_rank)],
                               dtype=np.int64)
         self.iterating = any(p.iterates for p in layout.policies.values())
-        # a tree's batches run LANES states at a time (tree_lanes_kernel), bit for bit as one at a time
-        self.tree_lanes = mechanism.constraint_dim == 0 and lanes.covers_pairs(program)
-        self.lane_floats = self.lane_ints = None
+        # a batch of a program of tree pairs runs LANES states at a time (lanes_kernel), bit for bit as one by one
+        self.lanes = lanes.covers_pairs(program)
+        self.lane_floats = self.lane_ints = self.lane_own = None
         hard = np.concatenate([np.full(c.dim, layout.policies[c.name].name == "hard")
                                for c in mechanism.constraints] or [np.zeros(0, bool)])
         self.hard_rows = hard if hard.any() else None  # constraint rows under the hard policy (None: no such rows)
@@ -165,20 +168,22 @@ class CompiledDynamics:
                 and v.shape[1] == tau.shape[1] == mech.nv and forces0.shape[1] == mech.constraint_dim):
             raise ValueError(f"CompiledDynamics.run: shapes q {q.shape}, v {v.shape}, tau {tau.shape}, forces0 "
                              f"{forces0.shape} do not fit ({mech.nq}, {mech.nv}, {mech.constraint_dim}) per state")
-        out, flags = np.empty((B, self.width)), np.empty((B, 3), dtype=np.int64)
         announce_first_compile(__file__, "the dynamics kernel")
-        if self.tree_lanes and refine == 0 and B >= LANES:  # a tree's batch side by side, the rest state by state
-            if self.lane_floats is None:  # made at the first batch: zeroed once, as the state's workspace
-                floats, ints = _lane_sizes(self.program)
-                self.lane_floats, self.lane_ints = np.zeros(floats), np.zeros(ints, dtype=np.int64)
-            tree_lanes_kernel(*self.tables, q, v, tau, self.floats, self.ints, self.lane_floats, self.lane_ints, out,
-                              flags)
-            again = np.flatnonzero(flags[:, STATUS] == FALLBACK)
-            if again.size:  # suspect or refused pivots: verified or refused state by state
-                out[again], flags[again] = self._run_states(q[again], v[again], tau[again], forces0[again], mu, tol,
-                                                            max_iter, refine)
-            return out, flags
+        if self.lanes and B >= LANES and refine == 0 and not self.iterating:
+            # (a program that iterates or refines runs its re-solves on its lane's columns, strided: measured
+            # slower than state by state -- Talos LCABA 31.0 -> 34.0 us a state -- until they run in lanes too)
+            return self._run_lanes(q, v, tau, forces0, mu, tol, max_iter, refine)
         return self._run_states(q, v, tau, forces0, mu, tol, max_iter, refine)
+
+    def _run_lanes(self, q, v, tau, forces0, mu, tol, max_iter, refine) -> tuple:
+        """:meth:`run` of a program of tree pairs eight states at a time (:func:`lanes_kernel`)."""
+        if self.lane_floats is None:  # made at the first batch: zeroed once, as the state's workspace
+            floats, ints, own = _lane_sizes(self.program, self.constraints, self.mechanism.constraint_dim)
+            self.lane_floats, self.lane_ints, self.lane_own = np.zeros(floats), np.zeros(ints, np.int64), np.zeros(own)
+        out, flags = np.empty((q.shape[0], self.width)), np.empty((q.shape[0], 3), dtype=np.int64)
+        lanes_kernel(*self.tables, q, v, tau, forces0, float(mu), float(tol), int(max_iter), int(refine), self.iterating,
+                     self.floats, self.ints, self.lane_floats, self.lane_ints, self.lane_own, out, flags)
+        return out, flags
 
     def _run_states(self, q, v, tau, forces0, mu, tol, max_iter, refine) -> tuple:
         """:meth:`run` state by state (:func:`dynamics_kernel`)."""
@@ -186,7 +191,6 @@ class CompiledDynamics:
         dynamics_kernel(*self.tables, q, v, tau, forces0, float(mu), float(tol), int(max_iter), int(refine),
                         self.iterating, self.floats, self.ints, out, flags)
         return out, flags
-
 
     def run_one(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, mu: float, tol: float, max_iter: int,
                 refine: int) -> tuple:
@@ -982,6 +986,80 @@ def _kinematic_parts(ws, o, n):
             ws[o[6]:o[7]].reshape((n, 6)))
 
 
+@njit(cache=True, inline="always")
+def _answer(b, ratio, solved, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows, x, xn, refine, iterating, has_soft, tol,
+            max_iter, nv, out, flags):
+    """State ``b`` after its factorization (smallest pivot ratio ``ratio``): the first solve (unless ``solved``:
+    its solve without refinement is in ``x`` already, where that is the first solve), the outer iterations,
+    the convergence status, ``out[b]`` and ``flags[b]`` (``OK``; left ``FALLBACK`` where the numpy path
+    must answer).  ``work``: the state's arrays (:func:`_refine_step`); ``rows``: its constraint rows ``k,
+    meas, meas0, res, lam, corrected``."""
+    links, factors, constraints, Kbuf, meas, mu, Lin = work[0], work[1], work[3], work[4], work[5], work[6], work[8]
+    k, meas0, res, lam, corrected = rows[0], rows[2], rows[3], rows[4], rows[5]
+    table, m, n = constraints[0], lam.shape[0], links.shape[0]
+    c_forces, c_acc, c_res, c_k = nv, nv + m, nv + m + 6 * n, nv + 2 * m + 6 * n
+    c_worst = nv + 3 * m + 6 * n  # then the hard rows' largest residual and largest |k| (_output_columns)
+    qdd = out[ix(b)]
+    suspect = ratio < PIVOT_SUSPECT_RTOL
+    startable = refine > 0 and drops.shape[0] == 0  # Factorization.startable
+    deferred = startable and iterating and not suspect  # the first iterate's refinement (outer_iterations)
+    # a solve without refinement made already (the lanes') is the first solve where it has no refinement to do
+    presolved = solved and not suspect and (deferred or refine == 0) and drops.shape[0] == 0
+    if not presolved and not _solve(solve_maps, drops, sscr, work, C, Lmag, x, suspect, 0 if deferred else refine):
+        return
+    _qdd_step(links, x, qdd, True)
+    _constraint_residual(constraints, Kbuf, k, links, x, res)
+    iterations, step, ok = 1, np.inf, True
+    while True:  # outer_iterations, for one element
+        if deferred and (_largest(res) < tol or iterations >= max_iter):  # it may be the answer: refined
+            _started_solve(solve_maps, sscr, work, C, Lmag, x, refine, ratio)
+            _qdd_step(links, x, qdd, True)
+            _constraint_residual(constraints, Kbuf, k, links, x, res)
+        deferred = False
+        _update(constraints, x, res, mu, lam)
+        if min(step, _largest(res)) < tol or not iterating or iterations >= max_iter:
+            break
+        for j in range(table.shape[0]):
+            if table[ix(j), POLICY] <= 1:  # alm, prox
+                _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas)
+        if startable:  # from the last iterate (Factorization.solve)
+            _copy(x, xn)
+            if suspect:  # verified from there
+                ok = _verified(solve_maps, sscr, work, C, Lmag, xn)
+            else:
+                _started_solve(solve_maps, sscr, work, C, Lmag, xn, refine, ratio)
+        elif not _solve(solve_maps, drops, sscr, work, C, Lmag, xn, suspect, refine):
+            ok = False
+        if not ok:  # the numpy path answers, or refuses
+            break
+        step = _qdd_step(links, xn, qdd, True)
+        iterations += 1
+        _copy(xn, x)
+        _constraint_residual(constraints, Kbuf, k, links, x, res)
+    if not ok:
+        return
+    tolerance = max(tol, RESIDUAL_RTOL * (1.0 + _largest(k)))
+    converged = _rows_max(table, res, 0, 1) <= tolerance
+    if has_soft and not _rows_max(table, res, 3, 3) <= tolerance:  # does one ALM correction halve it?
+        _copy(Lin0, Lin)
+        _copy(meas0, meas)
+        for j in range(table.shape[0]):
+            if table[ix(j), POLICY] == 3:
+                _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas)
+        if not _solve(solve_maps, drops, sscr, work, C, Lmag, xn, suspect, refine):
+            return
+        _constraint_residual(constraints, Kbuf, k, links, xn, corrected)
+        converged = converged and _soft_norm(table, corrected) <= SOFT_CONTRACTION * _soft_norm(table, res)
+    for r in range(m):
+        out[ix(b), ix(c_forces + r)], out[ix(b), ix(c_res + r)] = -lam[ix(r)], res[ix(r)]
+        out[ix(b), ix(c_k + r)] = k[ix(r)]
+    out[ix(b), ix(c_worst)] = _largest(res)
+    out[ix(b), ix(c_worst + 1)] = _rows_max(table, res, 2, 2)  # the hard rows'
+    out[ix(b), ix(c_worst + 2)] = _rows_max(table, k, 2, 2)
+    _accelerations_out(links, x, out[ix(b)], c_acc)
+    flags[ix(b), CONVERGED], flags[ix(b), ITERATIONS], flags[ix(b), STATUS] = converged, iterations, OK
+
+
 @njit(cache=True, **UNCOUNTED)
 def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, iterating, ws, wi, out, flags):
     """Forward dynamics of every state ``Q (B, nq), V, TAU (B, nv)``, warm start ``F0 (B, m)``, into ``out``
@@ -1006,8 +1084,7 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
     Lin, Lin0, Lmag, Lres = rows_L[0], rows_L[1], rows_L[2], rows_L[3]
     x, xn, corr = rows_x[0], rows_x[1], rows_x[2]
     work = (links, factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, Lres, e, corr, cache, dropped)
-    c_forces, c_acc, c_res, c_k = nv, nv + m, nv + m + 6 * n, nv + 2 * m + 6 * n
-    c_worst = nv + 3 * m + 6 * n  # then the hard rows' largest residual and largest |k| (_output_columns)
+    rows = (k, meas, meas0, res, lam, corrected)
     has_soft = False
     for j in range(table.shape[0]):
         has_soft = has_soft or table[ix(j), POLICY] == 3
@@ -1016,7 +1093,6 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
         if not _load_state(Q, V, TAU, F0, b, unit, qn, lam):
             continue
         flags[ix(b), STATUS] = FALLBACK
-        qdd = out[b, :nv]
         _kinematics(model, qn, V[ix(b)], R, p, S, vel, bias, Iw, fb, jv)
         _constraint_terms(constraints, general, model[6], R, p, vel, Kbuf, k, terms_scratch)
         largest = _fill(model, constraints, factors, S, bias, Iw, fb, Kbuf, k, TAU[ix(b)], lam, mu, Fw, Lin, Lmag, meas)
@@ -1025,132 +1101,92 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
         ratio, weak, failed = factorize_one(factorize_maps, Fw, C, SCALE_FLOOR * largest, check_rank != 0, fscr)
         if failed != -1:
             continue
-        suspect = ratio < PIVOT_SUSPECT_RTOL
-        startable = refine > 0 and drops.shape[0] == 0  # Factorization.startable
-        deferred = startable and iterating and not suspect  # the first iterate's refinement (outer_iterations)
-        if not _solve(solve_maps, drops, sscr, work, C, Lmag, x, suspect, 0 if deferred else refine):
-            continue
-        _qdd_step(links, x, qdd, True)
-        _constraint_residual(constraints, Kbuf, k, links, x, res)
-        iterations, step, ok = 1, np.inf, True
-        while True:  # outer_iterations, for one element
-            if deferred and (_largest(res) < tol or iterations >= max_iter):  # it may be the answer: refined
-                _started_solve(solve_maps, sscr, work, C, Lmag, x, refine, ratio)
-                _qdd_step(links, x, qdd, True)
-                _constraint_residual(constraints, Kbuf, k, links, x, res)
-            deferred = False
-            _update(constraints, x, res, mu, lam)
-            if min(step, _largest(res)) < tol or not iterating or iterations >= max_iter:
-                break
-            for j in range(table.shape[0]):
-                if table[ix(j), POLICY] <= 1:  # alm, prox
-                    _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas)
-            if startable:  # from the last iterate (Factorization.solve)
-                _copy(x, xn)
-                if suspect:  # verified from there
-                    ok = _verified(solve_maps, sscr, work, C, Lmag, xn)
-                else:
-                    _started_solve(solve_maps, sscr, work, C, Lmag, xn, refine, ratio)
-            elif not _solve(solve_maps, drops, sscr, work, C, Lmag, xn, suspect, refine):
-                ok = False
-            if not ok:  # the numpy path answers, or refuses
-                break
-            step = _qdd_step(links, xn, qdd, True)
-            iterations += 1
-            _copy(xn, x)
-            _constraint_residual(constraints, Kbuf, k, links, x, res)
-        if not ok:
-            continue
-        tolerance = max(tol, RESIDUAL_RTOL * (1.0 + _largest(k)))
-        converged = _rows_max(table, res, 0, 1) <= tolerance
-        if has_soft and not _rows_max(table, res, 3, 3) <= tolerance:  # does one ALM correction halve it?
-            _copy(Lin0, Lin)
-            _copy(meas0, meas)
-            for j in range(table.shape[0]):
-                if table[ix(j), POLICY] == 3:
-                    _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas)
-            if not _solve(solve_maps, drops, sscr, work, C, Lmag, xn, suspect, refine):
-                continue
-            _constraint_residual(constraints, Kbuf, k, links, xn, corrected)
-            converged = converged and _soft_norm(table, corrected) <= SOFT_CONTRACTION * _soft_norm(table, res)
-        for r in range(m):
-            out[ix(b), ix(c_forces + r)], out[ix(b), ix(c_res + r)] = -lam[ix(r)], res[ix(r)]
-            out[ix(b), ix(c_k + r)] = k[ix(r)]
-        out[ix(b), ix(c_worst)] = _largest(res)
-        out[ix(b), ix(c_worst + 1)] = _rows_max(table, res, 2, 2)  # the hard rows'
-        out[ix(b), ix(c_worst + 2)] = _rows_max(table, k, 2, 2)
-        _accelerations_out(links, x, out[ix(b)], c_acc)
-        flags[ix(b), CONVERGED], flags[ix(b), ITERATIONS], flags[ix(b), STATUS] = converged, iterations, OK
+        _answer(b, ratio, False, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows, x, xn, refine, iterating, has_soft,
+                tol, max_iter, nv, out, flags)
 
 
-def _lane_sizes(program) -> tuple:
-    """Floats of :func:`_lane_parts`' workspace (a float per lane per entry) and its integer rows."""
+def _lane_sizes(program, constraints: tuple, m: int) -> tuple:
+    """Floats of :func:`_lane_parts`' workspace (a float per lane per entry), its integer rows, and the floats
+    per lane of each state's own constraint terms (``Kbuf``, ``k``, the measurements, ``lambda``)."""
     maxn = max_front(program)
-    entries = (program.factor_size + program.conditional_size + program.linear_size + program.cache_size
+    entries = (program.factor_size + program.conditional_size + 2 * program.linear_size + program.cache_size
                + program.value_size + 2 + (36 + 4 * 6 + 1) + (3 * maxn + 6))
-    return entries * LANES, (3, LANES)
+    return entries * LANES, (3, LANES), (LANES, 36 * constraints[2].shape[0] + 3 * m)
 
 
 @njit(cache=True, inline="always")
 def _lane_parts(lw, sizes, maxn):
-    """:func:`tree_lanes_kernel`'s lanes, carved from ``lw``: ``Fw, C, Lin, cache, X (entries, LANES)``, the
+    """:func:`lanes_kernel`'s lanes, carved from ``lw``: ``Fw, C, Lin, Lmag, cache, X (entries, LANES)``, the
     scale floors ``(1, LANES)``, the pivot ratios ``(LANES,)``, :func:`elimination.lanes.factorize_pairs`' and
     ``solve_pairs``' scratch."""
     rows = lw.reshape((-1, LANES))
     a = np.int64(sizes[0])  # the ends of the parts, in _lane_sizes' order
     b = a + np.int64(sizes[1])
     c = b + np.int64(sizes[2])
-    d = c + np.int64(sizes[3])
-    e = d + np.int64(sizes[4])
-    f = e + 2  # then factorize_pairs' scratch: H, scale, t, u, temporaries, a pair's ratios
-    s = f + 61  # then solve_pairs': g, x, x_S, temporaries
-    return (rows[:a], rows[a:b], rows[b:c], rows[c:d], rows[d:e], rows[e:e + 1], rows[e + 1],
-            (rows[f:f + 36], rows[f + 36:f + 42], rows[f + 42:f + 48], rows[f + 48:f + 54], rows[f + 54:f + 60],
-             rows[f + 60]),
+    d = c + np.int64(sizes[2])
+    e = d + np.int64(sizes[3])
+    f = e + np.int64(sizes[4])
+    g = f + 2  # then factorize_pairs' scratch: H, scale, t, u, temporaries, a pair's ratios
+    s = g + 61  # then solve_pairs': g, x, x_S, temporaries
+    return (rows[:a], rows[a:b], rows[b:c], rows[c:d], rows[d:e], rows[e:f], rows[f:f + 1], rows[f + 1],
+            (rows[g:g + 36], rows[g + 36:g + 42], rows[g + 42:g + 48], rows[g + 48:g + 54], rows[g + 54:g + 60],
+             rows[g + 60]),
             (rows[s:s + maxn], rows[s + maxn:s + 2 * maxn], rows[s + 2 * maxn:s + 3 * maxn],
              rows[s + 3 * maxn:s + 3 * maxn + 6]))
 
 
 @njit(cache=True, **UNCOUNTED)
-def tree_lanes_kernel(TI, II, TF, IF, Q, V, TAU, ws, wi, lw, li, out, flags):
-    """:func:`dynamics_kernel` for a tree (no constraints) whose program is all tree pairs
-    (:func:`elimination.lanes.covers_pairs`), without refinement: ``LANES`` states at a time, each one's
-    kinematics and fill into its lane, then one factorization and one solve of the lanes
-    (:func:`elimination.lanes.factorize_pairs`, :func:`~elimination.lanes.solve_pairs`: the per-state
-    kernels' operations, so the same numbers bit for bit).  A state whose pivots are suspect or refused is
-    flagged ``FALLBACK`` for the per-state kernel (which verifies or refuses it); a refused state ``BAD_INPUT``.
-    ``lw``, ``li``: the lanes' workspace (:func:`_lane_parts`), zeroed once when made, as ``ws``."""
-    fmaps, smaps, constraints, factors, _, _, sizes, unit, o, model, _ = _unpacked_tables(TI, II, TF, IF)
-    links, maxn = model[0], np.int64(sizes[6])
-    n, nv, B = links.shape[0], V.shape[1], Q.shape[0]
+def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, iterating, ws, wi, lw, li, lk, out, flags):
+    """:func:`dynamics_kernel` for a program of tree pairs alone (:func:`elimination.lanes.covers_pairs`: a tree,
+    or a tree whose constraints each hold one link, to the ground), ``LANES`` states at a time: each state's
+    kinematics, constraint terms and fill into its lane, one factorization of the lanes and their first solve
+    without refinement (:func:`elimination.lanes.factorize_pairs`, :func:`~elimination.lanes.solve_pairs`),
+    then each state's outer iterations, refinement and verification in its lane (:func:`_answer`, the
+    per-state kernels reading the lane): the numbers of :func:`dynamics_kernel` bit for bit.  ``lw``, ``li``,
+    ``lk``: the lanes' workspace, each state's constraint terms (:func:`_lane_sizes`), zeroed once when made."""
+    fmaps, smaps, constraints, factors, scope, drops, sizes, unit, o, model, general = _unpacked_tables(TI, II, TF, IF)
+    links, table, maxn = model[0], constraints[0], np.int64(sizes[6])
+    n, m, nv, B, pairs = links.shape[0], F0.shape[1], V.shape[1], Q.shape[0], constraints[2].shape[0]
     R, p, vel, S, bias, Iw, fb = _kinematic_parts(ws, o, n)
-    qn, jv, Lmag = ws[o[16]:o[17]], ws[o[19]:o[19] + 6], ws[o[9]:o[10]][2 * np.int64(sizes[2]):3 * np.int64(sizes[2])]
+    rows_m, rows_L = ws[o[8]:o[9]].reshape((6, m)), ws[o[9]:o[10]].reshape((4, np.int64(sizes[2])))
+    rows_x, e = ws[o[10]:o[11]].reshape((3, np.int64(sizes[4]))), ws[o[11]:o[12]]
+    dropped, qn = ws[o[15]:o[16]], ws[o[16]:o[17]]
     fscr, sscr = factorize_scratch_in(ws[o[17]:o[18]], wi, maxn), solve_scratch_in(ws[o[18]:o[19]], maxn)
-    none = ws[:0]  # the constraints' rows (k, lambda, the measurements): none on a tree
-    Fw, C, Lin, cache, X, floor, ratio, flane, slane = _lane_parts(lw, sizes, maxn)
+    jv, terms_scratch = ws[o[19]:o[19] + 6], ws[o[19] + 6:o[20]]
+    meas0, res, corrected, Lin0, Lres, xn, corr = rows_m[2], rows_m[3], rows_m[5], rows_L[1], rows_L[3], rows_x[1], rows_x[2]
+    Fw, C, Lin, Lmag, cache, X, floor, ratio, flane, slane = _lane_parts(lw, sizes, maxn)
     weak, failed, valid = li[0], li[1], li[2]
-    no_forces = none.reshape((B, 0))
+    has_soft = False
+    for j in range(table.shape[0]):
+        has_soft = has_soft or table[ix(j), POLICY] == 3
     for g in range(-(-B // LANES)):
         for w in range(LANES):  # each state's kinematics and fill into its lane (padding: the last state again)
             b = min(g * LANES + w, B - 1)
-            valid[w] = _load_state(Q, V, TAU, no_forces, b, unit, qn, none)
+            Kbuf, k = lk[w, :36 * pairs].reshape((pairs, 6, 6)), lk[w, 36 * pairs:36 * pairs + m]
+            meas, lam = lk[w, 36 * pairs + m:36 * pairs + 2 * m], lk[w, 36 * pairs + 2 * m:36 * pairs + 3 * m]
+            valid[w] = _load_state(Q, V, TAU, F0, b, unit, qn, lam)
             if valid[w]:
                 _kinematics(model, qn, V[ix(b)], R, p, S, vel, bias, Iw, fb, jv)
-                largest = _fill(model, constraints, factors, S, bias, Iw, fb, none.reshape((0, 6, 6)), none, TAU[ix(b)],
-                                none, 1.0, Fw[:, w], Lin[:, w], Lmag, none)
+                _constraint_terms(constraints, general, model[6], R, p, vel, Kbuf, k, terms_scratch)
+                largest = _fill(model, constraints, factors, S, bias, Iw, fb, Kbuf, k, TAU[ix(b)], lam, mu, Fw[:, w],
+                                Lin[:, w], Lmag[:, w], meas)
                 floor[0, w] = SCALE_FLOOR * largest
         lanes.factorize_pairs(fmaps, Fw, C, floor, fscr, flane, ratio, weak, failed)
         lanes.solve_pairs(smaps, C, Lin, cache, X, slane, sscr)
-        for w in range(min(LANES, B - g * LANES)):
+        for w in range(min(LANES, B - g * LANES)):  # then each state's iterations in its lane
             b = g * LANES + w
-            flags[ix(b), ITERATIONS], flags[ix(b), CONVERGED] = 0, 0
+            flags[ix(b), STATUS], flags[ix(b), ITERATIONS], flags[ix(b), CONVERGED] = BAD_INPUT, 0, 0
             if valid[w] == 0:
-                flags[ix(b), STATUS] = BAD_INPUT
-            elif failed[w] != -1 or ratio[w] < PIVOT_SUSPECT_RTOL:
-                flags[ix(b), STATUS] = FALLBACK
-            else:
-                x = X[:, w]
-                _qdd_step(links, x, out[ix(b)], True)
-                out[ix(b), ix(nv + 6 * n)], out[ix(b), ix(nv + 6 * n + 1)], out[ix(b), ix(nv + 6 * n + 2)] = 0.0, 0.0, 0.0
-                _accelerations_out(links, x, out[ix(b)], nv)
-                flags[ix(b), CONVERGED], flags[ix(b), ITERATIONS], flags[ix(b), STATUS] = 1, 1, OK
+                continue
+            flags[ix(b), STATUS] = FALLBACK
+            if failed[w] != -1:
+                continue
+            Kbuf, k = lk[w, :36 * pairs].reshape((pairs, 6, 6)), lk[w, 36 * pairs:36 * pairs + m]
+            meas, lam = lk[w, 36 * pairs + m:36 * pairs + 2 * m], lk[w, 36 * pairs + 2 * m:36 * pairs + 3 * m]
+            _copy(Lin[:, w], Lin0)
+            _copy(meas, meas0)
+            work = (links, factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], Lres, e, corr, cache[:, w],
+                    dropped)
+            _answer(b, ratio[w], True, smaps, drops, sscr, work, C[:, w], Lmag[:, w], Lin0,
+                    (k, meas, meas0, res, lam, corrected), X[:, w], xn, refine, iterating, has_soft, tol, max_iter, nv,
+                    out, flags)
