@@ -65,7 +65,7 @@ from .jacobi import load_tall, svd_rows
 from .program import F, JOINT_HALF, LINK_HALF, PIVOTS, WIDE_JOINT, WIDE_LINK
 
 INDEFINITE = PIVOTS["indefinite"]  # the one pivot whose Linv is not lower triangular (an eigendecomposition's)
-_ANNOUNCED: set = set()  # modules announced in this process
+_ANNOUNCED: set = set()  # (module, kernel) pairs announced in this process
 COUNTED, UNCOUNTED = {"_nrt": True}, {"_nrt": False}  # numba's reference counting on / off (module docstring)
 
 NF, NS, IDENTITY, PIVOT, NMIN, M, R, P, D_, NZ = (F[k] for k in ("nF", "nS", "identity", "pivot", "n_min", "m", "r", "p", "d", "nz"))
@@ -1177,14 +1177,15 @@ def drop_stale_cache(module: str, *dependencies: str) -> None:
 drop_stale_cache(__file__, jacobi.__file__)
 
 
-def announce_first_compile(module: str = __file__, what: str = "the elimination kernels") -> None:
-    """Say once per process and module, on stderr, that ``what`` is being compiled (only when the module
-    has no disk cache yet: numba keeps it in ``__pycache__`` beside the module)."""
-    if module in _ANNOUNCED:
+def announce_first_compile(module: str = __file__, what: str = "the elimination kernels", kernel: str = "*") -> None:
+    """Say once per process and module (and ``kernel``, a function's name), on stderr, that ``what`` is being
+    compiled (only where it has no disk cache yet: numba keeps it in ``__pycache__`` beside the module, an
+    index per function, ``<module>.<function>-<line>.<python>.nbi``)."""
+    if (module, kernel) in _ANNOUNCED:
         return
-    _ANNOUNCED.add(module)
+    _ANNOUNCED.add((module, kernel))
     path = Path(module)
-    if not any((path.parent / "__pycache__").glob(f"{path.stem}.*.nbi")):
+    if not any((path.parent / "__pycache__").glob(f"{path.stem}.{kernel}-*.nbi")):
         print(f"gaussgraph: compiling {what} (once; cached on disk, about a minute)...", file=sys.stderr, flush=True)
 
 

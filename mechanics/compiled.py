@@ -168,7 +168,6 @@ class CompiledDynamics:
                 and v.shape[1] == tau.shape[1] == mech.nv and forces0.shape[1] == mech.constraint_dim):
             raise ValueError(f"CompiledDynamics.run: shapes q {q.shape}, v {v.shape}, tau {tau.shape}, forces0 "
                              f"{forces0.shape} do not fit ({mech.nq}, {mech.nv}, {mech.constraint_dim}) per state")
-        announce_first_compile(__file__, "the dynamics kernel")
         if self.lanes and B >= LANES and refine == 0 and not self.iterating:
             # (a program that iterates or refines runs its re-solves on its lane's columns, strided: measured
             # slower than state by state -- Talos LCABA 31.0 -> 34.0 us a state -- until they run in lanes too)
@@ -177,6 +176,7 @@ class CompiledDynamics:
 
     def _run_lanes(self, q, v, tau, forces0, mu, tol, max_iter, refine) -> tuple:
         """:meth:`run` of a program of tree pairs eight states at a time (:func:`lanes_kernel`)."""
+        announce_first_compile(__file__, "the dynamics kernel for batches side by side", "lanes_kernel")
         if self.lane_floats is None:  # made at the first batch: zeroed once, as the state's workspace
             floats, ints, own = _lane_sizes(self.program, self.constraints, self.mechanism.constraint_dim)
             self.lane_floats, self.lane_ints, self.lane_own = np.zeros(floats), np.zeros(ints, np.int64), np.zeros(own)
@@ -187,6 +187,7 @@ class CompiledDynamics:
 
     def _run_states(self, q, v, tau, forces0, mu, tol, max_iter, refine) -> tuple:
         """:meth:`run` state by state (:func:`dynamics_kernel`)."""
+        announce_first_compile(__file__, "the dynamics kernel", "dynamics_kernel")
         out, flags = np.empty((q.shape[0], self.width)), np.empty((q.shape[0], 3), dtype=np.int64)
         dynamics_kernel(*self.tables, q, v, tau, forces0, float(mu), float(tol), int(max_iter), int(refine),
                         self.iterating, self.floats, self.ints, out, flags)
@@ -198,7 +199,7 @@ class CompiledDynamics:
         with no warm start.  Returns its row of ``out`` and of ``flags``: a prepared call's whole trip, without
         the checks and reshapes of a batch (they were a third of a small robot's call)."""
         out, flags = np.empty((1, self.width)), np.empty((1, 3), dtype=np.int64)
-        announce_first_compile(__file__, "the dynamics kernel")
+        announce_first_compile(__file__, "the dynamics kernel", "dynamics_kernel")
         # the settings' types fixed here: an int mu would make numba compile the kernel once more
         dynamics_kernel(*self.tables, q[None], v[None], tau[None], self.no_forces, float(mu), float(tol),
                         int(max_iter), int(refine), self.iterating, self.floats, self.ints, out, flags)
