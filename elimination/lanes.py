@@ -33,7 +33,7 @@ all tree pairs (:func:`covers_pairs`, ABA's steps): :func:`factorize_pairs` and
 :func:`solve_pairs` run a revolute or prismatic pair's fixed-size arithmetic as
 vector operations, and any other pair (a free-flyer or spherical joint) lane by
 lane through the per-element kernels, on the lanes of a workspace the caller
-fills (:func:`mechanics.compiled.tree_lanes_kernel`: each state's kinematics
+fills (:func:`mechanics.compiled.lanes_kernel`: each state's kinematics
 into its lane).  Bit for bit the per-element kernels' numbers again; on Talos's
 tree a batch of eight took the pairs' factorization 1.7x and their solve 2.1x
 faster than eight states one at a time.
