@@ -48,7 +48,8 @@ from .compiled import (B0, B1, DS, G0, G1, H0, H1, HF_, IDENTITY, LINV, M, NF, N
                        PG0, PG1, PH0, PH1, PIVOT, PS0, PS1, PB0, PB1, S0, S1, SINGULAR_RTOL, T_, TC, TN, TQ, TSIG,
                        UNCOUNTED, XF0, XF1, XS0, XS1, Y_, YC,
                        announce_first_compile, factorize_maps, max_front, solve_maps)
-from .compiled import _step_backward as step_backward, _tree_pair as tree_pair, _tree_pair_forward as tree_pair_forward
+from .compiled import _revolute, _step_backward as step_backward, _tree_pair as tree_pair
+from .compiled import _tree_pair_forward as tree_pair_forward
 from .compiled import drop_stale_cache
 from . import compiled, vectors as v
 from .program import JOINT_HALF, LINK_HALF, PIVOTS
@@ -387,11 +388,6 @@ def covers_pairs(program) -> bool:
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _revolute(steps, st):
-    return steps[st, NF] == 6 and steps[st + 1, NF] == 1
-
-
-@njit(cache=True, inline="always", error_model="numpy")
 def _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6, tmp, r):
     """:func:`elimination.compiled._revolute_pair` on the lanes of ``Fw``, ``C`` (its operations, lane by
     lane), each lane with its own scale floor (``floor (1, LANES)``); the pivot ratios into ``r``."""
@@ -482,13 +478,20 @@ def factorize_pairs(maps, Fw, C, floor, scratch, lane_scratch, ratio, weak, fail
                     ratio[w], weak[w] = r[w], st + 1
 
 
-def pairs_scratch(maxn: int) -> tuple:
-    """The lane scratch of :func:`factorize_pairs` (``H``, scales, ``t``, ``u``, temporaries, ratios) and of
-    :func:`solve_pairs` (``g``, ``x``, ``x_S``, temporaries: rows of ``LANES``)."""
-    factorize = (np.zeros((36, LANES)), np.zeros((6, LANES)), np.zeros((6, LANES)), np.zeros((6, LANES)),
-                 np.zeros((6, LANES)), np.zeros(LANES))
-    solve = (np.zeros((maxn, LANES)), np.zeros((maxn, LANES)), np.zeros((maxn, LANES)), np.zeros((6, LANES)))
-    return factorize, solve
+def pairs_scratch_rows(maxn: int) -> int:
+    """Rows of ``LANES`` that :func:`pairs_scratch_in` carves for fronts up to ``maxn`` wide."""
+    return 61 + 3 * maxn + 6
+
+
+@njit(cache=True, inline="always")
+def pairs_scratch_in(rows, maxn):
+    """The lane scratch of :func:`factorize_pairs` (``H``, scales, ``t``, ``u``, temporaries, a pair's
+    ratios) and of :func:`solve_pairs` (``g``, ``x``, ``x_S``, temporaries), carved from ``rows
+    (pairs_scratch_rows(maxn), LANES)``: a caller that keeps them allocates nothing per call."""
+    s = 61
+    return ((rows[:36], rows[36:42], rows[42:48], rows[48:54], rows[54:60], rows[60]),
+            (rows[s:s + maxn], rows[s + maxn:s + 2 * maxn], rows[s + 2 * maxn:s + 3 * maxn],
+             rows[s + 3 * maxn:s + 3 * maxn + 6]))
 
 
 @njit(cache=True, inline="always", error_model="numpy")

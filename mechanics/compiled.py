@@ -657,7 +657,8 @@ def _fill(model, constraints, factors, S, bias, Iw, fb, Kbuf, k, tau, lam, mu, F
     """Every graph factor's matrix, scales and linear term into the program's workspaces, as the slots of
     :class:`mechanics.gplc.GPLCLayout` and the policies build them; returns the largest diagonal magnitude
     of the quadratic factors (the scale floor's reference).  A link's own factors are written link by link,
-    at their fixed sizes; the constraints' factor by factor."""
+    at their fixed sizes; the constraints' factor by factor.  Every entry a step may read is written, its
+    zeros too: nothing reads what no state wrote (a workspace poisoned between calls answers the same)."""
     links, root = model[0], model[6]
     table = constraints[0]
     ground = links.shape[0]
@@ -988,6 +989,15 @@ def _kinematic_parts(ws, o, n):
 
 
 @njit(cache=True, inline="always")
+def _has_soft(table):
+    """Whether any constraint is under the ``soft`` policy."""
+    soft = False
+    for j in range(table.shape[0]):
+        soft = soft or table[ix(j), POLICY] == 3
+    return soft
+
+
+@njit(cache=True, inline="always")
 def _answer(b, ratio, solved, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows, x, xn, refine, iterating, has_soft, tol,
             max_iter, nv, out, flags):
     """State ``b`` after its factorization (smallest pivot ratio ``ratio``): the first solve (unless ``solved``:
@@ -1086,9 +1096,7 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
     x, xn, corr = rows_x[0], rows_x[1], rows_x[2]
     work = (links, factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, Lres, e, corr, cache, dropped)
     rows = (k, meas, meas0, res, lam, corrected)
-    has_soft = False
-    for j in range(table.shape[0]):
-        has_soft = has_soft or table[ix(j), POLICY] == 3
+    has_soft = _has_soft(table)
     for b in range(Q.shape[0]):
         flags[ix(b), STATUS], flags[ix(b), ITERATIONS], flags[ix(b), CONVERGED] = BAD_INPUT, 0, 0
         if not _load_state(Q, V, TAU, F0, b, unit, qn, lam):
@@ -1109,9 +1117,8 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
 def _lane_sizes(program, constraints: tuple, m: int) -> tuple:
     """Floats of :func:`_lane_parts`' workspace (a float per lane per entry), its integer rows, and the floats
     per lane of each state's own constraint terms (``Kbuf``, ``k``, the measurements, ``lambda``)."""
-    maxn = max_front(program)
     entries = (program.factor_size + program.conditional_size + 2 * program.linear_size + program.cache_size
-               + program.value_size + 2 + (36 + 4 * 6 + 1) + (3 * maxn + 6))
+               + program.value_size + 2 + lanes.pairs_scratch_rows(max_front(program)))
     return entries * LANES, (3, LANES), (LANES, 36 * constraints[2].shape[0] + 3 * m)
 
 
@@ -1127,13 +1134,17 @@ def _lane_parts(lw, sizes, maxn):
     d = c + np.int64(sizes[2])
     e = d + np.int64(sizes[3])
     f = e + np.int64(sizes[4])
-    g = f + 2  # then factorize_pairs' scratch: H, scale, t, u, temporaries, a pair's ratios
-    s = g + 61  # then solve_pairs': g, x, x_S, temporaries
+    factorize_scratch, solve_scratch = lanes.pairs_scratch_in(rows[f + 2:], maxn)
     return (rows[:a], rows[a:b], rows[b:c], rows[c:d], rows[d:e], rows[e:f], rows[f:f + 1], rows[f + 1],
-            (rows[g:g + 36], rows[g + 36:g + 42], rows[g + 42:g + 48], rows[g + 48:g + 54], rows[g + 54:g + 60],
-             rows[g + 60]),
-            (rows[s:s + maxn], rows[s + maxn:s + 2 * maxn], rows[s + 2 * maxn:s + 3 * maxn],
-             rows[s + 3 * maxn:s + 3 * maxn + 6]))
+            factorize_scratch, solve_scratch)
+
+
+@njit(cache=True, inline="always")
+def _own_terms(lk, w, pairs, m):
+    """Lane ``w``'s state's own constraint terms in ``lk`` (:func:`_lane_sizes`): ``Kbuf (pairs, 6, 6), k,
+    meas, lam (m)``."""
+    K = 36 * pairs
+    return lk[w, :K].reshape((pairs, 6, 6)), lk[w, K:K + m], lk[w, K + m:K + 2 * m], lk[w, K + 2 * m:K + 3 * m]
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -1157,14 +1168,11 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
     meas0, res, corrected, Lin0, Lres, xn, corr = rows_m[2], rows_m[3], rows_m[5], rows_L[1], rows_L[3], rows_x[1], rows_x[2]
     Fw, C, Lin, Lmag, cache, X, floor, ratio, flane, slane = _lane_parts(lw, sizes, maxn)
     weak, failed, valid = li[0], li[1], li[2]
-    has_soft = False
-    for j in range(table.shape[0]):
-        has_soft = has_soft or table[ix(j), POLICY] == 3
+    has_soft = _has_soft(table)
     for g in range(-(-B // LANES)):
         for w in range(LANES):  # each state's kinematics and fill into its lane (padding: the last state again)
             b = min(g * LANES + w, B - 1)
-            Kbuf, k = lk[w, :36 * pairs].reshape((pairs, 6, 6)), lk[w, 36 * pairs:36 * pairs + m]
-            meas, lam = lk[w, 36 * pairs + m:36 * pairs + 2 * m], lk[w, 36 * pairs + 2 * m:36 * pairs + 3 * m]
+            Kbuf, k, meas, lam = _own_terms(lk, w, pairs, m)
             valid[w] = _load_state(Q, V, TAU, F0, b, unit, qn, lam)
             if valid[w]:
                 _kinematics(model, qn, V[ix(b)], R, p, S, vel, bias, Iw, fb, jv)
@@ -1182,8 +1190,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
             flags[ix(b), STATUS] = FALLBACK
             if failed[w] != -1:
                 continue
-            Kbuf, k = lk[w, :36 * pairs].reshape((pairs, 6, 6)), lk[w, 36 * pairs:36 * pairs + m]
-            meas, lam = lk[w, 36 * pairs + m:36 * pairs + 2 * m], lk[w, 36 * pairs + 2 * m:36 * pairs + 3 * m]
+            Kbuf, k, meas, lam = _own_terms(lk, w, pairs, m)
             _copy(Lin[:, w], Lin0)
             _copy(meas, meas0)
             work = (links, factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], Lres, e, corr, cache[:, w],
