@@ -394,6 +394,10 @@ def test_which_programs_and_batches_run_in_lanes(monkeypatch):
     prepared(q[:7], v[:7], tau[:7])  # (fewer than eight: state by state)
     mechanics.prepare(held, "lcaba", backend="numba")(*random_state(held, np.random.default_rng(0), (8,)))
     assert ran == [8]
+    v[3, 1] = np.nan  # a state the lanes refuse: the call names it
+    with pytest.raises(ValueError, match=r"v contains NaN or inf at index \(3, 1\)"):
+        prepared(q, v, tau)
+    assert ran == [8, 8]
 
 
 def test_a_suspect_lane_is_verified_in_its_lane():
