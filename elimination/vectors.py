@@ -102,6 +102,12 @@ def add(typingctx, D, k, A, i):
 
 
 @intrinsic
+def sub(typingctx, D, k, A, i):
+    """``D[k] = D[k] - A[i]``."""
+    return types.void(D, k, A, i), _op(lambda b, d, a: b.fsub(d, a), "r")
+
+
+@intrinsic
 def add_mul(typingctx, D, k, A, i, B, j):
     """``D[k] = D[k] + A[i] * B[j]``."""
     return types.void(D, k, A, i, B, j), _op(lambda b, d, a, x: b.fadd(d, b.fmul(a, x)), "rr")

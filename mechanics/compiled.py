@@ -40,11 +40,13 @@ policy subclass runs on the numpy path (:attr:`CompiledDynamics.unsupported`).
 A program of tree pairs alone (a tree's, or LCABA's on links held to the
 ground) runs eight states at a time in :func:`lanes_kernel`: each state's
 kinematics and fill into its lane, the lanes' factorization and first solve
-(:mod:`elimination.lanes`), then each state's iterations, refinement and
-verification on its lane's columns -- the numbers of :func:`dynamics_kernel`,
-bit for bit.  Batches take it where nothing follows the first solve (a tree's,
-ABA's): re-solves on a lane's strided columns were measured slower than state
-by state.
+(:mod:`elimination.lanes`); then each lane's outer iterations run to its next
+refinement step, the steps of all lanes run as one residual and one solve in
+lanes, and so on until every lane has its answer -- the numbers of
+:func:`dynamics_kernel`, bit for bit.  Batches take it where nothing follows
+the first solve (ABA's) or the iterations re-solve from the last iterate
+(LCABA's); a soft row's iterations would run on a lane's strided columns,
+measured slower than state by state.
 """
 from __future__ import annotations
 
@@ -88,6 +90,13 @@ FKIND, WHO, PAIR, FIRST, MAT, SCL, LIN, SC0, SC1, FN, JOINT0, JOINT_ONLY = range
 OK, FALLBACK, BAD_INPUT = 0, 1, 2  # per-state status: the kernel's answer, the numpy path's to take, or a
 # state the checks of mechanics.checks refuse (NaN / inf, a quaternion far from unit norm): they name it
 ITERATIONS, CONVERGED, STATUS = range(3)  # columns of the kernel's integer output
+# rows of lanes_kernel's integers, a column per lane: the factorization's weakest and failed step, whether the
+# state is valid, where its outer iterations stand (PHASE: at their HEAD, its first iterate REFINED, an iterate
+# RESOLVED), its refinement steps so far in this solve, its iterations, whether its first refinement is still
+# deferred, whether it wants a refinement step
+WEAK, FAILED, VALID, PHASE, COUNT, ITERS, DEFERRED, NEED = range(8)
+LANE_ROWS = 8
+HEAD, REFINED, RESOLVED = range(3)
 
 
 drop_stale_cache(__file__, elimination_compiled.__file__, lanes.__file__, vectors.__file__)
@@ -129,6 +138,7 @@ class CompiledDynamics:
                                program.value_size, program.dropped_size, max_front(program), int(program.check_rank)],
                               dtype=np.int64)
         self.iterating = any(p.iterates for p in layout.policies.values())
+        self.soft = any(isinstance(p, Soft) for p in layout.policies.values())
         # a batch of a program of tree pairs runs LANES states at a time (lanes_kernel), bit for bit as one by one
         self.lanes = lanes.covers_pairs(program)
         self.lane_floats = self.lane_ints = self.lane_own = None
@@ -168,9 +178,11 @@ class CompiledDynamics:
                 and v.shape[1] == tau.shape[1] == mech.nv and forces0.shape[1] == mech.constraint_dim):
             raise ValueError(f"CompiledDynamics.run: shapes q {q.shape}, v {v.shape}, tau {tau.shape}, forces0 "
                              f"{forces0.shape} do not fit ({mech.nq}, {mech.nv}, {mech.constraint_dim}) per state")
-        if self.lanes and B >= LANES and refine == 0 and not self.iterating:
-            # (a program that iterates or refines runs its re-solves on its lane's columns, strided: measured
-            # slower than state by state -- Talos LCABA 31.0 -> 34.0 us a state -- until they run in lanes too)
+        if self.lanes and B >= LANES and (refine == 0 and not self.iterating or self.iterating and refine > 0
+                                             and not self.soft):
+            # (where the iterations would run on a lane's columns, strided -- soft rows' iterations, or refined
+            # first solves without re-solves -- state by state was measured faster: Talos LCABA 31.0 -> 34.0 us
+            # a state before its re-solves ran in lanes)
             return self._run_lanes(q, v, tau, forces0, mu, tol, max_iter, refine)
         return self._run_states(q, v, tau, forces0, mu, tol, max_iter, refine)
 
@@ -755,18 +767,50 @@ def _link_residuals(links, factors, l, Fw, Lin, x, Lres):
         Lres[ix(lin + r)] = t
 
 
+@njit(cache=True, inline="always")
+def _lane_link_residuals(links, factors, l, Fw, Lin, X, Lres):
+    """:func:`_link_residuals` on the lanes of ``Fw``, ``Lin``, ``X``, ``Lres`` (``(entries, LANES)``): its
+    operations, in its order, lane by lane."""
+    ground, acc, nv = links.shape[0], links[ix(l), ACC], links[ix(l), NV]
+    f = links[ix(l), PRIOR_F]
+    mat, lin = factors[ix(f), MAT], factors[ix(f), LIN]
+    for i in range(6):
+        vectors.copy(Lres, lin + i, Lin, lin + i)
+        for c in range(6):
+            vectors.sub_mul(Lres, lin + i, Fw, mat + i * 6 + c, X, acc + c)
+    f = links[ix(l), TORQUE_F]
+    for i in range(nv if f >= 0 else 0):
+        vectors.copy(Lres, factors[ix(f), LIN] + i, Lin, factors[ix(f), LIN] + i)
+    f, parent = links[ix(l), TREE_F], links[ix(l), PARENT]
+    mat, lin, n, c0, qdd = factors[ix(f), MAT], factors[ix(f), LIN], factors[ix(f), FN], factors[ix(f), JOINT0], links[ix(l), QDD]
+    for r in range(6):
+        vectors.copy(Lres, lin + r, Lin, lin + r)
+        vectors.sub(Lres, lin + r, X, acc + r)
+        if parent != ground:
+            vectors.add(Lres, lin + r, X, links[ix(parent), ACC] + r)
+        for j in range(nv):
+            vectors.sub_mul(Lres, lin + r, Fw, mat + r * n + c0 + j, X, qdd + j)
+
+
 @njit(cache=True, **UNCOUNTED)
 def _residual_terms(links, factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, x, Lres, e):
     """``g - H x`` and ``b - A x`` per graph factor (``A' mu (b - A x)`` for penalties), as
     :meth:`elimination.Factorization._residual_terms`: refinement's right-hand sides.  A link's own factors
     link by link (:func:`_link_residuals`), the constraints' factor by factor."""
-    table = constraints[0]
     for l in range(links.shape[0]):
         _link_residuals(links, factors, l, Fw, Lin, x, Lres)
+    _factor_residuals(factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, x, Lres, e)
+
+
+@njit(cache=True, inline="always")
+def _factor_residuals(factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, x, Lres, e):
+    """:func:`_residual_terms` of the factors that are not a link's own (its prior, torque, tree joint): the
+    constraints', factor by factor."""
+    table = constraints[0]
     for f in range(factors.shape[0]):
         kind, n, s0 = factors[ix(f), FKIND], factors[ix(f), FN], factors[ix(f), SC0]
         mat, lin = factors[ix(f), MAT], factors[ix(f), LIN]
-        if kind == PRIOR or kind == TORQUE or kind == TREE:  # (above)
+        if kind == PRIOR or kind == TORQUE or kind == TREE:  # (_link_residuals)
             continue
         if kind == PENALTY:
             j = factors[ix(f), WHO]
@@ -1006,10 +1050,8 @@ def _answer(b, ratio, solved, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows
     must answer).  ``work``: the state's arrays (:func:`_refine_step`); ``rows``: its constraint rows ``k,
     meas, meas0, res, lam, corrected``."""
     links, factors, constraints, Kbuf, meas, mu, Lin = work[0], work[1], work[3], work[4], work[5], work[6], work[8]
-    k, meas0, res, lam, corrected = rows[0], rows[2], rows[3], rows[4], rows[5]
-    table, m, n = constraints[0], lam.shape[0], links.shape[0]
-    c_forces, c_acc, c_res, c_k = nv, nv + m, nv + m + 6 * n, nv + 2 * m + 6 * n
-    c_worst = nv + 3 * m + 6 * n  # then the hard rows' largest residual and largest |k| (_output_columns)
+    k, res, lam = rows[0], rows[3], rows[4]
+    table = constraints[0]
     qdd = out[ix(b)]
     suspect = ratio < PIVOT_SUSPECT_RTOL
     startable = refine > 0 and drops.shape[0] == 0  # Factorization.startable
@@ -1047,8 +1089,22 @@ def _answer(b, ratio, solved, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows
         iterations += 1
         _copy(xn, x)
         _constraint_residual(constraints, Kbuf, k, links, x, res)
-    if not ok:
-        return
+    if ok:
+        _conclude(b, iterations, suspect, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows, x, xn, refine, has_soft,
+                  tol, nv, out, flags)
+
+
+@njit(cache=True, **UNCOUNTED)
+def _conclude(b, iterations, suspect, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows, x, xn, refine, has_soft, tol,
+              nv, out, flags):
+    """State ``b``'s answer after ``iterations`` outer iterations ended at ``x`` (:func:`_answer`): the
+    convergence status (a soft row's halving checked by one ALM correction, solved into ``xn``), ``out[b]`` and
+    ``flags[b]`` (left ``FALLBACK`` where that solve needs the numpy path)."""
+    links, factors, constraints, Kbuf, meas, mu, Lin = work[0], work[1], work[3], work[4], work[5], work[6], work[8]
+    k, meas0, res, lam, corrected = rows[0], rows[2], rows[3], rows[4], rows[5]
+    table, m, n = constraints[0], lam.shape[0], links.shape[0]
+    c_forces, c_acc, c_res, c_k = nv, nv + m, nv + m + 6 * n, nv + 2 * m + 6 * n
+    c_worst = nv + 3 * m + 6 * n  # then the hard rows' largest residual and largest |k| (_output_columns)
     tolerance = max(tol, RESIDUAL_RTOL * (1.0 + _largest(k)))
     converged = _rows_max(table, res, 0, 1) <= tolerance
     if has_soft and not _rows_max(table, res, 3, 3) <= tolerance:  # does one ALM correction halve it?
@@ -1117,16 +1173,16 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
 def _lane_sizes(program, constraints: tuple, m: int) -> tuple:
     """Floats of :func:`_lane_parts`' workspace (a float per lane per entry), its integer rows, and the floats
     per lane of each state's own constraint terms (``Kbuf``, ``k``, the measurements, ``lambda``)."""
-    entries = (program.factor_size + program.conditional_size + 2 * program.linear_size + program.cache_size
-               + program.value_size + 2 + lanes.pairs_scratch_rows(max_front(program)))
-    return entries * LANES, (3, LANES), (LANES, 36 * constraints[2].shape[0] + 3 * m)
+    entries = (program.factor_size + program.conditional_size + 3 * program.linear_size + program.cache_size
+               + 2 * program.value_size + 2 + lanes.pairs_scratch_rows(max_front(program)))
+    return entries * LANES, (LANE_ROWS, LANES), (LANES, 36 * constraints[2].shape[0] + 4 * m + 1)
 
 
 @njit(cache=True, inline="always")
 def _lane_parts(lw, sizes, maxn):
-    """:func:`lanes_kernel`'s lanes, carved from ``lw``: ``Fw, C, Lin, Lmag, cache, X (entries, LANES)``, the
-    scale floors ``(1, LANES)``, the pivot ratios ``(LANES,)``, :func:`elimination.lanes.factorize_pairs`' and
-    ``solve_pairs``' scratch."""
+    """:func:`lanes_kernel`'s lanes, carved from ``lw``: ``Fw, C, Lin, Lmag, cache, X, Lres, corrections
+    (entries, LANES)``, the scale floors ``(1, LANES)``, the pivot ratios ``(LANES,)``,
+    :func:`elimination.lanes.factorize_pairs`' and ``solve_pairs``' scratch."""
     rows = lw.reshape((-1, LANES))
     a = np.int64(sizes[0])  # the ends of the parts, in _lane_sizes' order
     b = a + np.int64(sizes[1])
@@ -1134,17 +1190,67 @@ def _lane_parts(lw, sizes, maxn):
     d = c + np.int64(sizes[2])
     e = d + np.int64(sizes[3])
     f = e + np.int64(sizes[4])
-    factorize_scratch, solve_scratch = lanes.pairs_scratch_in(rows[f + 2:], maxn)
-    return (rows[:a], rows[a:b], rows[b:c], rows[c:d], rows[d:e], rows[e:f], rows[f:f + 1], rows[f + 1],
-            factorize_scratch, solve_scratch)
+    g = f + np.int64(sizes[2])
+    h = g + np.int64(sizes[4])
+    factorize_scratch, solve_scratch = lanes.pairs_scratch_in(rows[h + 2:], maxn)
+    return (rows[:a], rows[a:b], rows[b:c], rows[c:d], rows[d:e], rows[e:f], rows[f:g], rows[g:h], rows[h:h + 1],
+            rows[h + 1], factorize_scratch, solve_scratch)
 
 
 @njit(cache=True, inline="always")
 def _own_terms(lk, w, pairs, m):
     """Lane ``w``'s state's own constraint terms in ``lk`` (:func:`_lane_sizes`): ``Kbuf (pairs, 6, 6), k,
-    meas, lam (m)``."""
+    meas, lam, res (m)``, and its outer iterations' last ``qdd`` step ``(1,)``."""
     K = 36 * pairs
-    return lk[w, :K].reshape((pairs, 6, 6)), lk[w, K:K + m], lk[w, K + m:K + 2 * m], lk[w, K + 2 * m:K + 3 * m]
+    return (lk[w, :K].reshape((pairs, 6, 6)), lk[w, K:K + m], lk[w, K + m:K + 2 * m], lk[w, K + 2 * m:K + 3 * m],
+            lk[w, K + 3 * m:K + 4 * m], lk[w, K + 4 * m:K + 4 * m + 1])
+
+
+@njit(cache=True, inline="always")
+def _advance(w, li, step, links, factors, constraints, Kbuf, k, meas, lam, mu, Lin, x, res, qdd, tol, max_iter):
+    """Lane ``w``'s outer iterations (:func:`_answer`'s loop, where the first refinement is deferred and each
+    re-solve starts from the last iterate) from where its last refinement left them (``li[PHASE, w]``) to the
+    next refinement step of ``x``, which :func:`lanes_kernel` runs in lanes: whether it wants one (False: its
+    iterations ended, at ``x``).  A re-solve refines the iterate in place: the per-state kernel refines a copy
+    and copies it back, the same numbers."""
+    table = constraints[0]
+    phase = li[PHASE, w]
+    if phase == RESOLVED:  # a re-solve, refined: the next iterate
+        step[0] = _qdd_step(links, x, qdd, True)
+        li[ITERS, w] += 1
+        _constraint_residual(constraints, Kbuf, k, links, x, res)
+    elif phase == REFINED:  # the first iterate, refined now that it may be the answer
+        _qdd_step(links, x, qdd, True)
+        _constraint_residual(constraints, Kbuf, k, links, x, res)
+    elif li[DEFERRED, w] and (_largest(res) < tol or li[ITERS, w] >= max_iter):
+        li[PHASE, w], li[COUNT, w], li[DEFERRED, w] = REFINED, 0, 0
+        return True
+    li[DEFERRED, w] = 0
+    _update(constraints, x, res, mu, lam)
+    if min(step[0], _largest(res)) < tol or li[ITERS, w] >= max_iter:
+        return False
+    for j in range(table.shape[0]):
+        if table[ix(j), POLICY] <= 1:  # alm, prox
+            _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas)
+    li[PHASE, w], li[COUNT, w] = RESOLVED, 0
+    return True
+
+
+@njit(cache=True, inline="always")
+def _lanes_refined(links, factors, scope, constraints, lk, pairs, m, mu, smaps, sscr, slane, Fw, Lin, X, C, cache, Lres,
+                   D, e, need):
+    """One refinement step of ``X``'s lanes that want one (``need``), in place (:func:`_refine_step` in lanes):
+    the residuals of the links' own factors in lanes, the constraints' lane by lane, one solve of the lanes
+    into ``D``.  Lanes that want none get meaningless numbers, which nothing reads."""
+    for l in range(links.shape[0]):
+        _lane_link_residuals(links, factors, l, Fw, Lin, X, Lres)
+    for w in range(LANES):
+        if need[w]:
+            Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
+            _factor_residuals(factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], X[:, w], Lres[:, w], e)
+    lanes.solve_pairs(smaps, C, Lres, cache, D, slane, sscr)
+    for i in range(X.shape[0]):
+        vectors.add(X, i, D, i)
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -1152,10 +1258,13 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
     """:func:`dynamics_kernel` for a program of tree pairs alone (:func:`elimination.lanes.covers_pairs`: a tree,
     or a tree whose constraints each hold one link, to the ground), ``LANES`` states at a time: each state's
     kinematics, constraint terms and fill into its lane, one factorization of the lanes and their first solve
-    without refinement (:func:`elimination.lanes.factorize_pairs`, :func:`~elimination.lanes.solve_pairs`),
-    then each state's outer iterations, refinement and verification in its lane (:func:`_answer`, the
-    per-state kernels reading the lane): the numbers of :func:`dynamics_kernel` bit for bit.  ``lw``, ``li``,
-    ``lk``: the lanes' workspace, each state's constraint terms (:func:`_lane_sizes`), zeroed once when made."""
+    without refinement (:func:`elimination.lanes.factorize_pairs`, :func:`~elimination.lanes.solve_pairs`).
+    Then, where the iterations refine each re-solve from the last iterate (LCABA's), every lane's outer
+    iterations advance to their next refinement step (:func:`_advance`) and the steps run in lanes
+    (:func:`_lanes_refined`) until every lane has its answer; other states (a suspect pivot, soft rows, hard
+    rows' iterations) run :func:`_answer` on their lane's columns.  The numbers of :func:`dynamics_kernel` bit
+    for bit.  ``lw``, ``li``, ``lk``: the lanes' workspace, integers and each state's own constraint terms
+    (:func:`_lane_sizes`), zeroed once when made."""
     fmaps, smaps, constraints, factors, scope, drops, sizes, unit, o, model, general = _unpacked_tables(TI, II, TF, IF)
     links, table, maxn = model[0], constraints[0], np.int64(sizes[6])
     n, m, nv, B, pairs = links.shape[0], F0.shape[1], V.shape[1], Q.shape[0], constraints[2].shape[0]
@@ -1165,15 +1274,18 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
     dropped, qn = ws[o[15]:o[16]], ws[o[16]:o[17]]
     fscr, sscr = factorize_scratch_in(ws[o[17]:o[18]], wi, maxn), solve_scratch_in(ws[o[18]:o[19]], maxn)
     jv, terms_scratch = ws[o[19]:o[19] + 6], ws[o[19] + 6:o[20]]
-    meas0, res, corrected, Lin0, Lres, xn, corr = rows_m[2], rows_m[3], rows_m[5], rows_L[1], rows_L[3], rows_x[1], rows_x[2]
-    Fw, C, Lin, Lmag, cache, X, floor, ratio, flane, slane = _lane_parts(lw, sizes, maxn)
-    weak, failed, valid = li[0], li[1], li[2]
+    meas0, corrected, Lin0, Lres1, xn, corr = rows_m[2], rows_m[5], rows_L[1], rows_L[3], rows_x[1], rows_x[2]
+    Fw, C, Lin, Lmag, cache, X, Lres, D, floor, ratio, flane, slane = _lane_parts(lw, sizes, maxn)
+    weak, failed, valid, need = li[WEAK], li[FAILED], li[VALID], li[NEED]
     has_soft = _has_soft(table)
+    # the outer iterations in lanes: each re-solve refined from the last iterate (Factorization.startable), the
+    # first solve's refinement deferred (_answer), a suspect pivot's verification lane by lane
+    in_lanes = iterating and refine > 0 and drops.shape[0] == 0 and not has_soft
     for g in range(-(-B // LANES)):
         for w in range(LANES):  # each state's kinematics and fill into its lane (padding: the last state again)
             b = min(g * LANES + w, B - 1)
-            Kbuf, k, meas, lam = _own_terms(lk, w, pairs, m)
-            valid[w] = _load_state(Q, V, TAU, F0, b, unit, qn, lam)
+            Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
+            valid[w], need[w] = _load_state(Q, V, TAU, F0, b, unit, qn, lam), 0
             if valid[w]:
                 _kinematics(model, qn, V[ix(b)], R, p, S, vel, bias, Iw, fb, jv)
                 _constraint_terms(constraints, general, model[6], R, p, vel, Kbuf, k, terms_scratch)
@@ -1182,19 +1294,48 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
                 floor[0, w] = SCALE_FLOOR * largest
         lanes.factorize_pairs(fmaps, Fw, C, floor, fscr, flane, ratio, weak, failed)
         lanes.solve_pairs(smaps, C, Lin, cache, X, slane, sscr)
-        for w in range(min(LANES, B - g * LANES)):  # then each state's iterations in its lane
-            b = g * LANES + w
+        for w in range(min(LANES, B - g * LANES)):  # then each state's iterations: up to a refinement in lanes,
+            b = g * LANES + w  # or the whole of them in its lane
             flags[ix(b), STATUS], flags[ix(b), ITERATIONS], flags[ix(b), CONVERGED] = BAD_INPUT, 0, 0
             if valid[w] == 0:
                 continue
             flags[ix(b), STATUS] = FALLBACK
             if failed[w] != -1:
                 continue
-            Kbuf, k, meas, lam = _own_terms(lk, w, pairs, m)
+            Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
+            work = (links, factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], Lres1, e, corr,
+                    cache[:, w], dropped)
+            rows = (k, meas, meas0, res, lam, corrected)
+            if in_lanes and not ratio[w] < PIVOT_SUSPECT_RTOL:
+                _qdd_step(links, X[:, w], out[ix(b)], True)
+                _constraint_residual(constraints, Kbuf, k, links, X[:, w], res)
+                li[PHASE, w], li[ITERS, w], li[DEFERRED, w], step[0] = HEAD, 1, 1, np.inf
+                need[w] = _advance(w, li, step, links, factors, constraints, Kbuf, k, meas, lam, mu, Lin[:, w], X[:, w],
+                                   res, out[ix(b)], tol, max_iter)
+                if not need[w]:
+                    _conclude(b, li[ITERS, w], False, smaps, drops, sscr, work, C[:, w], Lmag[:, w], Lin0, rows,
+                              X[:, w], xn, refine, has_soft, tol, nv, out, flags)
+                continue
             _copy(Lin[:, w], Lin0)
             _copy(meas, meas0)
-            work = (links, factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], Lres, e, corr, cache[:, w],
-                    dropped)
-            _answer(b, ratio[w], True, smaps, drops, sscr, work, C[:, w], Lmag[:, w], Lin0,
-                    (k, meas, meas0, res, lam, corrected), X[:, w], xn, refine, iterating, has_soft, tol, max_iter, nv,
-                    out, flags)
+            _answer(b, ratio[w], True, smaps, drops, sscr, work, C[:, w], Lmag[:, w], Lin0, rows, X[:, w], xn, refine,
+                    iterating, has_soft, tol, max_iter, nv, out, flags)
+        while _largest(need) > 0:  # the lanes' refinement steps, each lane's iterations between them
+            _lanes_refined(links, factors, scope, constraints, lk, pairs, m, mu, smaps, sscr, slane, Fw, Lin, X, C,
+                           cache, Lres, D, e, need)
+            for w in range(LANES):
+                if need[w] == 0:
+                    continue
+                b = g * LANES + w
+                li[COUNT, w] += 1  # _started_solve's steps: refine, and one more where the change is large
+                change = _largest(D[:, w]) / max(_largest(X[:, w]), 2.2250738585072014e-308)
+                if li[COUNT, w] < refine or (li[COUNT, w] == refine and started_error(change, ratio[w]) > WARM_RTOL):
+                    continue
+                Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
+                need[w] = _advance(w, li, step, links, factors, constraints, Kbuf, k, meas, lam, mu, Lin[:, w], X[:, w],
+                                   res, out[ix(b)], tol, max_iter)
+                if not need[w]:
+                    work = (links, factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], Lres1, e, corr,
+                            cache[:, w], dropped)
+                    _conclude(b, li[ITERS, w], False, smaps, drops, sscr, work, C[:, w], Lmag[:, w], Lin0,
+                              (k, meas, meas0, res, lam, corrected), X[:, w], xn, refine, has_soft, tol, nv, out, flags)

@@ -352,14 +352,17 @@ def grounded(draw):
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(grounded(), st.integers(0, 2**31 - 1), st.sampled_from([8, 13, 19]), st.sampled_from(["lcaba", "pv_soft"]))
-def test_a_batch_of_tree_pairs_in_lanes_equals_its_states_one_at_a_time_bit_for_bit(mech, seed, B, name):
+@given(grounded(), st.integers(0, 2**31 - 1), st.sampled_from([8, 13, 19]), st.sampled_from(["lcaba", "pv_soft"]),
+       st.sampled_from([1, 2, 50]))
+def test_a_batch_of_tree_pairs_in_lanes_equals_its_states_one_at_a_time_bit_for_bit(mech, seed, B, name, max_iter):
     """A program of tree pairs alone (ABA's; LCABA's on links held to the ground) runs eight states at a time
-    (lanes_kernel: revolute and prismatic pairs as vector operations, the other joints lane by lane, each
-    state's iterations, refinement and verification in its lane, the batch's tail padded): every answer is the
-    per-state kernel's bit for bit, and a state that is not finite is refused in its lane alone."""
+    (lanes_kernel: revolute and prismatic pairs as vector operations, the other joints lane by lane; LCABA's
+    iterations each to its next refinement step, the steps in lanes, each lane stopping at its own iteration;
+    a suspect pivot's verification in its lane; the batch's tail padded): every answer and iteration count is
+    the per-state kernel's bit for bit, within ``max_iter`` or stopped by it, and a state that is not finite
+    is refused in its lane alone."""
     algorithm = name if mech.constraints else "aba"
-    prepared = mechanics.prepare(mech, algorithm, mu=1e6, backend="numba")
+    prepared = mechanics.prepare(mech, algorithm, mu=1e6, max_iter=max_iter, backend="numba")
     if not prepared.compiled.lanes:  # (pv_soft's order may pass a multiplier-free step on: not a pair)
         assert algorithm != "aba" and name == "pv_soft"
         return
@@ -380,7 +383,8 @@ def test_a_batch_of_tree_pairs_in_lanes_equals_its_states_one_at_a_time_bit_for_
 
 def test_which_programs_and_batches_run_in_lanes(monkeypatch):
     """The lanes take a program of tree pairs -- a tree's, LCABA's with links held to the ground, not a loop's --
-    and a batch runs in them where nothing follows the first solve (a tree's, eight states or more)."""
+    and a batch of eight states or more runs in them where nothing follows the first solve (a tree's) or its
+    iterations' re-solves run in lanes too (LCABA's), not where soft rows' iterations would run lane by lane."""
     tree = models.serial_chain(6).without_constraints()
     held = Mechanism(tree.links, [Weld(tree.links[-1].name, GROUND, at(0.0), at(1.0))], name="held")
     assert mechanics.prepare(held, "lcaba", backend="numba").compiled.lanes
@@ -392,12 +396,32 @@ def test_which_programs_and_batches_run_in_lanes(monkeypatch):
     q, v, tau = random_state(tree, np.random.default_rng(0), (8,))
     prepared(q, v, tau)
     prepared(q[:7], v[:7], tau[:7])  # (fewer than eight: state by state)
-    mechanics.prepare(held, "lcaba", backend="numba")(*random_state(held, np.random.default_rng(0), (8,)))
-    assert ran == [8]
+    mechanics.prepare(held, "lcaba", backend="numba")(*random_state(held, np.random.default_rng(0), (9,)))
+    soft = mechanics.prepare(held, "pv_soft", backend="numba")
+    assert soft.compiled.lanes
+    soft(*random_state(held, np.random.default_rng(0), (8,)))
+    assert ran == [8, 9]
     v[3, 1] = np.nan  # a state the lanes refuse: the call names it
     with pytest.raises(ValueError, match=r"v contains NaN or inf at index \(3, 1\)"):
         prepared(q, v, tau)
-    assert ran == [8, 8]
+    assert ran == [8, 9, 8]
+
+
+@pytest.mark.parametrize("held", [Weld, Connect])
+def test_an_ill_conditioned_lcaba_batch_refines_in_lanes_as_state_by_state(held):
+    """LCABA on an arm held to the ground whose tip is a point mass 10 m out (inertia 1e-8: pivot ratios near
+    1e-10, not suspect): its re-solves from the last iterate move the answer enough that a second refinement
+    step follows where the pivots lose digits (Factorization.solve's started error).  The lanes take that
+    step lane by lane as the per-state kernel does, through 50 iterations, bit for bit."""
+    links = [Link("arm", GROUND, Joint("revolute", "z"), at(0.0), 1.0, (0.3, 0.0, 0.0), 0.01 * np.eye(3)),
+             Link("mid", "arm", Joint("revolute", "y"), at(1.0), 1.0, (0.3, 0.0, 0.0), 0.01 * np.eye(3)),
+             Link("tip", "mid", Joint("revolute", "x"), at(10.0), 1.0, (0.0, 0.0, 0.0), 1e-8 * np.eye(3))]
+    mech = Mechanism(links, [held("mid", GROUND, at(1.0), at(0.0), None, "c")], name="far_tip_held")
+    prepared = mechanics.prepare(mech, "lcaba", mu=1e6, backend="numba")
+    q, v, tau = random_state(mech, np.random.default_rng(3), (16,))
+    (out, flags), (ref_out, ref_flags) = _lanes_and_states(prepared, q, v, tau)
+    assert np.all(ref_flags[:, STATUS] == OK)
+    assert np.array_equal(flags, ref_flags) and np.array_equal(out, ref_out)
 
 
 def test_a_suspect_lane_is_verified_in_its_lane():
