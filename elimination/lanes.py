@@ -48,11 +48,11 @@ from .compiled import (B0, B1, DS, G0, G1, H0, H1, HF_, IDENTITY, LINV, M, NF, N
                        PG0, PG1, PH0, PH1, PIVOT, PS0, PS1, PB0, PB1, S0, S1, SINGULAR_RTOL, T_, TC, TN, TQ, TSIG,
                        UNCOUNTED, XF0, XF1, XS0, XS1, Y_, YC,
                        announce_first_compile, factorize_maps, max_front, solve_maps)
-from .compiled import _revolute, _step_backward as step_backward, _tree_pair as tree_pair
+from .compiled import _parent_block as parent_block, _revolute, _step_backward as step_backward, _tree_pair as tree_pair
 from .compiled import _tree_pair_forward as tree_pair_forward
 from .compiled import drop_stale_cache
 from . import compiled, vectors as v
-from .program import JOINT_HALF, LINK_HALF, PIVOTS
+from .program import JOINT_HALF, LINK_HALF, PIVOTS, WIDE_JOINT, WIDE_LINK
 
 LANES = v.WIDTH
 """Elements per pass: the vector operations' width.  (Written as loops over eight lanes, numba unrolls them
@@ -383,8 +383,106 @@ def covers_pairs(program) -> bool:
     run.  Revolute pairs run in lanes; any other pair (a free-flyer or spherical root) lane by lane through the
     per-element kernels."""
     steps = program.steps
+    pair = steps[:, PAIR]
+    wide_revolute = (pair == WIDE_LINK) & (steps[:, TQ] >= 0)
+    wide_revolute[1:] |= (pair[1:] == WIDE_JOINT) & wide_revolute[:-1]
     return bool(len(steps)) and not program.unsupported and bool(np.all(
-        (steps[:, PAIR] == LINK_HALF) | (steps[:, PAIR] == JOINT_HALF)))
+        (pair == LINK_HALF) | (pair == JOINT_HALF) | wide_revolute))
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _pivot(steps, joint, H, stride, scale, t6, u6, floor, Fw, C, hsrc, h0, h1, ssrc, s0, s1, tmp, r):
+    """:func:`elimination.compiled._revolute_pivot` on the lanes (its operations, lane by lane), the link's block
+    ``H[:6, :6]`` at rows ``i * stride + j``: ``u = H t`` into ``u6``, ``D``, ``Linv`` into ``C``, ``Linv`` into
+    ``tmp[4]``, the pivot ratios into ``r``."""
+    for i in range(6):
+        v.fill(u6, i, 0.0)
+        for q in range(6):
+            v.add_mul(u6, i, H, i * stride + q, t6, q)
+    v.fill(tmp, 0, 0.0)
+    v.fill(tmp, 1, 0.0)
+    for k in range(6):
+        v.add_mul(tmp, 0, t6, k, u6, k)  # d
+        v.mul(tmp, 2, t6, k, t6, k)
+        v.add_mul(tmp, 1, tmp, 2, scale, k)  # grown
+    v.copy(tmp, 3, floor, 0)
+    v.add(tmp, 3, tmp, 1)  # sz
+    for q in range(h0, h1):  # the joint's own factors
+        v.add(tmp, 0, Fw, hsrc[q])
+    for q in range(s0, s1):
+        v.add(tmp, 3, Fw, ssrc[q])
+    ds, li = steps[joint, DS], steps[joint, LINV]
+    for w in range(LANES):
+        d, sz = tmp[0, w], max(tmp[3, w], floor[0, w])
+        root = np.sqrt(max(d, 0.0))
+        tmp[4, w] = 1.0 / root if d > 0.0 else 0.0
+        C[ds, w], C[li, w] = 1.0, tmp[4, w]
+        r[w] = root * root / max(sz, 1e-300) if d > 0.0 else -1.0
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, maxn, scale, t6, u6, y, tmp, r):
+    """:func:`elimination.compiled._wide_revolute_pair` on the lanes (its operations, lane by lane): the front
+    ``H`` at rows ``i * maxn + j``; the pivot ratios into ``r``."""
+    joint, m = st + 1, steps[st, NS] - 1
+    n = 7 + m
+    npar, tp = parent_block(steps, st)
+    p0 = 7 + tp
+    for i in range(n):  # every row and column but the joint's
+        v.fill(scale, i, 0.0)
+        for j in range(6):
+            v.fill(H, i * maxn + j, 0.0)
+        for j in range(7, n):
+            v.fill(H, i * maxn + j, 0.0)
+    for q in range(steps[st, H0], steps[st, H1]):
+        v.add(H, hd[q], Fw, hs[q])
+    for q in range(steps[st, S0], steps[st, S1]):
+        v.add(scale, sd[q], Fw, ss[q])
+    for i in range(n):
+        for w in range(LANES):
+            scale[i, w] = max(scale[i, w], floor[0, w])
+    sgn, tq, tn, ts = -float(steps[st, IDENTITY]), steps[st, TQ], steps[st, TN], steps[st, T_]
+    for i in range(6):  # T = [t, sigma E_p] (compiled._revolute_T)
+        v.scaled(t6, i, sgn, Fw, tq + i * tn)
+        v.copy(C, ts + i * (m + 1), t6, i)
+    hf = steps[st, HF_]
+    for i in range(n):  # HF = [H_aa; 0; H_Sa]
+        for j in range(6):
+            if i != 6:
+                v.copy(C, hf + i * 6 + j, H, i * maxn + j)
+            else:
+                v.fill(C, hf + i * 6 + j, 0.0)
+    _pivot(steps, joint, H, maxn, scale, t6, u6, floor, Fw, C, hs, steps[joint, H0], steps[joint, H1], ss,
+           steps[joint, S0], steps[joint, S1], tmp, r)
+    v.fill(tmp, 5, float(steps[st, TSIG]))  # sigma
+    for j in range(m):  # y = (t'H_aS + sigma E_p' u) / sqrt(d)
+        v.fill(y, j, 0.0)
+    for q in range(6):
+        for j in range(m):
+            v.add_mul(y, j, t6, q, H, q * maxn + 7 + j)
+    for i in range(npar):
+        v.add_mul(y, tp + i, tmp, 5, u6, i)
+    yy = steps[joint, Y_]
+    for j in range(m):
+        v.mul(y, j, y, j, tmp, 4)
+        v.copy(C, yy + j, y, j)
+    for i in range(npar):  # a folded into p: rows, columns, then H_aa; scales
+        for j in range(7, n):
+            v.add_mul(H, (p0 + i) * maxn + j, tmp, 5, H, i * maxn + j)
+        for j in range(7, n):
+            v.add_mul(H, j * maxn + p0 + i, tmp, 5, H, j * maxn + i)
+        for j in range(6):
+            v.add(H, (p0 + i) * maxn + p0 + j, H, i * maxn + j)
+        v.add(scale, p0 + i, scale, i)
+    out, outs = steps[joint, OUT_H], steps[joint, OUT_S]
+    for i in range(m if out >= 0 else 0):  # the generated factor: H_SS - y y', symmetrized
+        v.copy(Fw, outs + i, scale, 7 + i)
+        v.add_mul(Fw, outs + i, y, i, y, i)
+        for j in range(i, m):
+            v.half_sum(tmp, 3, H, (7 + i) * maxn + 7 + j, H, (7 + j) * maxn + 7 + i)
+            v.sub_mul(tmp, 3, y, i, y, j)
+            v.copy(Fw, out + i * m + j, tmp, 3)
+            v.copy(Fw, out + j * m + i, tmp, 3)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -412,29 +510,8 @@ def _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6
         v.copy(C, ts + i * (npar + 1), t6, i)
     for i in range(36):
         v.copy(C, hf + i, H, i)
-    for i in range(6):  # the pivot (compiled._revolute_pivot): u = H t, d = t'u (+ the joint's factors)
-        v.fill(u6, i, 0.0)
-        for q in range(6):
-            v.add_mul(u6, i, H, i * 6 + q, t6, q)
-    v.fill(tmp, 0, 0.0)
-    v.fill(tmp, 1, 0.0)
-    for k in range(6):
-        v.add_mul(tmp, 0, t6, k, u6, k)  # d
-        v.mul(tmp, 2, t6, k, t6, k)
-        v.add_mul(tmp, 1, tmp, 2, scale, k)  # grown
-    v.copy(tmp, 3, floor, 0)
-    v.add(tmp, 3, tmp, 1)  # sz
-    for q in range(steps[joint, PH0], steps[joint, PH1]):
-        v.add(tmp, 0, Fw, phs[q])
-    for q in range(steps[joint, PS0], steps[joint, PS1]):
-        v.add(tmp, 3, Fw, pss[q])
-    ds, li = steps[joint, DS], steps[joint, LINV]
-    for w in range(LANES):
-        d, sz = tmp[0, w], max(tmp[3, w], floor[0, w])
-        root = np.sqrt(max(d, 0.0))
-        tmp[4, w] = 1.0 / root if d > 0.0 else 0.0
-        C[ds, w], C[li, w] = 1.0, tmp[4, w]
-        r[w] = root * root / max(sz, 1e-300) if d > 0.0 else -1.0
+    _pivot(steps, joint, H, 6, scale, t6, u6, floor, Fw, C, phs, steps[joint, PH0], steps[joint, PH1], pss,
+           steps[joint, PS0], steps[joint, PS1], tmp, r)
     yy, out, outs = steps[joint, Y_], steps[joint, OUT_H], steps[joint, OUT_S]
     for j in range(npar):  # y = sigma u / sqrt(d)
         v.scaled(u6, j, sigma, u6, j)
@@ -458,14 +535,18 @@ def factorize_pairs(maps, Fw, C, floor, scratch, lane_scratch, ratio, weak, fail
     its step and the failed step (-1: none) into ``ratio``, ``weak``, ``failed`` (``(LANES,)``), as
     :func:`elimination.compiled.factorize_one` returns them (a failed lane goes on with meaningless numbers).
     ``scratch``: :func:`elimination.compiled.factorize_scratch_in`'s, for the pairs run lane by lane."""
-    steps, pbH, pbs, phs, phd, pss, psd = maps[0], maps[11], maps[12], maps[13], maps[14], maps[15], maps[16]
-    H, scale, t6, u6, tmp, r = lane_scratch
+    steps, hs, hd, ss, sd = maps[0], maps[1], maps[2], maps[3], maps[4]
+    pbH, pbs, phs, phd, pss, psd = maps[11], maps[12], maps[13], maps[14], maps[15], maps[16]
+    H, scale, t6, u6, tmp, r, y = lane_scratch
+    maxn = scratch[0].shape[0]  # (the per-element front's size: the wide pairs' gathers index H by it)
     for w in range(LANES):
         ratio[w], weak[w], failed[w] = np.inf, -1, -1
     for st in range(steps.shape[0]):
-        if steps[st, PAIR] != LINK_HALF:
+        if steps[st, PAIR] == WIDE_LINK:
+            _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, maxn, scale, t6, u6, y, tmp, r)
+        elif steps[st, PAIR] != LINK_HALF:
             continue
-        if _revolute(steps, st):
+        elif _revolute(steps, st):
             _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6, tmp, r)
         else:
             for w in range(LANES):
@@ -480,18 +561,23 @@ def factorize_pairs(maps, Fw, C, floor, scratch, lane_scratch, ratio, weak, fail
 
 def pairs_scratch_rows(maxn: int) -> int:
     """Rows of ``LANES`` that :func:`pairs_scratch_in` carves for fronts up to ``maxn`` wide."""
-    return 61 + 3 * maxn + 6
+    maxn = max(maxn, 6)
+    return maxn * maxn + 2 * maxn + 19 + 3 * maxn + 6
 
 
 @njit(cache=True, inline="always")
 def pairs_scratch_in(rows, maxn):
-    """The lane scratch of :func:`factorize_pairs` (``H``, scales, ``t``, ``u``, temporaries, a pair's
-    ratios) and of :func:`solve_pairs` (``g``, ``x``, ``x_S``, temporaries), carved from ``rows
-    (pairs_scratch_rows(maxn), LANES)``: a caller that keeps them allocates nothing per call."""
-    s = 61
-    return ((rows[:36], rows[36:42], rows[42:48], rows[48:54], rows[54:60], rows[60]),
-            (rows[s:s + maxn], rows[s + maxn:s + 2 * maxn], rows[s + 2 * maxn:s + 3 * maxn],
-             rows[s + 3 * maxn:s + 3 * maxn + 6]))
+    """The lane scratch of :func:`factorize_pairs` (the front ``H`` (``maxn * maxn``, row-major), scales,
+    ``t``, ``u``, temporaries, a pair's ratios, a wide pair's ``y``) and of :func:`solve_pairs` (``g``, ``x``,
+    ``x_S``, temporaries), carved from ``rows (pairs_scratch_rows(maxn), LANES)``: a caller that keeps them
+    allocates nothing per call."""
+    n = max(maxn, 6)
+    a = n * n
+    b = a + n
+    s = b + 19 + n
+    return ((rows[:a], rows[a:b], rows[b:b + 6], rows[b + 6:b + 12], rows[b + 12:b + 18], rows[b + 18],
+             rows[b + 19:s]),
+            (rows[s:s + n], rows[s + n:s + 2 * n], rows[s + 2 * n:s + 3 * n], rows[s + 3 * n:s + 3 * n + 6]))
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -553,6 +639,70 @@ def _revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, tmp
         v.copy(Xout, xfs[q], x, xfd[q])
 
 
+@njit(cache=True, inline="always", error_model="numpy")
+def _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g, tmp):
+    """:func:`elimination.compiled._wide_revolute_forward` on the lanes (its operations, lane by lane)."""
+    joint, m = st + 1, steps[st, NS] - 1
+    n = 7 + m
+    npar, tp = parent_block(steps, st)
+    p0 = 7 + tp
+    for i in range(n):  # (compiled._link_terms)
+        v.fill(g, i, 0.0)
+    for q in range(steps[st, G0], steps[st, G1]):
+        v.add(g, gd[q], Lin, gs[q])
+    tc, ident, hf, ts = steps[st, TC], float(steps[st, IDENTITY]), steps[st, HF_], steps[st, T_]
+    for q in range(steps[st, B0], steps[st, B1]):
+        v.scaled(cache, tc + bd[q], ident, Lin, bs[q])
+    for i in range(n):  # g -= HF t (the joint's row of HF is zero)
+        if i != 6:
+            v.fill(tmp, 0, 0.0)
+            for j in range(6):
+                v.add_mul(tmp, 0, C, hf + i * 6 + j, cache, tc + j)
+            v.sub(g, i, tmp, 0)
+    v.fill(tmp, 0, 0.0)
+    for i in range(6):  # g_q += t' g_a, g_parent += sigma g_a
+        v.add_mul(tmp, 0, C, ts + i * (m + 1), g, i)
+    v.add(g, 6, tmp, 0)
+    v.fill(tmp, 1, float(steps[st, TSIG]))
+    for i in range(npar):
+        v.add_mul(g, p0 + i, tmp, 1, g, i)
+    for q in range(steps[joint, G0], steps[joint, G1]):  # the joint's own terms, on its front [q, S]
+        v.add(g, 6 + gd[q], Lin, gs[q])
+    v.mul(tmp, 2, C, steps[joint, LINV], g, 6)  # y
+    v.mul(tmp, 3, C, steps[joint, DS], tmp, 2)
+    yy, out = steps[joint, Y_], steps[joint, OUT_G]
+    for j in range(m if out >= 0 else 0):
+        v.copy(Lin, out + j, g, 7 + j)
+        v.sub_mul(Lin, out + j, C, yy + j, tmp, 3)
+    v.copy(cache, steps[joint, YC], tmp, 2)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _wide_revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, tmp):
+    """:func:`elimination.compiled._wide_revolute_backward` on the lanes (its operations, lane by lane)."""
+    joint, m = st + 1, steps[st, NS] - 1
+    npar, p0 = parent_block(steps, st)
+    for q in range(steps[joint, XS0], steps[joint, XS1]):
+        v.copy(xs, xsd[q], Xout, xss[q])
+    yy = steps[joint, Y_]
+    v.copy(tmp, 0, cache, steps[joint, YC])
+    for j in range(m):
+        v.sub_mul(tmp, 0, C, yy + j, xs, j)
+    v.mul(tmp, 1, C, steps[joint, DS], tmp, 0)
+    v.mul(tmp, 2, C, steps[joint, LINV], tmp, 1)  # qdd
+    for q in range(steps[joint, XF0], steps[joint, XF1]):
+        v.copy(Xout, xfs[q], tmp, 2)
+    tc, ts = steps[st, TC], steps[st, T_]
+    for i in range(6):
+        v.copy(x, i, cache, tc + i)
+        v.add_mul(x, i, C, ts + i * (m + 1), tmp, 2)
+    v.fill(tmp, 3, float(steps[st, TSIG]))
+    for i in range(npar):
+        v.add_mul(x, i, tmp, 3, xs, p0 + i)
+    for q in range(steps[st, XF0], steps[st, XF1]):
+        v.copy(Xout, xfs[q], x, xfd[q])
+
+
 @njit(cache=True, error_model="numpy", **UNCOUNTED)
 def solve_pairs(maps, C, Lin, cache, Xout, lane_scratch, scratch):
     """Forward sweep of the lanes' linear terms ``Lin (linear_size, LANES)`` through the conditionals ``C`` of
@@ -563,9 +713,11 @@ def solve_pairs(maps, C, Lin, cache, Xout, lane_scratch, scratch):
     g, x, xs, tmp = lane_scratch
     gw, bl, bm, xw, xsw, gz = scratch
     for st in range(steps.shape[0]):
-        if steps[st, PAIR] != LINK_HALF:
+        if steps[st, PAIR] == WIDE_LINK:
+            _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g, tmp)
+        elif steps[st, PAIR] != LINK_HALF:
             continue
-        if _revolute(steps, st):
+        elif _revolute(steps, st):
             _revolute_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp)
         else:
             for w in range(LANES):
@@ -576,6 +728,9 @@ def solve_pairs(maps, C, Lin, cache, Xout, lane_scratch, scratch):
         if steps[st, PAIR] == JOINT_HALF and _revolute(steps, st - 1):
             st -= 1
             _revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, tmp)
+        elif steps[st, PAIR] == WIDE_JOINT:
+            st -= 1
+            _wide_revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, tmp)
         else:
             for w in range(LANES):
                 step_backward(steps, st, xss, xsd, xfs, xfd, C[:, w], cache[:, w], Xout[:, w], xw, xsw, gw, gz)

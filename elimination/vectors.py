@@ -156,6 +156,18 @@ def sqrt(typingctx, D, k, A, i):
     return types.void(D, k, A, i), _op(lambda b, d, a: _sqrt(b, a), "r")
 
 
+def _largest(builder, d, a):
+    fabs = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_VECTOR, [_VECTOR]), f"llvm.fabs.v{WIDTH}f64")
+    size = builder.call(fabs, [a])
+    return builder.select(builder.fcmp_ordered(">", size, d), size, d)
+
+
+@intrinsic
+def largest(typingctx, D, k, A, i):
+    """``D[k] = |A[i]| if |A[i]| > D[k] else D[k]``: numba's ``max(D[k], abs(A[i]))`` (a NaN is passed over)."""
+    return types.void(D, k, A, i), _op(_largest, "r")
+
+
 @intrinsic
 def half_sum(typingctx, D, k, A, i, B, j):
     """``D[k] = 0.5 * (A[i] + B[j])``."""

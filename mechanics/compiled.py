@@ -90,13 +90,15 @@ FKIND, WHO, PAIR, FIRST, MAT, SCL, LIN, SC0, SC1, FN, JOINT0, JOINT_ONLY = range
 OK, FALLBACK, BAD_INPUT = 0, 1, 2  # per-state status: the kernel's answer, the numpy path's to take, or a
 # state the checks of mechanics.checks refuse (NaN / inf, a quaternion far from unit norm): they name it
 ITERATIONS, CONVERGED, STATUS = range(3)  # columns of the kernel's integer output
-# rows of lanes_kernel's integers, a column per lane: the factorization's weakest and failed step, whether the
-# state is valid, where its outer iterations stand (PHASE: at their HEAD, its first iterate REFINED, an iterate
-# RESOLVED), its refinement steps so far in this solve, its iterations, whether its first refinement is still
-# deferred, whether it wants a refinement step
-WEAK, FAILED, VALID, PHASE, COUNT, ITERS, DEFERRED, NEED = range(8)
-LANE_ROWS = 8
+# rows of lanes_kernel's integers, a column per lane: the factorization's weakest and failed step, whether a
+# state was loaded into it, where its outer iterations stand (PHASE: at their HEAD, its first iterate REFINED,
+# an iterate RESOLVED), its refinement steps so far in this solve, its iterations, the solve's MODE (0: a
+# started solve's steps, 1: PLAIN steps, then a verification with SMALL changes in a row so far), whether it
+# wants a refinement step, the STATE it holds (-1: idle)
+WEAK, FAILED, VALID, PHASE, COUNT, ITERS, MODE, NEED, STATE, PLAIN, SMALL = range(11)
+LANE_ROWS = 11
 HEAD, REFINED, RESOLVED = range(3)
+REFILL = 4  # idle lanes that take the next states (one factorization of the lanes serves them)
 
 
 drop_stale_cache(__file__, elimination_compiled.__file__, lanes.__file__, vectors.__file__)
@@ -1174,15 +1176,16 @@ def _lane_sizes(program, constraints: tuple, m: int) -> tuple:
     """Floats of :func:`_lane_parts`' workspace (a float per lane per entry), its integer rows, and the floats
     per lane of each state's own constraint terms (``Kbuf``, ``k``, the measurements, ``lambda``)."""
     entries = (program.factor_size + program.conditional_size + 3 * program.linear_size + program.cache_size
-               + 2 * program.value_size + 2 + lanes.pairs_scratch_rows(max_front(program)))
-    return entries * LANES, (LANE_ROWS, LANES), (LANES, 36 * constraints[2].shape[0] + 4 * m + 1)
+               + 2 * program.value_size + 4 + lanes.pairs_scratch_rows(max_front(program)))
+    return entries * LANES, (LANE_ROWS, LANES), (LANES, 36 * constraints[2].shape[0] + 4 * m + 2)
 
 
 @njit(cache=True, inline="always")
 def _lane_parts(lw, sizes, maxn):
     """:func:`lanes_kernel`'s lanes, carved from ``lw``: ``Fw, C, Lin, Lmag, cache, X, Lres, corrections
-    (entries, LANES)``, the scale floors ``(1, LANES)``, the pivot ratios ``(LANES,)``,
-    :func:`elimination.lanes.factorize_pairs`' and ``solve_pairs``' scratch."""
+    (entries, LANES)``, the scale floors ``(1, LANES)``, the pivot ratios ``(LANES,)``, the largest
+    magnitudes of a correction and its values ``(2, LANES)``, :func:`elimination.lanes.factorize_pairs`' and
+    ``solve_pairs``' scratch."""
     rows = lw.reshape((-1, LANES))
     a = np.int64(sizes[0])  # the ends of the parts, in _lane_sizes' order
     b = a + np.int64(sizes[1])
@@ -1192,56 +1195,97 @@ def _lane_parts(lw, sizes, maxn):
     f = e + np.int64(sizes[4])
     g = f + np.int64(sizes[2])
     h = g + np.int64(sizes[4])
-    factorize_scratch, solve_scratch = lanes.pairs_scratch_in(rows[h + 2:], maxn)
+    factorize_scratch, solve_scratch = lanes.pairs_scratch_in(rows[h + 4:], maxn)
     return (rows[:a], rows[a:b], rows[b:c], rows[c:d], rows[d:e], rows[e:f], rows[f:g], rows[g:h], rows[h:h + 1],
-            rows[h + 1], factorize_scratch, solve_scratch)
+            rows[h + 1], rows[h + 2:h + 4], factorize_scratch, solve_scratch)
 
 
 @njit(cache=True, inline="always")
 def _own_terms(lk, w, pairs, m):
     """Lane ``w``'s state's own constraint terms in ``lk`` (:func:`_lane_sizes`): ``Kbuf (pairs, 6, 6), k,
-    meas, lam, res (m)``, and its outer iterations' last ``qdd`` step ``(1,)``."""
+    meas, lam, res (m)``, and its outer iterations' last ``qdd`` step and its verification's last change
+    ``(2,)``."""
     K = 36 * pairs
     return (lk[w, :K].reshape((pairs, 6, 6)), lk[w, K:K + m], lk[w, K + m:K + 2 * m], lk[w, K + 2 * m:K + 3 * m],
-            lk[w, K + 3 * m:K + 4 * m], lk[w, K + 4 * m:K + 4 * m + 1])
+            lk[w, K + 3 * m:K + 4 * m], lk[w, K + 4 * m:K + 4 * m + 2])
 
 
 @njit(cache=True, inline="always")
-def _advance(w, li, step, links, factors, constraints, Kbuf, k, meas, lam, mu, Lin, x, res, qdd, tol, max_iter):
-    """Lane ``w``'s outer iterations (:func:`_answer`'s loop, where the first refinement is deferred and each
-    re-solve starts from the last iterate) from where its last refinement left them (``li[PHASE, w]``) to the
-    next refinement step of ``x``, which :func:`lanes_kernel` runs in lanes: whether it wants one (False: its
-    iterations ended, at ``x``).  A re-solve refines the iterate in place: the per-state kernel refines a copy
-    and copies it back, the same numbers."""
-    table = constraints[0]
-    phase = li[PHASE, w]
-    if phase == RESOLVED:  # a re-solve, refined: the next iterate
-        step[0] = _qdd_step(links, x, qdd, True)
-        li[ITERS, w] += 1
-        _constraint_residual(constraints, Kbuf, k, links, x, res)
-    elif phase == REFINED:  # the first iterate, refined now that it may be the answer
-        _qdd_step(links, x, qdd, True)
-        _constraint_residual(constraints, Kbuf, k, links, x, res)
-    elif li[DEFERRED, w] and (_largest(res) < tol or li[ITERS, w] >= max_iter):
-        li[PHASE, w], li[COUNT, w], li[DEFERRED, w] = REFINED, 0, 0
-        return True
-    li[DEFERRED, w] = 0
-    _update(constraints, x, res, mu, lam)
-    if min(step[0], _largest(res)) < tol or li[ITERS, w] >= max_iter:
-        return False
-    for j in range(table.shape[0]):
-        if table[ix(j), POLICY] <= 1:  # alm, prox
-            _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas)
-    li[PHASE, w], li[COUNT, w] = RESOLVED, 0
+def _solving(li, state, w, verify, plain):
+    """Lane ``w`` starts a refined solve: ``_started_solve``'s steps, or (``verify``) ``plain`` refinement steps
+    and then :func:`_verified`'s."""
+    li[MODE, w], li[PLAIN, w], li[COUNT, w], li[SMALL, w], state[1] = verify, plain, 0, 0, np.inf
     return True
 
 
 @njit(cache=True, inline="always")
+def _refined(li, state, w, change, refine, ratio):
+    """Lane ``w``'s solve after a refinement step that changed its values by ``change`` (relative): 0 where it
+    wants another step, 1 where it is done, -1 where its verification did not settle (the numpy path then
+    answers).  The decisions of :func:`_started_solve`, and of ``refine`` plain steps then :func:`_verified`."""
+    li[COUNT, w] += 1
+    c = li[COUNT, w]
+    if li[MODE, w] == 0:  # _started_solve: refine steps, and one more where the change is large
+        return 0 if c < refine or (c == refine and started_error(change, ratio) > WARM_RTOL) else 1
+    if c <= li[PLAIN, w]:  # the plain steps, then at least one of the verification's
+        return 0
+    contracting = change > SETTLED_RTOL and change <= 0.5 * state[1]
+    if change > VERIFY_RTOL and not contracting:
+        return -1
+    li[SMALL, w] = li[SMALL, w] + 1 if change <= VERIFY_RTOL else 0
+    if not contracting or li[SMALL, w] > FINISHING_REFINE:
+        return 1
+    state[1] = change
+    if c - li[PLAIN, w] < SUSPECT_REFINE:
+        return 0
+    return -1 if change > VERIFY_RTOL else 1  # the steps ran out: the last one's verdict
+
+
+@njit(cache=True, inline="always")
+def _advance(w, li, state, suspect, refine, links, factors, constraints, Kbuf, k, meas, lam, mu, Lin, x, res, qdd, tol,
+             max_iter):
+    """Lane ``w``'s outer iterations (:func:`_answer`'s loop, where each re-solve starts from the last iterate)
+    from where its last refined solve left them (``li[PHASE, w]``) to its next refined solve (:func:`_solving`),
+    whose steps :func:`lanes_kernel` runs in lanes: whether it wants one (False: its iterations ended, at
+    ``x``).  The first solve's refinement waits until its iterate may be the answer, unless the pivots are
+    ``suspect``: then it is refined and verified first, as each re-solve is.  A re-solve refines the iterate in
+    place: the per-state kernel refines a copy and copies it back, the same numbers.  ``state``: the lane's
+    last ``qdd`` step and its verification's last change."""
+    table = constraints[0]
+    phase = li[PHASE, w]
+    if phase == RESOLVED:  # a re-solve, refined: the next iterate
+        state[0] = _qdd_step(links, x, qdd, True)
+        li[ITERS, w] += 1
+        _constraint_residual(constraints, Kbuf, k, links, x, res)
+    elif phase == REFINED:  # the first iterate, refined
+        _qdd_step(links, x, qdd, True)
+        _constraint_residual(constraints, Kbuf, k, links, x, res)
+    elif suspect:  # (HEAD) the first solve's refinement and verification (_solve)
+        li[PHASE, w] = REFINED
+        return _solving(li, state, w, 1, refine)
+    else:  # (HEAD) the first iterate: refined now where it may be the answer
+        _qdd_step(links, x, qdd, True)
+        _constraint_residual(constraints, Kbuf, k, links, x, res)
+        if _largest(res) < tol or li[ITERS, w] >= max_iter:
+            li[PHASE, w] = REFINED
+            return _solving(li, state, w, 0, 0)
+    _update(constraints, x, res, mu, lam)
+    if min(state[0], _largest(res)) < tol or li[ITERS, w] >= max_iter:
+        return False
+    for j in range(table.shape[0]):
+        if table[ix(j), POLICY] <= 1:  # alm, prox
+            _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas)
+    li[PHASE, w] = RESOLVED
+    return _solving(li, state, w, 1 if suspect else 0, 0)
+
+
+@njit(cache=True, inline="always")
 def _lanes_refined(links, factors, scope, constraints, lk, pairs, m, mu, smaps, sscr, slane, Fw, Lin, X, C, cache, Lres,
-                   D, e, need):
+                   D, e, need, tops):
     """One refinement step of ``X``'s lanes that want one (``need``), in place (:func:`_refine_step` in lanes):
     the residuals of the links' own factors in lanes, the constraints' lane by lane, one solve of the lanes
-    into ``D``.  Lanes that want none get meaningless numbers, which nothing reads."""
+    into ``D``; the largest magnitude of each lane's correction and of its new values into ``tops``.  Lanes
+    that want none get meaningless numbers, which nothing reads."""
     for l in range(links.shape[0]):
         _lane_link_residuals(links, factors, l, Fw, Lin, X, Lres)
     for w in range(LANES):
@@ -1249,93 +1293,132 @@ def _lanes_refined(links, factors, scope, constraints, lk, pairs, m, mu, smaps, 
             Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
             _factor_residuals(factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], X[:, w], Lres[:, w], e)
     lanes.solve_pairs(smaps, C, Lres, cache, D, slane, sscr)
+    vectors.fill(tops, 0, 0.0)
+    vectors.fill(tops, 1, 0.0)
     for i in range(X.shape[0]):
         vectors.add(X, i, D, i)
+        vectors.largest(tops, 0, D, i)
+        vectors.largest(tops, 1, X, i)
 
 
 @njit(cache=True, **UNCOUNTED)
 def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, iterating, ws, wi, lw, li, lk, out, flags):
     """:func:`dynamics_kernel` for a program of tree pairs alone (:func:`elimination.lanes.covers_pairs`: a tree,
-    or a tree whose constraints each hold one link, to the ground), ``LANES`` states at a time: each state's
-    kinematics, constraint terms and fill into its lane, one factorization of the lanes and their first solve
-    without refinement (:func:`elimination.lanes.factorize_pairs`, :func:`~elimination.lanes.solve_pairs`).
-    Then, where the iterations refine each re-solve from the last iterate (LCABA's), every lane's outer
-    iterations advance to their next refinement step (:func:`_advance`) and the steps run in lanes
-    (:func:`_lanes_refined`) until every lane has its answer; other states (a suspect pivot, soft rows, hard
-    rows' iterations) run :func:`_answer` on their lane's columns.  The numbers of :func:`dynamics_kernel` bit
+    LCABA's on a tree whose constraints hold links to the ground or close loops through revolute joints),
+    ``LANES`` states at a time: each state's kinematics, constraint terms and fill into its lane
+    (:func:`_refill`), one factorization of the lanes and their first solve without refinement
+    (:func:`elimination.lanes.factorize_pairs`, :func:`~elimination.lanes.solve_pairs`).  Then, where the
+    iterations refine each re-solve from the last iterate (LCABA's), every lane's outer iterations advance to
+    their next refinement step (:func:`_advance`) and the steps run in lanes (:func:`_lanes_refined`); a lane
+    whose state has its answer idles until ``REFILL`` lanes do, and they take the next states (the lanes'
+    factorization again: the busy lanes' own conditionals come out as they were).  Other states (a suspect
+    pivot, soft rows) run :func:`_answer` on their lane's columns.  The numbers of :func:`dynamics_kernel` bit
     for bit.  ``lw``, ``li``, ``lk``: the lanes' workspace, integers and each state's own constraint terms
     (:func:`_lane_sizes`), zeroed once when made."""
     fmaps, smaps, constraints, factors, scope, drops, sizes, unit, o, model, general = _unpacked_tables(TI, II, TF, IF)
     links, table, maxn = model[0], constraints[0], np.int64(sizes[6])
-    n, m, nv, B, pairs = links.shape[0], F0.shape[1], V.shape[1], Q.shape[0], constraints[2].shape[0]
-    R, p, vel, S, bias, Iw, fb = _kinematic_parts(ws, o, n)
+    m, nv, B, pairs = F0.shape[1], V.shape[1], Q.shape[0], constraints[2].shape[0]
     rows_m, rows_L = ws[o[8]:o[9]].reshape((6, m)), ws[o[9]:o[10]].reshape((4, np.int64(sizes[2])))
     rows_x, e = ws[o[10]:o[11]].reshape((3, np.int64(sizes[4]))), ws[o[11]:o[12]]
     dropped, qn = ws[o[15]:o[16]], ws[o[16]:o[17]]
     fscr, sscr = factorize_scratch_in(ws[o[17]:o[18]], wi, maxn), solve_scratch_in(ws[o[18]:o[19]], maxn)
     jv, terms_scratch = ws[o[19]:o[19] + 6], ws[o[19] + 6:o[20]]
     meas0, corrected, Lin0, Lres1, xn, corr = rows_m[2], rows_m[5], rows_L[1], rows_L[3], rows_x[1], rows_x[2]
-    Fw, C, Lin, Lmag, cache, X, Lres, D, floor, ratio, flane, slane = _lane_parts(lw, sizes, maxn)
+    Fw, C, Lin, Lmag, cache, X, Lres, D, floor, ratio, tops, flane, slane = _lane_parts(lw, sizes, maxn)
     weak, failed, valid, need = li[WEAK], li[FAILED], li[VALID], li[NEED]
     has_soft = _has_soft(table)
     # the outer iterations in lanes: each re-solve refined from the last iterate (Factorization.startable), the
     # first solve's refinement deferred (_answer), a suspect pivot's verification lane by lane
     in_lanes = iterating and refine > 0 and drops.shape[0] == 0 and not has_soft
-    for g in range(-(-B // LANES)):
-        for w in range(LANES):  # each state's kinematics and fill into its lane (padding: the last state again)
-            b = min(g * LANES + w, B - 1)
-            Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
-            valid[w], need[w] = _load_state(Q, V, TAU, F0, b, unit, qn, lam), 0
-            if valid[w]:
-                _kinematics(model, qn, V[ix(b)], R, p, S, vel, bias, Iw, fb, jv)
-                _constraint_terms(constraints, general, model[6], R, p, vel, Kbuf, k, terms_scratch)
-                largest = _fill(model, constraints, factors, S, bias, Iw, fb, Kbuf, k, TAU[ix(b)], lam, mu, Fw[:, w],
-                                Lin[:, w], Lmag[:, w], meas)
-                floor[0, w] = SCALE_FLOOR * largest
-        lanes.factorize_pairs(fmaps, Fw, C, floor, fscr, flane, ratio, weak, failed)
-        lanes.solve_pairs(smaps, C, Lin, cache, X, slane, sscr)
-        for w in range(min(LANES, B - g * LANES)):  # then each state's iterations: up to a refinement in lanes,
-            b = g * LANES + w  # or the whole of them in its lane
-            flags[ix(b), STATUS], flags[ix(b), ITERATIONS], flags[ix(b), CONVERGED] = BAD_INPUT, 0, 0
-            if valid[w] == 0:
-                continue
-            flags[ix(b), STATUS] = FALLBACK
-            if failed[w] != -1:
-                continue
-            Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
-            work = (links, factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], Lres1, e, corr,
-                    cache[:, w], dropped)
-            rows = (k, meas, meas0, res, lam, corrected)
-            if in_lanes and not ratio[w] < PIVOT_SUSPECT_RTOL:
-                _qdd_step(links, X[:, w], out[ix(b)], True)
-                _constraint_residual(constraints, Kbuf, k, links, X[:, w], res)
-                li[PHASE, w], li[ITERS, w], li[DEFERRED, w], step[0] = HEAD, 1, 1, np.inf
-                need[w] = _advance(w, li, step, links, factors, constraints, Kbuf, k, meas, lam, mu, Lin[:, w], X[:, w],
-                                   res, out[ix(b)], tol, max_iter)
-                if not need[w]:
-                    _conclude(b, li[ITERS, w], False, smaps, drops, sscr, work, C[:, w], Lmag[:, w], Lin0, rows,
-                              X[:, w], xn, refine, has_soft, tol, nv, out, flags)
-                continue
-            _copy(Lin[:, w], Lin0)
-            _copy(meas, meas0)
-            _answer(b, ratio[w], True, smaps, drops, sscr, work, C[:, w], Lmag[:, w], Lin0, rows, X[:, w], xn, refine,
-                    iterating, has_soft, tol, max_iter, nv, out, flags)
-        while _largest(need) > 0:  # the lanes' refinement steps, each lane's iterations between them
-            _lanes_refined(links, factors, scope, constraints, lk, pairs, m, mu, smaps, sscr, slane, Fw, Lin, X, C,
-                           cache, Lres, D, e, need)
-            for w in range(LANES):
-                if need[w] == 0:
+    for w in range(LANES):
+        li[STATE, w], need[w] = -1, 0
+    loaded = 0
+    while True:
+        idle = 0
+        for w in range(LANES):
+            idle += li[STATE, w] < 0
+        if loaded < B and (idle >= REFILL or idle == LANES):
+            loaded = _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, unit, pairs, m, ws, o,
+                             qn, jv, terms_scratch, li, lk, Fw, Lin, Lmag, floor, flags)
+            lanes.factorize_pairs(fmaps, Fw, C, floor, fscr, flane, ratio, weak, failed)
+            whole = idle == LANES  # (every lane new: the first solve straight into X)
+            lanes.solve_pairs(smaps, C, Lin, cache, X if whole else D, slane, sscr)
+            for w in range(LANES):  # each new state's iterations: up to a refinement in lanes, or all in its lane
+                b = li[STATE, w]
+                if valid[w] == 0:
                     continue
-                b = g * LANES + w
-                li[COUNT, w] += 1  # _started_solve's steps: refine, and one more where the change is large
-                change = _largest(D[:, w]) / max(_largest(X[:, w]), 2.2250738585072014e-308)
-                if li[COUNT, w] < refine or (li[COUNT, w] == refine and started_error(change, ratio[w]) > WARM_RTOL):
+                if not whole:
+                    _copy(D[:, w], X[:, w])
+                li[STATE, w] = -1
+                if failed[w] != -1:
                     continue
                 Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
-                need[w] = _advance(w, li, step, links, factors, constraints, Kbuf, k, meas, lam, mu, Lin[:, w], X[:, w],
-                                   res, out[ix(b)], tol, max_iter)
-                if not need[w]:
-                    work = (links, factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], Lres1, e, corr,
-                            cache[:, w], dropped)
-                    _conclude(b, li[ITERS, w], False, smaps, drops, sscr, work, C[:, w], Lmag[:, w], Lin0,
-                              (k, meas, meas0, res, lam, corrected), X[:, w], xn, refine, has_soft, tol, nv, out, flags)
+                work = (links, factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], Lres1, e, corr,
+                        cache[:, w], dropped)
+                rows = (k, meas, meas0, res, lam, corrected)
+                if in_lanes:
+                    li[PHASE, w], li[ITERS, w], step[0] = HEAD, 1, np.inf
+                    need[w] = _advance(w, li, step, ratio[w] < PIVOT_SUSPECT_RTOL, refine, links, factors,
+                                       constraints, Kbuf, k, meas, lam, mu, Lin[:, w], X[:, w], res, out[ix(b)], tol,
+                                       max_iter)
+                    if need[w]:
+                        li[STATE, w] = b
+                    else:
+                        _conclude(b, li[ITERS, w], False, smaps, drops, sscr, work, C[:, w], Lmag[:, w], Lin0, rows,
+                                  X[:, w], xn, refine, has_soft, tol, nv, out, flags)
+                    continue
+                _copy(Lin[:, w], Lin0)
+                _copy(meas, meas0)
+                _answer(b, ratio[w], True, smaps, drops, sscr, work, C[:, w], Lmag[:, w], Lin0, rows, X[:, w], xn,
+                        refine, iterating, has_soft, tol, max_iter, nv, out, flags)
+            continue
+        if idle == LANES:
+            break
+        _lanes_refined(links, factors, scope, constraints, lk, pairs, m, mu, smaps, sscr, slane, Fw, Lin, X, C,
+                       cache, Lres, D, e, need, tops)
+        for w in range(LANES):  # each lane's iterations between its refinement steps
+            if need[w] == 0:
+                continue
+            b = li[STATE, w]
+            Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
+            done = _refined(li, step, w, tops[0, w] / max(tops[1, w], 2.2250738585072014e-308), refine, ratio[w])
+            if done == 0:
+                continue
+            if done == -1:  # left to the numpy path
+                need[w], li[STATE, w] = 0, -1
+                continue
+            need[w] = _advance(w, li, step, ratio[w] < PIVOT_SUSPECT_RTOL, refine, links, factors, constraints, Kbuf,
+                               k, meas, lam, mu, Lin[:, w], X[:, w], res, out[ix(b)], tol, max_iter)
+            if not need[w]:
+                li[STATE, w] = -1
+                work = (links, factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], Lres1, e, corr,
+                        cache[:, w], dropped)
+                _conclude(b, li[ITERS, w], False, smaps, drops, sscr, work, C[:, w], Lmag[:, w], Lin0,
+                          (k, meas, meas0, res, lam, corrected), X[:, w], xn, refine, has_soft, tol, nv, out, flags)
+
+
+@njit(cache=True, inline="always")
+def _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, unit, pairs, m, ws, o, qn, jv,
+            terms_scratch, li, lk, Fw, Lin, Lmag, floor, flags):
+    """The next states, from ``loaded`` on, into the idle lanes (``li[STATE] < 0``): each one's kinematics,
+    constraint terms and fill into its lane (``li[VALID]``: 1 where a state was loaded and the checks pass,
+    its lane then holding it).  Returns how many states are loaded now."""
+    n = model[0].shape[0]
+    R, p, vel, S, bias, Iw, fb = _kinematic_parts(ws, o, n)
+    for w in range(LANES):
+        li[VALID, w] = 0
+        if li[STATE, w] >= 0 or loaded >= Q.shape[0]:
+            continue
+        b = loaded
+        loaded += 1
+        flags[ix(b), STATUS], flags[ix(b), ITERATIONS], flags[ix(b), CONVERGED] = BAD_INPUT, 0, 0
+        Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
+        if not _load_state(Q, V, TAU, F0, b, unit, qn, lam):
+            continue
+        flags[ix(b), STATUS], li[VALID, w], li[STATE, w] = FALLBACK, 1, b
+        _kinematics(model, qn, V[ix(b)], R, p, S, vel, bias, Iw, fb, jv)
+        _constraint_terms(constraints, general, model[6], R, p, vel, Kbuf, k, terms_scratch)
+        largest = _fill(model, constraints, factors, S, bias, Iw, fb, Kbuf, k, TAU[ix(b)], lam, mu, Fw[:, w],
+                        Lin[:, w], Lmag[:, w], meas)
+        floor[0, w] = SCALE_FLOOR * largest
+    return loaded
