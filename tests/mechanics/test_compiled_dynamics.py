@@ -14,6 +14,10 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 import elimination
 import mechanics
 from mechanics import GROUND, Connect, General, Joint, Link, Mechanism, Weld, at, models
+from elimination import lanes
+from elimination.compiled import (SOLVE_SCRATCH, factorize_maps, factorize_one, factorize_scratch_in, factorize_scratch_size,
+                                  max_front, solve_maps, solve_one, solve_scratch_in)
+from elimination.lanes import LANES
 from mechanics.compiled import BAD_INPUT, FALLBACK, OK, STATUS, CompiledDynamics
 from tests.mechanics.pinocchio_oracle import ALM_MU, constraint_jacobian, dense_reference, pinocchio_model_of
 from tests.mechanics.random_mechanisms import _pose, mechanisms, random_state
@@ -466,3 +470,43 @@ def test_a_suspect_lane_is_verified_in_its_lane():
     answered = flags[:, STATUS] == OK
     assert np.any(answered) and np.any(flags[:, STATUS] == FALLBACK)
     assert np.array_equal(flags, ref_flags) and np.array_equal(out[answered], ref_out[answered])
+
+
+@pytest.mark.parametrize("mech, name", [(models.four_bar(), "lcaba"), (models.cycle(), "lcaba"),
+                                        (models.serial_chain(5).without_constraints(), "aba")])
+def test_the_pair_kernels_in_lanes_are_the_per_element_kernels_lane_by_lane(mech, name):
+    """elimination.lanes' factorization and solve of a program of tree and wide revolute pairs, on eight lanes
+    filled with eight states' factors (each lane its own scale floor) and arbitrary linear terms: every lane's
+    conditionals, pivot ratio, weakest and failed step and values are the per-element kernels' on its column,
+    bit for bit -- the ratios too, which no answer shows but the suspect-pivot decisions read."""
+    prepared = mechanics.prepare(mech, name, mu=1e6, backend="numba")
+    c, rng = prepared.compiled, np.random.default_rng(5)
+    program, maxn = c.program, max_front(prepared.compiled.program)
+    assert lanes.covers_pairs(program)
+    q, v, tau = random_state(mech, rng, (LANES,))
+    Fw = np.zeros((program.factor_size, LANES))
+    for w in range(LANES):  # each state's filled factors, from the per-state kernel's workspace
+        prepared(q[w], v[w], tau[w])
+        Fw[:, w] = c.floats[c.parts[12]:c.parts[13]]
+    floor = 1e-12 * (1.0 + np.arange(LANES))[None, :]
+    fmaps, smaps = factorize_maps(program), solve_maps(program)
+    rows = np.zeros((lanes.pairs_scratch_rows(maxn), LANES))
+    floats, ints = factorize_scratch_size(maxn)
+    scratch = factorize_scratch_in(np.zeros(floats), np.zeros(ints, np.int64), maxn)
+    sscratch = solve_scratch_in(np.zeros(SOLVE_SCRATCH * maxn), maxn)
+    C, ratio, weak, failed = np.zeros((program.conditional_size, LANES)), np.zeros(LANES), np.zeros(LANES, np.int64), \
+        np.zeros(LANES, np.int64)
+    lane_f, lane_s = lanes.pairs_scratch_in(rows, maxn)
+    lanes.factorize_pairs(fmaps, Fw.copy(), C, floor, scratch, lane_f, ratio, weak, failed)
+    Lin = rng.normal(size=(program.linear_size, LANES))
+    X, cache = np.zeros((program.value_size, LANES)), np.zeros((program.cache_size, LANES))
+    lanes.solve_pairs(smaps, C, Lin.copy(), cache, X, lane_s, sscratch)
+    assert np.all(failed == -1)
+    for w in range(LANES):
+        Cw = np.zeros(program.conditional_size)
+        got = factorize_one(fmaps, Fw[:, w].copy(), Cw, floor[0, w], False, scratch)
+        assert got == (ratio[w], weak[w], failed[w]) and np.array_equal(Cw, C[:, w])
+        xw, dropped = np.zeros(program.value_size), np.zeros(max(program.dropped_size, 1))
+        solve_one(smaps, Cw, Lin[:, w].copy(), np.zeros(program.linear_size), np.zeros(program.cache_size), xw, dropped,
+                  sscratch)
+        assert np.array_equal(xw, X[:, w])
