@@ -629,6 +629,147 @@ def _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, Hf, scale, t
     return ratio
 
 
+@njit(cache=True, inline="always")
+def _generic_step(maps, st, Fw, C, floor, check_rank, scratch, Hf, Af):
+    """One generic step ``st`` of :func:`factorize_one` (a wide pair's halves among them: the joint half
+    starts from the front its link half left in ``H``): its front gathered, substituted and pivoted, its
+    conditionals into ``C``, its generated factor into ``Fw``.  Returns ``(ratio, failed)``: its pivot ratio
+    (inf without a pivot) and -1, or the failure :func:`factorize_one` reports (``st``: a refused pivot,
+    ``-2 - st``: a substitution's rank short of the plan's)."""
+    steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed = maps[:11]
+    H, A, scale, unit, L, Lw, Li, X, Dv, T, HFT, Wm, Nm, Ek, Ed, Hz, Hzs, sz, Tnz = scratch
+    pair, step_ratio = steps[st, PAIR], np.inf
+    row = steps[st]
+    nF, nS, m, nz = row[NF], row[NS], row[M], row[NZ]
+    n = nF + nS
+    carried = 0  # the front's rows that the step before left: their factor is not gathered (program._carried)
+    if pair == WIDE_JOINT:  # the front is the separator block the link half left (program._wide_pair)
+        o = steps[st - 1, NF]
+        for i in range(n):  # (moved up and left, row by row: nothing is read after it is written)
+            scale[ix(i)] = scale[ix(o + i)]
+            for j in range(n):
+                H[ix(i), ix(j)] = H[ix(o + i), ix(o + j)]
+    elif row[CARRY]:  # the front is the generated factor the step before left in its upper triangle
+        o, carried = steps[st - 1, NF], n
+        for i in range(n):  # (moved up and left, mirrored: no entry is read after it is written)
+            scale[ix(i)] = scale[ix(o + i)]
+            for j in range(i, n):
+                H[ix(i), ix(j)] = H[ix(j), ix(i)] = H[ix(o + i), ix(o + j)]
+    else:
+        for i in range(n):
+            scale[ix(i)] = 0.0
+            for j in range(n):
+                H[ix(i), ix(j)] = 0.0
+    for q in range(row[H0] + carried * carried, row[H1]):  # (the carried factor's entries lead)
+        Hf[ix(hd[ix(q)])] += Fw[ix(hs[ix(q)])]
+    for q in range(row[S0] + carried, row[S1]):
+        scale[ix(sd[ix(q)])] += Fw[ix(ss[ix(q)])]
+    for i in range(n):
+        scale[ix(i)] = max(scale[ix(i)], floor)
+    if m:
+        for i in range(m):
+            for j in range(n):
+                A[ix(i), ix(j)] = 0.0
+        for q in range(row[A0], row[A1]):
+            Af[ix(ad[ix(q)])] = Fw[ix(as_[ix(q)])]
+        for q in range(row[W0], row[W1]):
+            unit[ix(wd[ix(q)])] = Fw[ix(ws[ix(q)])]
+        for i in range(n):  # HF, kept for the forward sweep's g - HF t
+            for j in range(nF):
+                C[ix(row[HF_] + i * nF + j)] = H[ix(i), ix(j)]
+    if row[IDENTITY] != 0:
+        sgn = float(row[IDENTITY])
+        for i in range(nF):  # T = -W A_S with W = sign I
+            for j in range(nS):
+                T[ix(i), ix(j)] = -sgn * A[ix(i), ix(nF + j)]
+        _nonzero_columns(T, nF, nS, Tnz)
+        _front_times_T(H, T, Tnz, HFT, nF, nS)
+        _substituted_separator(H, T, Tnz, HFT, scale, nF, nS, nz > 0)
+    elif m:
+        if not _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT, Hz, sz, Hzs,
+                           (Lw, X, L, Li), Dv):
+            return np.inf, -2 - st
+        for i in range(nF):
+            for j in range(m):
+                C[ix(row[WW] + i * m + j)] = Wm[ix(i), ix(j)]
+            for j in range(nz):
+                C[ix(row[NN] + i * nz + j)] = Nm[ix(i), ix(j)]
+        for i in range(m):
+            C[ix(row[RS] + i)] = unit[ix(i)]
+        for i in range(row[P]):
+            for j in range(m):
+                C[ix(row[EE] + i * m + j)] = Ek[ix(i), ix(j)]
+        for i in range(row[D_]):
+            for j in range(m):
+                C[ix(row[ED] + i * m + j)] = Ed[ix(i), ix(j)]
+        if row[OUT_A] >= 0:  # the rows passed on, on the plan's equality columns; unit rows
+            k = row[E1] - row[E0]
+            for i in range(row[P]):  # E_keep A_S a row of A_S at a time (E of structured rows is mostly zeros)
+                Fw[ix(row[OUT_A] + row[P] * k + i)] = 1.0  # their row scales (right after the block)
+                out = row[OUT_A] + i * k
+                for q in range(row[E0], row[E1]):
+                    Fw[ix(out + ed[ix(q)])] = 0.0
+                for a in range(m):
+                    e = Ek[ix(i), ix(a)]
+                    if e != 0.0:
+                        for q in range(row[E0], row[E1]):
+                            Fw[ix(out + ed[ix(q)])] += e * A[ix(a), ix(nF + es[ix(q)])]
+    if m:
+        for i in range(nF):
+            for j in range(nS):
+                C[ix(row[T_] + i * nS + j)] = T[ix(i), ix(j)]
+    if nz:
+        if m:  # the reduced block after the substitution
+            r = _pivot(Hz, sz, nz, row[NMIN], row[PIVOT], Li, Dv, L, Lw, X)
+        else:
+            for i in range(nz):
+                for j in range(nS):
+                    Hzs[ix(i), ix(j)] = H[ix(i), ix(nF + j)]
+            r = _pivot(H, scale, nz, row[NMIN], row[PIVOT], Li, Dv, L, Lw, X)
+        if r < 0.0:
+            return r, st
+        step_ratio = r
+        for i in range(nz):
+            C[ix(row[DS] + i)] = Dv[ix(i)]
+            for j in range(nz):
+                C[ix(row[LINV] + i * nz + j)] = Li[ix(i), ix(j)]
+        # the loops run along rows (j innermost), so that large fronts stream through memory
+        for i in range(nz):  # Y = Linv H_zS, Linv lower triangular except for indefinite pivots
+            for j in range(nS):
+                X[ix(i), ix(j)] = 0.0
+            for q in range(nz if row[PIVOT] == INDEFINITE else i + 1):
+                a = Li[ix(i), ix(q)]
+                for j in range(nS):
+                    X[ix(i), ix(j)] += a * Hzs[ix(q), ix(j)]
+            for j in range(nS):
+                C[ix(row[Y_] + i * nS + j)] = X[ix(i), ix(j)]
+    if nz:  # H_SS -= Y' D Y in its upper triangle; scale_S += sum Y^2, a row of Y at a time
+        for q in range(nz):
+            d = Dv[ix(q)]
+            for i in range(nS):
+                a = d * X[ix(q), ix(i)]
+                H[ix(nF + i), ix(nF + i)] -= a * X[ix(q), ix(i)]
+                if q == 0:  # H_SS made symmetric on the way, (H_SS + H_SS') / 2: the gathers' round-off
+                    for j in range(i + 1, nS):
+                        H[ix(nF + i), ix(nF + j)] = (0.5 * (H[ix(nF + i), ix(nF + j)] + H[ix(nF + j), ix(nF + i)])
+                                                     - a * X[ix(q), ix(j)])
+                else:
+                    for j in range(i + 1, nS):
+                        H[ix(nF + i), ix(nF + j)] -= a * X[ix(q), ix(j)]
+                scale[ix(nF + i)] += X[ix(q), ix(i)] * X[ix(q), ix(i)]
+    carry = st + 1 < steps.shape[0] and steps[st + 1, CARRY] != 0  # (the next step starts from H_SS)
+    if row[OUT_H] >= 0 and not carry:
+        for i in range(nS):
+            Fw[ix(row[OUT_S] + i)] = scale[ix(nF + i)]
+            for j in range(i, nS):
+                Fw[ix(row[OUT_H] + i * nS + j)] = Fw[ix(row[OUT_H] + j * nS + i)] = H[ix(nF + i), ix(nF + j)]
+    elif pair == WIDE_LINK:  # what the generated factor would hold, left in the front
+        for i in range(nS):
+            for j in range(i + 1, nS):
+                H[ix(nF + j), ix(nF + i)] = H[ix(nF + i), ix(nF + j)]
+    return step_ratio, -1
+
+
 @njit(cache=True, **UNCOUNTED)
 def factorize_one(maps, Fw, C, floor, check_rank, scratch):
     """Every step of the program on one element: its factor workspace ``Fw (factor_size,)``, conditionals
@@ -669,138 +810,12 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
             continue
         if pair == WIDE_JOINT and steps[st - 1, TQ] >= 0:  # done with the link half, just before
             continue
-        row = steps[st]
-        nF, nS, m, nz = row[NF], row[NS], row[M], row[NZ]
-        n = nF + nS
-        carried = 0  # the front's rows that the step before left: their factor is not gathered (program._carried)
-        if pair == WIDE_JOINT:  # the front is the separator block the link half left (program._wide_pair)
-            o = steps[st - 1, NF]
-            for i in range(n):  # (moved up and left, row by row: nothing is read after it is written)
-                scale[ix(i)] = scale[ix(o + i)]
-                for j in range(n):
-                    H[ix(i), ix(j)] = H[ix(o + i), ix(o + j)]
-        elif row[CARRY]:  # the front is the generated factor the step before left in its upper triangle
-            o, carried = steps[st - 1, NF], n
-            for i in range(n):  # (moved up and left, mirrored: no entry is read after it is written)
-                scale[ix(i)] = scale[ix(o + i)]
-                for j in range(i, n):
-                    H[ix(i), ix(j)] = H[ix(j), ix(i)] = H[ix(o + i), ix(o + j)]
-        else:
-            for i in range(n):
-                scale[ix(i)] = 0.0
-                for j in range(n):
-                    H[ix(i), ix(j)] = 0.0
-        for q in range(row[H0] + carried * carried, row[H1]):  # (the carried factor's entries lead)
-            Hf[ix(hd[ix(q)])] += Fw[ix(hs[ix(q)])]
-        for q in range(row[S0] + carried, row[S1]):
-            scale[ix(sd[ix(q)])] += Fw[ix(ss[ix(q)])]
-        for i in range(n):
-            scale[ix(i)] = max(scale[ix(i)], floor)
-        if m:
-            for i in range(m):
-                for j in range(n):
-                    A[ix(i), ix(j)] = 0.0
-            for q in range(row[A0], row[A1]):
-                Af[ix(ad[ix(q)])] = Fw[ix(as_[ix(q)])]
-            for q in range(row[W0], row[W1]):
-                unit[ix(wd[ix(q)])] = Fw[ix(ws[ix(q)])]
-            for i in range(n):  # HF, kept for the forward sweep's g - HF t
-                for j in range(nF):
-                    C[ix(row[HF_] + i * nF + j)] = H[ix(i), ix(j)]
-        if row[IDENTITY] != 0:
-            sgn = float(row[IDENTITY])
-            for i in range(nF):  # T = -W A_S with W = sign I
-                for j in range(nS):
-                    T[ix(i), ix(j)] = -sgn * A[ix(i), ix(nF + j)]
-            _nonzero_columns(T, nF, nS, Tnz)
-            _front_times_T(H, T, Tnz, HFT, nF, nS)
-            _substituted_separator(H, T, Tnz, HFT, scale, nF, nS, nz > 0)
-        elif m:
-            if not _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT, Hz, sz, Hzs,
-                               (Lw, X, L, Li), Dv):
-                failed = -2 - st
-                break
-            for i in range(nF):
-                for j in range(m):
-                    C[ix(row[WW] + i * m + j)] = Wm[ix(i), ix(j)]
-                for j in range(nz):
-                    C[ix(row[NN] + i * nz + j)] = Nm[ix(i), ix(j)]
-            for i in range(m):
-                C[ix(row[RS] + i)] = unit[ix(i)]
-            for i in range(row[P]):
-                for j in range(m):
-                    C[ix(row[EE] + i * m + j)] = Ek[ix(i), ix(j)]
-            for i in range(row[D_]):
-                for j in range(m):
-                    C[ix(row[ED] + i * m + j)] = Ed[ix(i), ix(j)]
-            if row[OUT_A] >= 0:  # the rows passed on, on the plan's equality columns; unit rows
-                k = row[E1] - row[E0]
-                for i in range(row[P]):  # E_keep A_S a row of A_S at a time (E of structured rows is mostly zeros)
-                    Fw[ix(row[OUT_A] + row[P] * k + i)] = 1.0  # their row scales (right after the block)
-                    out = row[OUT_A] + i * k
-                    for q in range(row[E0], row[E1]):
-                        Fw[ix(out + ed[ix(q)])] = 0.0
-                    for a in range(m):
-                        e = Ek[ix(i), ix(a)]
-                        if e != 0.0:
-                            for q in range(row[E0], row[E1]):
-                                Fw[ix(out + ed[ix(q)])] += e * A[ix(a), ix(nF + es[ix(q)])]
-        if m:
-            for i in range(nF):
-                for j in range(nS):
-                    C[ix(row[T_] + i * nS + j)] = T[ix(i), ix(j)]
-        if nz:
-            if m:  # the reduced block after the substitution
-                r = _pivot(Hz, sz, nz, row[NMIN], row[PIVOT], Li, Dv, L, Lw, X)
-            else:
-                for i in range(nz):
-                    for j in range(nS):
-                        Hzs[ix(i), ix(j)] = H[ix(i), ix(nF + j)]
-                r = _pivot(H, scale, nz, row[NMIN], row[PIVOT], Li, Dv, L, Lw, X)
-            if r < 0.0:
-                failed = st
-                break
-            if r < ratio:
-                ratio, weak = r, st
-            for i in range(nz):
-                C[ix(row[DS] + i)] = Dv[ix(i)]
-                for j in range(nz):
-                    C[ix(row[LINV] + i * nz + j)] = Li[ix(i), ix(j)]
-            # the loops run along rows (j innermost), so that large fronts stream through memory
-            for i in range(nz):  # Y = Linv H_zS, Linv lower triangular except for indefinite pivots
-                for j in range(nS):
-                    X[ix(i), ix(j)] = 0.0
-                for q in range(nz if row[PIVOT] == INDEFINITE else i + 1):
-                    a = Li[ix(i), ix(q)]
-                    for j in range(nS):
-                        X[ix(i), ix(j)] += a * Hzs[ix(q), ix(j)]
-                for j in range(nS):
-                    C[ix(row[Y_] + i * nS + j)] = X[ix(i), ix(j)]
-        if nz:  # H_SS -= Y' D Y in its upper triangle; scale_S += sum Y^2, a row of Y at a time
-            for q in range(nz):
-                d = Dv[ix(q)]
-                for i in range(nS):
-                    a = d * X[ix(q), ix(i)]
-                    H[ix(nF + i), ix(nF + i)] -= a * X[ix(q), ix(i)]
-                    if q == 0:  # H_SS made symmetric on the way, (H_SS + H_SS') / 2: the gathers' round-off
-                        for j in range(i + 1, nS):
-                            H[ix(nF + i), ix(nF + j)] = (0.5 * (H[ix(nF + i), ix(nF + j)] + H[ix(nF + j), ix(nF + i)])
-                                                         - a * X[ix(q), ix(j)])
-                    else:
-                        for j in range(i + 1, nS):
-                            H[ix(nF + i), ix(nF + j)] -= a * X[ix(q), ix(j)]
-                    scale[ix(nF + i)] += X[ix(q), ix(i)] * X[ix(q), ix(i)]
-        carry = st + 1 < steps.shape[0] and steps[st + 1, CARRY] != 0  # (the next step starts from H_SS)
-        if row[OUT_H] >= 0 and not carry:
-            for i in range(nS):
-                Fw[ix(row[OUT_S] + i)] = scale[ix(nF + i)]
-                for j in range(i, nS):
-                    Fw[ix(row[OUT_H] + i * nS + j)] = Fw[ix(row[OUT_H] + j * nS + i)] = H[ix(nF + i), ix(nF + j)]
-        elif pair == WIDE_LINK:  # what the generated factor would hold, left in the front
-            for i in range(nS):
-                for j in range(i + 1, nS):
-                    H[ix(nF + j), ix(nF + i)] = H[ix(nF + i), ix(nF + j)]
-
+        r, fail = _generic_step(maps, st, Fw, C, floor, check_rank, scratch, Hf, Af)
+        if fail != -1:
+            failed = fail
+            break
+        if r < ratio:
+            ratio, weak = r, st
 
     return ratio, weak, failed
 
@@ -1029,6 +1044,94 @@ def solve_maps(program) -> tuple:
     return program.derived["solve_maps"]
 
 
+@njit(cache=True, inline="always")
+def _step_forward(steps, st, gs, gd, bs, bd, C, Lin, Lmag, cache, dropped, g, bl, bm, gz):
+    """The forward sweep of one generic step ``st`` (a wide pair's halves among them, the joint half starting
+    from the separator terms its link half left in ``g``): ``g`` gathered, ``t = W b`` and ``g -= HF t``, the
+    hard rows' passed-on and dropped terms, ``y = Linv g_z``, ``g_S - Y' D y`` into the generated linear term."""
+    pair = steps[st, PAIR]
+    nF, nS, m, nz, ident = steps[st, NF], steps[st, NS], steps[st, M], steps[st, NZ], steps[st, IDENTITY]
+    n = nF + nS
+    if pair == WIDE_JOINT:  # the link half's separator terms, where it left them
+        o = steps[st - 1, NF]
+        for i in range(n):
+            g[ix(i)] = g[ix(o + i)]
+    else:
+        for i in range(n):
+            g[ix(i)] = 0.0
+    for q in range(steps[st, G0], steps[st, G1]):
+        g[ix(gd[ix(q)])] += Lin[ix(gs[ix(q)])]
+    if m:
+        tc, hf, ts = steps[st, TC], steps[st, HF_], steps[st, T_]
+        for q in range(steps[st, B0], steps[st, B1]):
+            bl[ix(bd[ix(q)])] = Lin[ix(bs[ix(q)])]
+            bm[ix(bd[ix(q)])] = Lmag[ix(bs[ix(q)])]
+        if ident != 0:  # t = W b with W = sign I
+            for i in range(nF):
+                cache[ix(tc + i)] = ident * bl[ix(i)]
+        else:
+            w = steps[st, WW]
+            for i in range(nF):
+                t = 0.0
+                for j in range(m):
+                    t += C[ix(w + i * m + j)] * bl[ix(j)]
+                cache[ix(tc + i)] = t
+        for i in range(n):  # g -= HF t
+            t = 0.0
+            for j in range(nF):
+                t += C[ix(hf + i * nF + j)] * cache[ix(tc + j)]
+            g[ix(i)] -= t
+        if nz:  # g_z = N' g_F
+            nn = steps[st, NN]
+            for j in range(nz):
+                gz[ix(j)] = 0.0
+            for i in range(nF):
+                gi = g[ix(i)]
+                for j in range(nz):
+                    gz[ix(j)] += C[ix(nn + i * nz + j)] * gi
+        for i in range(nF):  # g_S += T' g_F, along the rows of T
+            gi = g[ix(i)]
+            for j in range(nS):
+                g[ix(nF + j)] += C[ix(ts + i * nS + j)] * gi
+        if ident == 0 and (steps[st, P] or steps[st, D_]):
+            top, total = 0.0, 0.0
+            for j in range(m):
+                u = C[ix(steps[st, RS] + j)] * bm[ix(j)]
+                top = max(top, u)
+                total += u * u
+            for i in range(steps[st, P]):  # b_sep = E b, and the size it is made of
+                t = 0.0
+                for j in range(m):
+                    t += C[ix(steps[st, EE] + i * m + j)] * bl[ix(j)]
+                Lin[ix(steps[st, OUT_B] + i)] = t
+                Lmag[ix(steps[st, OUT_B] + i)] = top
+            for i in range(steps[st, D_]):  # dropped rows: E_drop b must vanish
+                t = 0.0
+                for j in range(m):
+                    t += C[ix(steps[st, ED] + i * m + j)] * bl[ix(j)]
+                dropped[ix(steps[st, DROP] + i)] = t
+            if steps[st, D_]:
+                dropped[ix(steps[st, DROP] + steps[st, D_])] = np.sqrt(total)
+    else:
+        for j in range(nz):
+            gz[ix(j)] = g[ix(j)]
+    if nz:
+        li, yy, ds, yc = steps[st, LINV], steps[st, Y_], steps[st, DS], steps[st, YC]
+        full = steps[st, PIVOT] == INDEFINITE  # (otherwise Linv is lower triangular)
+        for i in range(nz):  # y = Linv g_z
+            t = 0.0
+            for q in range(nz if full else i + 1):
+                t += C[ix(li + i * nz + q)] * gz[ix(q)]
+            cache[ix(yc + i)] = t
+        for i in range(nz):  # g_S -= Y' D y, along the rows of Y
+            a = C[ix(ds + i)] * cache[ix(yc + i)]
+            for j in range(nS):
+                g[ix(nF + j)] -= C[ix(yy + i * nS + j)] * a
+    out = steps[st, OUT_G]
+    if out >= 0:
+        for j in range(nS):
+            Lin[ix(out + j)] = g[ix(nF + j)]
+
 @njit(cache=True, **UNCOUNTED)
 def solve_one(maps, C, Lin, Lmag, cache, Xout, dropped, scratch):
     """Forward sweep of one element's linear terms ``Lin (linear_size,)`` (with ``Lmag``, the size of the
@@ -1053,87 +1156,7 @@ def solve_one(maps, C, Lin, Lmag, cache, Xout, dropped, scratch):
             continue
         if pair == WIDE_JOINT and steps[st - 1, TQ] >= 0:  # done with the link half, just before
             continue
-        nF, nS, m, nz, ident = steps[st, NF], steps[st, NS], steps[st, M], steps[st, NZ], steps[st, IDENTITY]
-        n = nF + nS
-        if pair == WIDE_JOINT:  # the link half's separator terms, where it left them
-            o = steps[st - 1, NF]
-            for i in range(n):
-                g[ix(i)] = g[ix(o + i)]
-        else:
-            for i in range(n):
-                g[ix(i)] = 0.0
-        for q in range(steps[st, G0], steps[st, G1]):
-            g[ix(gd[ix(q)])] += Lin[ix(gs[ix(q)])]
-        if m:
-            tc, hf, ts = steps[st, TC], steps[st, HF_], steps[st, T_]
-            for q in range(steps[st, B0], steps[st, B1]):
-                bl[ix(bd[ix(q)])] = Lin[ix(bs[ix(q)])]
-                bm[ix(bd[ix(q)])] = Lmag[ix(bs[ix(q)])]
-            if ident != 0:  # t = W b with W = sign I
-                for i in range(nF):
-                    cache[ix(tc + i)] = ident * bl[ix(i)]
-            else:
-                w = steps[st, WW]
-                for i in range(nF):
-                    t = 0.0
-                    for j in range(m):
-                        t += C[ix(w + i * m + j)] * bl[ix(j)]
-                    cache[ix(tc + i)] = t
-            for i in range(n):  # g -= HF t
-                t = 0.0
-                for j in range(nF):
-                    t += C[ix(hf + i * nF + j)] * cache[ix(tc + j)]
-                g[ix(i)] -= t
-            if nz:  # g_z = N' g_F
-                nn = steps[st, NN]
-                for j in range(nz):
-                    gz[ix(j)] = 0.0
-                for i in range(nF):
-                    gi = g[ix(i)]
-                    for j in range(nz):
-                        gz[ix(j)] += C[ix(nn + i * nz + j)] * gi
-            for i in range(nF):  # g_S += T' g_F, along the rows of T
-                gi = g[ix(i)]
-                for j in range(nS):
-                    g[ix(nF + j)] += C[ix(ts + i * nS + j)] * gi
-            if ident == 0 and (steps[st, P] or steps[st, D_]):
-                top, total = 0.0, 0.0
-                for j in range(m):
-                    u = C[ix(steps[st, RS] + j)] * bm[ix(j)]
-                    top = max(top, u)
-                    total += u * u
-                for i in range(steps[st, P]):  # b_sep = E b, and the size it is made of
-                    t = 0.0
-                    for j in range(m):
-                        t += C[ix(steps[st, EE] + i * m + j)] * bl[ix(j)]
-                    Lin[ix(steps[st, OUT_B] + i)] = t
-                    Lmag[ix(steps[st, OUT_B] + i)] = top
-                for i in range(steps[st, D_]):  # dropped rows: E_drop b must vanish
-                    t = 0.0
-                    for j in range(m):
-                        t += C[ix(steps[st, ED] + i * m + j)] * bl[ix(j)]
-                    dropped[ix(steps[st, DROP] + i)] = t
-                if steps[st, D_]:
-                    dropped[ix(steps[st, DROP] + steps[st, D_])] = np.sqrt(total)
-        else:
-            for j in range(nz):
-                gz[ix(j)] = g[ix(j)]
-        if nz:
-            li, yy, ds, yc = steps[st, LINV], steps[st, Y_], steps[st, DS], steps[st, YC]
-            full = steps[st, PIVOT] == INDEFINITE  # (otherwise Linv is lower triangular)
-            for i in range(nz):  # y = Linv g_z
-                t = 0.0
-                for q in range(nz if full else i + 1):
-                    t += C[ix(li + i * nz + q)] * gz[ix(q)]
-                cache[ix(yc + i)] = t
-            for i in range(nz):  # g_S -= Y' D y, along the rows of Y
-                a = C[ix(ds + i)] * cache[ix(yc + i)]
-                for j in range(nS):
-                    g[ix(nF + j)] -= C[ix(yy + i * nS + j)] * a
-        out = steps[st, OUT_G]
-        if out >= 0:
-            for j in range(nS):
-                Lin[ix(out + j)] = g[ix(nF + j)]
+        _step_forward(steps, st, gs, gd, bs, bd, C, Lin, Lmag, cache, dropped, g, bl, bm, gz)
     st = steps.shape[0]
     while st > 0:
         st -= 1

@@ -44,11 +44,12 @@ import numpy as np
 from numba import njit
 from numba.typed import List
 
-from .compiled import (B0, B1, DS, G0, G1, H0, H1, HF_, IDENTITY, LINV, M, NF, NS, NZ, OUT_G, OUT_H, OUT_S, PAIR,
+from .compiled import (B0, B1, CARRY, DS, G0, G1, H0, H1, HF_, IDENTITY, LINV, M, NF, NS, NZ, OUT_G, OUT_H, OUT_S, PAIR,
                        PG0, PG1, PH0, PH1, PIVOT, PS0, PS1, PB0, PB1, S0, S1, SINGULAR_RTOL, T_, TC, TN, TQ, TSIG,
                        UNCOUNTED, XF0, XF1, XS0, XS1, Y_, YC,
                        announce_first_compile, factorize_maps, max_front, solve_maps)
-from .compiled import _parent_block as parent_block, _revolute, _step_backward as step_backward, _tree_pair as tree_pair
+from .compiled import _generic_step as generic_step, _parent_block as parent_block, _revolute
+from .compiled import _step_backward as step_backward, _step_forward as step_forward, _tree_pair as tree_pair
 from .compiled import _tree_pair_forward as tree_pair_forward
 from .compiled import drop_stale_cache
 from . import compiled, vectors as v
@@ -378,16 +379,21 @@ def elements(C: np.ndarray, B: int) -> np.ndarray:
 
 
 def covers_pairs(program) -> bool:
-    """Whether every step of ``program`` is a half of a tree pair (:func:`elimination.program._tree_pair`, ABA's
-    step): the programs of a kinematic tree's dynamics, which :func:`factorize_pairs` and :func:`solve_pairs`
-    run.  Revolute pairs run in lanes; any other pair (a free-flyer or spherical root) lane by lane through the
-    per-element kernels."""
+    """Whether :func:`factorize_pairs` and :func:`solve_pairs` run ``program`` and it pays: the programs of a
+    mechanism's dynamics in a spanning-tree order (ABA's, LCABA's, proxBBO's), mostly tree pairs
+    (:func:`elimination.program._tree_pair`) and wide pairs (``_wide_pair``).  A revolute pair runs in lanes; any
+    other pair (a free-flyer or spherical joint) and the generic steps (a loop root's multipliers) lane by
+    lane through the per-element kernels -- at most a quarter of the steps, and none with hard rows but a
+    joint's, substituted as they are (the lanes pass no sizes of right-hand sides and check no dropped rows)."""
     steps = program.steps
     pair = steps[:, PAIR]
-    wide_revolute = (pair == WIDE_LINK) & (steps[:, TQ] >= 0)
-    wide_revolute[1:] |= (pair[1:] == WIDE_JOINT) & wide_revolute[:-1]
-    return bool(len(steps)) and not program.unsupported and bool(np.all(
-        (pair == LINK_HALF) | (pair == JOINT_HALF) | wide_revolute))
+    generic = (pair != LINK_HALF) & (pair != JOINT_HALF)  # (a revolute wide pair's halves are not)
+    generic[1:] &= ~((pair[1:] == WIDE_JOINT) & (steps[:-1, TQ] >= 0))
+    generic &= ~((pair == WIDE_LINK) & (steps[:, TQ] >= 0))
+    hard = steps[:, M] > 0
+    hard &= steps[:, IDENTITY] == 0  # (a non-revolute wide pair's link half substitutes its joint's rows: W = I)
+    return (bool(len(steps)) and not program.unsupported and not bool(np.any(hard & generic))
+            and 4 * int(generic.sum()) <= len(steps))
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -528,6 +534,16 @@ def _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6
             v.copy(Fw, out + j * 6 + i, tmp, 5)
 
 
+@njit(cache=True, inline="always")
+def _run_end(steps, st):
+    """The step after the run of generic steps from ``st`` that share the per-element kernels' scratch: a wide
+    pair's joint half after its link half, a step that starts from the front the step before left."""
+    end = st + 1
+    while end < steps.shape[0] and (steps[end, PAIR] == WIDE_JOINT or steps[end, CARRY] != 0):
+        end += 1
+    return end
+
+
 @njit(cache=True, error_model="numpy", **UNCOUNTED)
 def factorize_pairs(maps, Fw, C, floor, scratch, lane_scratch, ratio, weak, failed):
     """Every pair of a :func:`covers_pairs` program on the lanes of ``Fw (factor_size, LANES)``, conditionals
@@ -539,12 +555,24 @@ def factorize_pairs(maps, Fw, C, floor, scratch, lane_scratch, ratio, weak, fail
     pbH, pbs, phs, phd, pss, psd = maps[11], maps[12], maps[13], maps[14], maps[15], maps[16]
     H, scale, t6, u6, tmp, r, y = lane_scratch
     maxn = scratch[0].shape[0]  # (the per-element front's size: the wide pairs' gathers index H by it)
+    Hf, Af = scratch[0].reshape(maxn * maxn), scratch[1].reshape(maxn * maxn)
     for w in range(LANES):
         ratio[w], weak[w], failed[w] = np.inf, -1, -1
-    for st in range(steps.shape[0]):
-        if steps[st, PAIR] == WIDE_LINK:
+    st = 0
+    while st < steps.shape[0]:
+        if steps[st, PAIR] == WIDE_LINK and steps[st, TQ] >= 0:
             _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, maxn, scale, t6, u6, y, tmp, r)
-        elif steps[st, PAIR] != LINK_HALF:
+        elif steps[st, PAIR] != LINK_HALF:  # generic steps, lane by lane (each lane's run of them at once)
+            end = _run_end(steps, st)
+            for w in range(LANES):
+                for s in range(st, end):
+                    rs, fail = generic_step(maps, s, Fw[:, w], C[:, w], floor[0, w], False, scratch, Hf, Af)
+                    if failed[w] == -1:
+                        if fail != -1:
+                            failed[w] = fail
+                        elif rs < ratio[w]:
+                            ratio[w], weak[w] = rs, s
+            st = end
             continue
         elif _revolute(steps, st):
             _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6, tmp, r)
@@ -557,6 +585,7 @@ def factorize_pairs(maps, Fw, C, floor, scratch, lane_scratch, ratio, weak, fail
                     failed[w] = st + 1
                 elif r[w] < ratio[w]:
                     ratio[w], weak[w] = r[w], st + 1
+        st += 2
 
 
 def pairs_scratch_rows(maxn: int) -> int:
@@ -712,23 +741,31 @@ def solve_pairs(maps, C, Lin, cache, Xout, lane_scratch, scratch):
     steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, pgs, pgd = maps
     g, x, xs, tmp = lane_scratch
     gw, bl, bm, xw, xsw, gz = scratch
-    for st in range(steps.shape[0]):
-        if steps[st, PAIR] == WIDE_LINK:
+    st = 0
+    while st < steps.shape[0]:
+        if steps[st, PAIR] == WIDE_LINK and steps[st, TQ] >= 0:
             _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g, tmp)
-        elif steps[st, PAIR] != LINK_HALF:
+        elif steps[st, PAIR] != LINK_HALF:  # generic steps, lane by lane (each lane's run of them at once); no
+            end = _run_end(steps, st)  # hard rows (covers_pairs): the sizes and dropped rows are neither read
+            for w in range(LANES):  # nor written -- Lin stands in for them
+                for s in range(st, end):
+                    step_forward(steps, s, gs, gd, bs, bd, C[:, w], Lin[:, w], Lin[:, w], cache[:, w], Lin[:, w], gw,
+                                 bl, bm, gz)
+            st = end
             continue
         elif _revolute(steps, st):
             _revolute_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp)
         else:
             for w in range(LANES):
                 tree_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C[:, w], Lin[:, w], cache[:, w], gw)
+        st += 2
     st = steps.shape[0]
     while st > 0:
         st -= 1
         if steps[st, PAIR] == JOINT_HALF and _revolute(steps, st - 1):
             st -= 1
             _revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, tmp)
-        elif steps[st, PAIR] == WIDE_JOINT:
+        elif steps[st, PAIR] == WIDE_JOINT and steps[st - 1, TQ] >= 0:
             st -= 1
             _wide_revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, tmp)
         else:

@@ -401,15 +401,16 @@ def test_lcaba_on_loops_in_lanes_equals_its_states_one_at_a_time_bit_for_bit(mec
 
 
 def test_which_programs_and_batches_run_in_lanes(monkeypatch):
-    """The lanes take a program of tree pairs and wide revolute pairs -- a tree's, LCABA's with links held to the
-    ground or a four-bar's loop, not proxBBO's on the loop, which ends in a generic step --
+    """The lanes take a program of mostly tree and wide pairs -- a tree's, LCABA's with links held to the ground
+    or a four-bar's loop, proxBBO's there (one generic step, lane by lane), not proxLTL's joint-space order --
     and a batch of eight states or more runs in them where nothing follows the first solve (a tree's) or its
     iterations' re-solves run in lanes too (LCABA's), not where soft rows' iterations would run lane by lane."""
     tree = models.serial_chain(6).without_constraints()
     held = Mechanism(tree.links, [Weld(tree.links[-1].name, GROUND, at(0.0), at(1.0))], name="held")
     assert mechanics.prepare(held, "lcaba", backend="numba").compiled.lanes
     assert mechanics.prepare(models.four_bar(), "lcaba", backend="numba").compiled.lanes  # (wide revolute pairs)
-    assert not mechanics.prepare(models.four_bar(), "proxbbo", backend="numba").compiled.lanes  # (a generic step)
+    assert mechanics.prepare(models.four_bar(), "proxbbo", backend="numba").compiled.lanes  # (one generic step)
+    assert not mechanics.prepare(models.four_bar(), "proxltl", backend="numba").compiled.lanes  # (joint space)
     prepared = mechanics.prepare(tree, "aba", backend="numba")
     assert prepared.compiled.lanes
     ran, lanes = [], CompiledDynamics._run_lanes
@@ -472,11 +473,21 @@ def test_a_suspect_lane_is_verified_in_its_lane():
     assert np.array_equal(flags, ref_flags) and np.array_equal(out[answered], ref_out[answered])
 
 
+def _finger_on_cube() -> Mechanism:
+    """A free cube touched by the tip of a four-link finger (a loop through a free-flyer: a wide pair that is not
+    revolute, run lane by lane)."""
+    links = [Link("cube", GROUND, Joint("free"), at(0.0), 0.5, (0.0, 0.0, 0.0), 0.01 * np.eye(3))]
+    for i, (parent, axis) in enumerate([(GROUND, "z"), ("f0", "y"), ("f1", "y"), ("f2", "x")]):
+        links.append(Link(f"f{i}", parent, Joint("revolute", axis), at(0.3), 1.0, (0.1, 0.0, 0.0), 0.01 * np.eye(3)))
+    return Mechanism(links, [Connect("f3", "cube", at(0.2), at(0.1), None, "touch")], name="finger_on_cube")
+
+
 @pytest.mark.parametrize("mech, name", [(models.four_bar(), "lcaba"), (models.cycle(), "lcaba"),
-                                        (models.serial_chain(5).without_constraints(), "aba")])
+                                        (models.serial_chain(5).without_constraints(), "aba"),
+                                        (models.four_bar(), "proxbbo"), (_finger_on_cube(), "lcaba")])
 def test_the_pair_kernels_in_lanes_are_the_per_element_kernels_lane_by_lane(mech, name):
-    """elimination.lanes' factorization and solve of a program of tree and wide revolute pairs, on eight lanes
-    filled with eight states' factors (each lane its own scale floor) and arbitrary linear terms: every lane's
+    """elimination.lanes' factorization and solve of a program of tree and wide pairs (a few generic steps and
+    non-revolute pairs among them, lane by lane), on eight lanes filled with eight states' factors (each lane its own scale floor) and arbitrary linear terms: every lane's
     conditionals, pivot ratio, weakest and failed step and values are the per-element kernels' on its column,
     bit for bit -- the ratios too, which no answer shows but the suspect-pivot decisions read."""
     prepared = mechanics.prepare(mech, name, mu=1e6, backend="numba")
