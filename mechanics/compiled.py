@@ -94,9 +94,9 @@ ITERATIONS, CONVERGED, STATUS = range(3)  # columns of the kernel's integer outp
 # state was loaded into it, where its outer iterations stand (PHASE: at their HEAD, its first iterate REFINED,
 # an iterate RESOLVED), its refinement steps so far in this solve, its iterations, the solve's MODE (0: a
 # started solve's steps, 1: PLAIN steps, then a verification with SMALL changes in a row so far), whether it
-# wants a refinement step, the STATE it holds (-1: idle)
-WEAK, FAILED, VALID, PHASE, COUNT, ITERS, MODE, NEED, STATE, PLAIN, SMALL = range(11)
-LANE_ROWS = 11
+# wants a solve, the STATE it holds (-1: idle), whether its solve is FRESH (of its linear terms, not a step)
+WEAK, FAILED, VALID, PHASE, COUNT, ITERS, MODE, NEED, STATE, PLAIN, SMALL, FRESH = range(12)
+LANE_ROWS = 12
 HEAD, REFINED, RESOLVED = range(3)
 REFILL = 4  # idle lanes that take the next states (one factorization of the lanes serves them)
 
@@ -180,8 +180,7 @@ class CompiledDynamics:
                 and v.shape[1] == tau.shape[1] == mech.nv and forces0.shape[1] == mech.constraint_dim):
             raise ValueError(f"CompiledDynamics.run: shapes q {q.shape}, v {v.shape}, tau {tau.shape}, forces0 "
                              f"{forces0.shape} do not fit ({mech.nq}, {mech.nv}, {mech.constraint_dim}) per state")
-        if self.lanes and B >= LANES and (refine == 0 and not self.iterating or self.iterating and refine > 0
-                                             and not self.soft):
+        if self.lanes and B >= LANES and (refine == 0 and not self.iterating or self.iterating and not self.soft):
             # (where the iterations would run on a lane's columns, strided -- soft rows' iterations, or refined
             # first solves without re-solves -- state by state was measured faster: Talos LCABA 31.0 -> 34.0 us
             # a state before its re-solves ran in lanes)
@@ -1211,10 +1210,10 @@ def _own_terms(lk, w, pairs, m):
 
 
 @njit(cache=True, inline="always")
-def _solving(li, state, w, verify, plain):
-    """Lane ``w`` starts a refined solve: ``_started_solve``'s steps, or (``verify``) ``plain`` refinement steps
-    and then :func:`_verified`'s."""
-    li[MODE, w], li[PLAIN, w], li[COUNT, w], li[SMALL, w], state[1] = verify, plain, 0, 0, np.inf
+def _solving(li, state, w, verify, plain, fresh):
+    """Lane ``w`` starts a solve: of its linear terms (``fresh``) or from its values, then ``_started_solve``'s
+    refinement steps, or (``verify``) ``plain`` refinement steps and :func:`_verified`'s."""
+    li[MODE, w], li[PLAIN, w], li[COUNT, w], li[SMALL, w], li[FRESH, w], state[1] = verify, plain, 0, 0, fresh, np.inf
     return True
 
 
@@ -1262,34 +1261,44 @@ def _advance(w, li, state, suspect, refine, links, factors, constraints, Kbuf, k
         _constraint_residual(constraints, Kbuf, k, links, x, res)
     elif suspect:  # (HEAD) the first solve's refinement and verification (_solve)
         li[PHASE, w] = REFINED
-        return _solving(li, state, w, 1, refine)
-    else:  # (HEAD) the first iterate: refined now where it may be the answer
+        return _solving(li, state, w, 1, refine, 0)
+    else:  # (HEAD) the first iterate: refined now where it may be the answer (refined solves only)
         _qdd_step(links, x, qdd, True)
         _constraint_residual(constraints, Kbuf, k, links, x, res)
-        if _largest(res) < tol or li[ITERS, w] >= max_iter:
+        if refine > 0 and (_largest(res) < tol or li[ITERS, w] >= max_iter):
             li[PHASE, w] = REFINED
-            return _solving(li, state, w, 0, 0)
+            return _solving(li, state, w, 0, 0, 0)
     _update(constraints, x, res, mu, lam)
     if min(state[0], _largest(res)) < tol or li[ITERS, w] >= max_iter:
         return False
     for j in range(table.shape[0]):
         if table[ix(j), POLICY] <= 1:  # alm, prox
             _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas)
-    li[PHASE, w] = RESOLVED
-    return _solving(li, state, w, 1 if suspect else 0, 0)
+    li[PHASE, w] = RESOLVED  # from the last iterate where the solves are refined (Factorization.startable)
+    return _solving(li, state, w, 1 if suspect else 0, 0, 1 if refine == 0 else 0)
 
 
 @njit(cache=True, inline="always")
-def _lanes_refined(links, factors, scope, constraints, lk, pairs, m, mu, smaps, sscr, slane, Fw, Lin, X, C, cache, Lres,
-                   D, e, need, tops):
-    """One refinement step of ``X``'s lanes that want one (``need``), in place (:func:`_refine_step` in lanes):
-    the residuals of the links' own factors in lanes, the constraints' lane by lane, one solve of the lanes
-    into ``D``; the largest magnitude of each lane's correction and of its new values into ``tops``.  Lanes
-    that want none get meaningless numbers, which nothing reads."""
+def _lanes_solved(links, factors, scope, constraints, lk, pairs, m, mu, smaps, sscr, slane, Fw, Lin, X, C, cache, Lres,
+                  D, e, need, fresh, tops):
+    """One solve of the lanes that want one (``need``): a refinement step of ``X`` in place (:func:`_refine_step`
+    in lanes: the residuals of the links' own factors in lanes, the constraints' lane by lane, one solve of the
+    lanes into ``D``, the largest magnitude of each lane's correction and of its new values into ``tops``), or
+    where ``fresh`` a solve of the linear terms themselves into ``X`` (one solve of ``Lin`` straight into ``X``
+    where every lane that wants one wants that).  Lanes that want none get meaningless numbers, which nothing
+    reads."""
+    steps = 0
+    for w in range(LANES):
+        steps += need[w] and not fresh[w]
+    if steps == 0:
+        lanes.solve_pairs(smaps, C, Lin, cache, X, slane, sscr)
+        return
     for l in range(links.shape[0]):
         _lane_link_residuals(links, factors, l, Fw, Lin, X, Lres)
     for w in range(LANES):
-        if need[w]:
+        if need[w] and fresh[w]:
+            _copy(Lin[:, w], Lres[:, w])
+        elif need[w]:
             Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
             _factor_residuals(factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], X[:, w], Lres[:, w], e)
     lanes.solve_pairs(smaps, C, Lres, cache, D, slane, sscr)
@@ -1299,6 +1308,9 @@ def _lanes_refined(links, factors, scope, constraints, lk, pairs, m, mu, smaps, 
         vectors.add(X, i, D, i)
         vectors.largest(tops, 0, D, i)
         vectors.largest(tops, 1, X, i)
+    for w in range(LANES):
+        if need[w] and fresh[w]:
+            _copy(D[:, w], X[:, w])
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -1327,9 +1339,9 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
     Fw, C, Lin, Lmag, cache, X, Lres, D, floor, ratio, tops, flane, slane = _lane_parts(lw, sizes, maxn)
     weak, failed, valid, need = li[WEAK], li[FAILED], li[VALID], li[NEED]
     has_soft = _has_soft(table)
-    # the outer iterations in lanes: each re-solve refined from the last iterate (Factorization.startable), the
-    # first solve's refinement deferred (_answer), a suspect pivot's verification lane by lane
-    in_lanes = iterating and refine > 0 and drops.shape[0] == 0 and not has_soft
+    # the outer iterations in lanes: each re-solve refined from the last iterate (Factorization.startable) or a
+    # fresh solve (refine == 0), the first solve's refinement deferred (_answer), a suspect pivot's verification
+    in_lanes = iterating and drops.shape[0] == 0 and not has_soft
     for w in range(LANES):
         li[STATE, w], need[w] = -1, 0
     loaded = 0
@@ -1374,14 +1386,18 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
             continue
         if idle == LANES:
             break
-        _lanes_refined(links, factors, scope, constraints, lk, pairs, m, mu, smaps, sscr, slane, Fw, Lin, X, C,
-                       cache, Lres, D, e, need, tops)
-        for w in range(LANES):  # each lane's iterations between its refinement steps
+        _lanes_solved(links, factors, scope, constraints, lk, pairs, m, mu, smaps, sscr, slane, Fw, Lin, X, C,
+                      cache, Lres, D, e, need, li[FRESH], tops)
+        for w in range(LANES):  # each lane's iterations between its solves
             if need[w] == 0:
                 continue
             b = li[STATE, w]
             Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
-            done = _refined(li, step, w, tops[0, w] / max(tops[1, w], 2.2250738585072014e-308), refine, ratio[w])
+            if li[FRESH, w]:  # solved: done, or verified from here
+                li[FRESH, w] = 0
+                done = 0 if li[MODE, w] else 1
+            else:
+                done = _refined(li, step, w, tops[0, w] / max(tops[1, w], 2.2250738585072014e-308), refine, ratio[w])
             if done == 0:
                 continue
             if done == -1:  # left to the numpy path
