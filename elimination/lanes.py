@@ -28,15 +28,18 @@ those of the per-element kernels, bit for bit, so a graph gets the same numbers
 alone or in a batch.  Other programs, and batches of fewer than :data:`LANES`
 elements, keep the per-element kernels.
 
-A second pair of kernels covers the programs of a kinematic tree's dynamics,
-all tree pairs (:func:`covers_pairs`, ABA's steps): :func:`factorize_pairs` and
-:func:`solve_pairs` run a revolute or prismatic pair's fixed-size arithmetic as
-vector operations, and any other pair (a free-flyer or spherical joint) lane by
-lane through the per-element kernels, on the lanes of a workspace the caller
-fills (:func:`mechanics.compiled.lanes_kernel`: each state's kinematics
-into its lane).  Bit for bit the per-element kernels' numbers again; on Talos's
-tree a batch of eight took the pairs' factorization 1.7x and their solve 2.1x
-faster than eight states one at a time.
+A second pair of kernels covers the programs of a mechanism's dynamics in a
+spanning-tree order (:func:`covers_pairs`: ABA's, LCABA's, proxBBO's steps),
+mostly tree pairs and wide pairs: :func:`factorize_pairs` and
+:func:`solve_pairs` run a revolute or prismatic pair's fixed-size arithmetic,
+and a wide pair's with a revolute joint (a loop's link and joint, the
+separator the loop's multipliers and other links), as vector operations; any
+other pair (a free-flyer or spherical joint) and the few generic steps (a loop
+root's) lane by lane through the per-element kernels, on the lanes of a
+workspace the caller fills (:func:`mechanics.compiled.lanes_kernel`: each
+state's kinematics into its lane).  Bit for bit the per-element kernels'
+numbers again; on Talos's tree a batch of eight took the pairs' factorization
+1.7x and their solve 2.1x faster than eight states one at a time.
 """
 from __future__ import annotations
 

@@ -37,16 +37,16 @@ state and the caller runs the numpy path, which names the variables.
 Built-in constraint policies only (``alm``, ``prox``, ``hard``, ``soft``): a
 policy subclass runs on the numpy path (:attr:`CompiledDynamics.unsupported`).
 
-A program of tree pairs alone (a tree's, or LCABA's on links held to the
-ground) runs eight states at a time in :func:`lanes_kernel`: each state's
-kinematics and fill into its lane, the lanes' factorization and first solve
-(:mod:`elimination.lanes`); then each lane's outer iterations run to its next
-refinement step, the steps of all lanes run as one residual and one solve in
-lanes, and so on until every lane has its answer -- the numbers of
-:func:`dynamics_kernel`, bit for bit.  Batches take it where nothing follows
-the first solve (ABA's) or the iterations re-solve from the last iterate
-(LCABA's); a soft row's iterations would run on a lane's strided columns,
-measured slower than state by state.
+A program of mostly tree and wide pairs (:func:`elimination.lanes.covers_pairs`:
+ABA's, LCABA's, proxBBO's on the benchmark robots) runs eight states at a time
+in :func:`lanes_kernel`: each state's kinematics and fill into its lane, the
+lanes' factorization and first solve (:mod:`elimination.lanes`); then each
+lane's outer iterations run to its next solve -- a refinement step, a fresh
+solve, a verification's step -- the solves of all lanes run as one residual
+and one solve in lanes, and so on, a lane whose state has its answer taking
+the next state -- the numbers of :func:`dynamics_kernel`, bit for bit.  A soft
+row's iterations would run on a lane's strided columns (measured slower than
+state by state): those batches run state by state.
 """
 from __future__ import annotations
 
@@ -1315,18 +1315,18 @@ def _lanes_solved(links, factors, scope, constraints, lk, pairs, m, mu, smaps, s
 
 @njit(cache=True, **UNCOUNTED)
 def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, iterating, ws, wi, lw, li, lk, out, flags):
-    """:func:`dynamics_kernel` for a program of tree pairs alone (:func:`elimination.lanes.covers_pairs`: a tree,
-    LCABA's on a tree whose constraints hold links to the ground or close loops through revolute joints),
+    """:func:`dynamics_kernel` for a program of mostly tree and wide pairs (:func:`elimination.lanes.covers_pairs`),
     ``LANES`` states at a time: each state's kinematics, constraint terms and fill into its lane
     (:func:`_refill`), one factorization of the lanes and their first solve without refinement
     (:func:`elimination.lanes.factorize_pairs`, :func:`~elimination.lanes.solve_pairs`).  Then, where the
-    iterations refine each re-solve from the last iterate (LCABA's), every lane's outer iterations advance to
-    their next refinement step (:func:`_advance`) and the steps run in lanes (:func:`_lanes_refined`); a lane
-    whose state has its answer idles until ``REFILL`` lanes do, and they take the next states (the lanes'
-    factorization again: the busy lanes' own conditionals come out as they were).  Other states (a suspect
-    pivot, soft rows) run :func:`_answer` on their lane's columns.  The numbers of :func:`dynamics_kernel` bit
-    for bit.  ``lw``, ``li``, ``lk``: the lanes' workspace, integers and each state's own constraint terms
-    (:func:`_lane_sizes`), zeroed once when made."""
+    program iterates, every lane's outer iterations advance to their next solve (:func:`_advance`: a
+    refinement step, a fresh solve, a suspect pivot's verification step) and the solves run in lanes
+    (:func:`_lanes_solved`); a lane whose state has its answer idles until ``REFILL`` lanes do, and they take
+    the next states (the lanes' factorization again: the busy lanes' own conditionals come out as they were).
+    Where the program does not iterate, or has soft rows, each state runs :func:`_answer` on its lane's
+    columns after the first solve.  The numbers of :func:`dynamics_kernel` bit for bit.  ``lw``, ``li``,
+    ``lk``: the lanes' workspace, integers and each state's own constraint terms (:func:`_lane_sizes`), zeroed
+    once when made."""
     fmaps, smaps, constraints, factors, scope, drops, sizes, unit, o, model, general = _unpacked_tables(TI, II, TF, IF)
     links, table, maxn = model[0], constraints[0], np.int64(sizes[6])
     m, nv, B, pairs = F0.shape[1], V.shape[1], Q.shape[0], constraints[2].shape[0]
