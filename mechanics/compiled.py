@@ -98,7 +98,8 @@ ITERATIONS, CONVERGED, STATUS = range(3)  # columns of the kernel's integer outp
 WEAK, FAILED, VALID, PHASE, COUNT, ITERS, MODE, NEED, STATE, PLAIN, SMALL, FRESH = range(12)
 LANE_ROWS = 12
 HEAD, REFINED, RESOLVED = range(3)
-REFILL = 4  # idle lanes that take the next states (one factorization of the lanes serves them)
+REFILL = 4  # idle lanes that take the next states (one factorization of the lanes serves them; measured on Cassie
+# LCABA, B = 1024, against 2, 6 and 8: 4 fastest, 8 -- a group at a time -- 1.7x slower)
 
 
 drop_stale_cache(__file__, elimination_compiled.__file__, lanes.__file__, vectors.__file__)
@@ -144,6 +145,7 @@ class CompiledDynamics:
         # a batch of a program of tree pairs runs LANES states at a time (lanes_kernel), bit for bit as one by one
         self.lanes = lanes.covers_pairs(program)
         self.lane_floats = self.lane_ints = self.lane_own = None
+        self.refill = REFILL
         hard = np.concatenate([np.full(c.dim, layout.policies[c.name].name == "hard")
                                for c in mechanism.constraints] or [np.zeros(0, bool)])
         self.hard_rows = hard if hard.any() else None  # constraint rows under the hard policy (None: no such rows)
@@ -195,7 +197,7 @@ class CompiledDynamics:
             self.lane_floats, self.lane_ints, self.lane_own = np.zeros(floats), np.zeros(ints, np.int64), np.zeros(own)
         out, flags = np.empty((q.shape[0], self.width)), np.empty((q.shape[0], 3), dtype=np.int64)
         lanes_kernel(*self.tables, q, v, tau, forces0, float(mu), float(tol), int(max_iter), int(refine), self.iterating,
-                     self.floats, self.ints, self.lane_floats, self.lane_ints, self.lane_own, out, flags)
+                     self.refill, self.floats, self.ints, self.lane_floats, self.lane_ints, self.lane_own, out, flags)
         return out, flags
 
     def _run_states(self, q, v, tau, forces0, mu, tol, max_iter, refine) -> tuple:
@@ -1314,14 +1316,15 @@ def _lanes_solved(links, factors, scope, constraints, lk, pairs, m, mu, smaps, s
 
 
 @njit(cache=True, **UNCOUNTED)
-def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, iterating, ws, wi, lw, li, lk, out, flags):
+def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, iterating, refill, ws, wi, lw, li, lk, out,
+                 flags):
     """:func:`dynamics_kernel` for a program of mostly tree and wide pairs (:func:`elimination.lanes.covers_pairs`),
     ``LANES`` states at a time: each state's kinematics, constraint terms and fill into its lane
     (:func:`_refill`), one factorization of the lanes and their first solve without refinement
     (:func:`elimination.lanes.factorize_pairs`, :func:`~elimination.lanes.solve_pairs`).  Then, where the
     program iterates, every lane's outer iterations advance to their next solve (:func:`_advance`: a
     refinement step, a fresh solve, a suspect pivot's verification step) and the solves run in lanes
-    (:func:`_lanes_solved`); a lane whose state has its answer idles until ``REFILL`` lanes do, and they take
+    (:func:`_lanes_solved`); a lane whose state has its answer idles until ``refill`` lanes do, and they take
     the next states (the lanes' factorization again: the busy lanes' own conditionals come out as they were).
     Where the program does not iterate, or has soft rows, each state runs :func:`_answer` on its lane's
     columns after the first solve.  The numbers of :func:`dynamics_kernel` bit for bit.  ``lw``, ``li``,
@@ -1349,7 +1352,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
         idle = 0
         for w in range(LANES):
             idle += li[STATE, w] < 0
-        if loaded < B and (idle >= REFILL or idle == LANES):
+        if loaded < B and (idle >= refill or idle == LANES):
             loaded = _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, unit, pairs, m, ws, o,
                              qn, jv, terms_scratch, li, lk, Fw, Lin, Lmag, floor, flags)
             lanes.factorize_pairs(fmaps, Fw, C, floor, fscr, flane, ratio, weak, failed)
