@@ -1358,7 +1358,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
             lanes.factorize_pairs(fmaps, Fw, C, floor, fscr, flane, ratio, weak, failed)
             whole = idle == LANES  # (every lane new: the first solve straight into X)
             lanes.solve_pairs(smaps, C, Lin, cache, X if whole else D, slane, sscr)
-            for w in range(LANES):  # each new state's iterations: up to a refinement in lanes, or all in its lane
+            for w in range(LANES):  # each new state's iterations: up to its next solve in lanes, or all in its lane
                 b = li[STATE, w]
                 if valid[w] == 0:
                     continue
