@@ -86,8 +86,9 @@ def groups_of(elements: int) -> int:
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _gather(steps, st, hs, hd, ss, sd, Fw, H, scale, n, maxn, floor):
-    """The step's front ``H`` and its scales from zero: the sum of its factors in ``Fw (entry, lane)``."""
+def _gathered(steps, st, hs, hd, ss, sd, Fw, H, scale, n, maxn):
+    """The step's front ``H`` (``n x n`` at rows ``i * maxn + j``) and its scales from zero: the sum of its
+    factors in ``Fw (entry, lane)``, before any scale floor."""
     for i in range(n):
         for j in range(n):
             v.fill(H, i * maxn + j, 0.0)
@@ -96,9 +97,26 @@ def _gather(steps, st, hs, hd, ss, sd, Fw, H, scale, n, maxn, floor):
         v.add(H, hd[q], Fw, hs[q])
     for q in range(steps[st, S0], steps[st, S1]):
         v.add(scale, sd[q], Fw, ss[q])
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _gather(steps, st, hs, hd, ss, sd, Fw, H, scale, n, maxn, floor):
+    """:func:`_gathered`, the scales raised to the group's scale floor ``floor``."""
+    _gathered(steps, st, hs, hd, ss, sd, Fw, H, scale, n, maxn)
     for i in range(n):
         for w in range(LANES):
             scale[i, w] = max(scale[i, w], floor)
+
+
+@njit(cache=True, inline="always")
+def _record(w, r, fail, at, ratio, weak, failed):
+    """Lane ``w``'s step ``at`` with pivot ratio ``r`` (``fail``: -1, or the failure to report) into the lanes'
+    smallest ratio, its step and the first failure, as :func:`elimination.compiled.factorize_one` keeps them."""
+    if failed[w] == -1:
+        if fail != -1:
+            failed[w] = fail
+        elif r < ratio[w]:
+            ratio[w], weak[w] = r, at
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -202,11 +220,7 @@ def factorize_group(maps, Fw, C, floor, maxn, scratch, ratio, weak, failed):
         _cholesky(H, sgn, nF, maxn, L, ok, T)
         _step_ratio(L, scale, nF, maxn, sgn, r)
         for w in range(LANES):
-            if failed[w] == -1:
-                if not ok[w] or r[w] < 0.0:
-                    failed[w] = st
-                elif r[w] < ratio[w]:
-                    ratio[w], weak[w] = r[w], st
+            _record(w, r[w], st if not ok[w] or r[w] < 0.0 else -1, st, ratio, weak, failed)
         _lower_inverse(L, nF, maxn, Li, T)
         _eliminate(steps, st, H, scale, Li, X, C, Fw, sgn, nF, nS, maxn)
 
@@ -437,16 +451,7 @@ def _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, maxn, scale,
     n = 7 + m
     npar, tp = parent_block(steps, st)
     p0 = 7 + tp
-    for i in range(n):  # every row and column but the joint's
-        v.fill(scale, i, 0.0)
-        for j in range(6):
-            v.fill(H, i * maxn + j, 0.0)
-        for j in range(7, n):
-            v.fill(H, i * maxn + j, 0.0)
-    for q in range(steps[st, H0], steps[st, H1]):
-        v.add(H, hd[q], Fw, hs[q])
-    for q in range(steps[st, S0], steps[st, S1]):
-        v.add(scale, sd[q], Fw, ss[q])
+    _gathered(steps, st, hs, hd, ss, sd, Fw, H, scale, n, maxn)  # (the joint's row and column zero, unread)
     for i in range(n):
         for w in range(LANES):
             scale[i, w] = max(scale[i, w], floor[0, w])
@@ -570,11 +575,7 @@ def factorize_pairs(maps, Fw, C, floor, scratch, lane_scratch, ratio, weak, fail
             for w in range(LANES):
                 for s in range(st, end):
                     rs, fail = generic_step(maps, s, Fw[:, w], C[:, w], floor[0, w], False, scratch, Hf, Af)
-                    if failed[w] == -1:
-                        if fail != -1:
-                            failed[w] = fail
-                        elif rs < ratio[w]:
-                            ratio[w], weak[w] = rs, s
+                    _record(w, rs, fail, s, ratio, weak, failed)
             st = end
             continue
         elif _revolute(steps, st):
@@ -583,11 +584,7 @@ def factorize_pairs(maps, Fw, C, floor, scratch, lane_scratch, ratio, weak, fail
             for w in range(LANES):
                 r[w] = tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw[:, w], C[:, w], floor[0, w], scratch)
         for w in range(LANES):
-            if failed[w] == -1:
-                if r[w] < 0.0:
-                    failed[w] = st + 1
-                elif r[w] < ratio[w]:
-                    ratio[w], weak[w] = r[w], st + 1
+            _record(w, r[w], st + 1 if r[w] < 0.0 else -1, st + 1, ratio, weak, failed)
         st += 2
 
 

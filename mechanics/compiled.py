@@ -1289,10 +1289,10 @@ def _lanes_solved(links, factors, scope, constraints, lk, pairs, m, mu, smaps, s
     where ``fresh`` a solve of the linear terms themselves into ``X`` (one solve of ``Lin`` straight into ``X``
     where every lane that wants one wants that).  Lanes that want none get meaningless numbers, which nothing
     reads."""
-    steps = 0
+    stepping = 0  # lanes that want a refinement step
     for w in range(LANES):
-        steps += need[w] and not fresh[w]
-    if steps == 0:
+        stepping += need[w] and not fresh[w]
+    if stepping == 0:
         lanes.solve_pairs(smaps, C, Lin, cache, X, slane, sscr)
         return
     for l in range(links.shape[0]):
