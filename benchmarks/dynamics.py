@@ -8,25 +8,28 @@ What is measured, per scene and per algorithm pair (ours <-> Pinocchio's):
 * ``proxbbo`` <-> ``pin.constraintDynamics``,
 * ``pv``, ``proxpv``, ``proxltl``, ``min_fill`` ... <-> ``pin.constraintDynamics`` (optional),
 
-in two modes:
+in three modes:
 
-* ``single``: one unbatched ``mechanics.forward_dynamics`` call against one Pinocchio call;
-* ``prep``: one unbatched call of a prepared call (``mechanics.prepare`` made once, outside the timing:
-  validated and planned once, what a simulation loop calls) against one Pinocchio call;
+* ``single``: unbatched ``mechanics.forward_dynamics`` calls against unbatched Pinocchio calls;
+* ``prep``: unbatched calls of a prepared call (``mechanics.prepare`` made once, outside the timing:
+  validated and planned once, what a simulation loop calls) against unbatched Pinocchio calls;
 * ``batch B``: one ``forward_dynamics`` call over ``B`` distinct random states (q, v, tau differ per
   element) against a Python loop of ``B`` Pinocchio calls on the same states.  Pinocchio's
   per-state time is the *sum of per-call* ``perf_counter`` times over the ``B`` calls divided by
   ``B`` (the loop, the indexing and the ``data.oa`` reset are not counted, and one untimed call
   first re-warms the caches our call evicted: Pinocchio's best case); ours is the time of the one
-  call divided by ``B``.  For the single call and B = 1, each repeat of Pinocchio's side is the
-  median of 10 consecutive calls.
+  call divided by ``B``.  A batch of fewer than 10 states runs 10 times over on Pinocchio's side
+  and each state's median is its time.
 
-Our single call, prepared call and B = 1 are timed twice per repeat: first one call right after
-Pinocchio's, its caches cold (the ``ratio`` column, against Pinocchio's warm median), then -- as
-Pinocchio's side is -- the median of 10 consecutive calls after it (``warm``: what a loop that calls
-the dynamics back to back sees).  Pinocchio's first call of each repeat, right after our calls, is
-timed too: ``cold`` is our first call against it, both sides' caches as cold (what a call between
-other work sees).
+The single and prepared rows run over ``SINGLE_STATES`` (8) distinct states -- one state's
+iterations would make the row that state's -- turned by one each repeat, so that each state is
+in turn the first.  Per repeat: our first call, on the first state, right after Pinocchio's calls
+(its caches cold; the ``ratio`` column: against Pinocchio's warm median on the same state), then,
+as Pinocchio's side is timed, 10 rounds over the states (``warm``: each state's median, their
+mean, against Pinocchio's; what a loop that calls the dynamics back to back sees).  Pinocchio's
+first call of each repeat, on the first state right after our calls, is timed too: ``cold`` is our
+first call against it, both sides' caches as cold, the same state (what a call between other work
+sees).  B = 1 is one state, timed the same way (its ``warm``: the median of 10 calls after the first).
 
 ``aba`` rows run the scene's tree (``Mechanism.without_constraints()``) against ``pin.aba``; they have
 no iterations ("-").  The two sides alternate repeat by repeat (interleaved); the tables show medians over the repeats,
@@ -125,6 +128,7 @@ QUICK_BATCHES = [1, 16]
 MU, TOL, MAX_ITER = 1e6, 1e-10, 50
 LARGE = 64  # batches above this: --repeat-large repeats, no warm-up
 SMALL = 10  # Pinocchio runs a batch smaller than this SMALL times over per repeat (median per state)
+SINGLE_STATES = 8  # distinct states of the single and prepared rows (fewer than SMALL: each run SMALL times)
 CASSIE = "cassie_description/robots/cassie_v2.sdf"
 
 
@@ -233,12 +237,13 @@ class PinocchioCall:
 
     def run(self, Q, V, T):
         """All states in a Python loop: (qdd (B, nv), iterations (B,), seconds per state, seconds of the
-        first call).
+        first call, each state's seconds (B,)).
 
         One call first brings Pinocchio's code and data back into the caches (our call before it
         evicts them): not counted in the seconds per state, its own time returned apart (a cold
         call, for a single state).  The seconds are the sum of per-call times / B; a batch of fewer
-        than ``SMALL`` states is run ``SMALL`` times over and its states' median times summed.
+        than ``SMALL`` states is run ``SMALL`` times over, its states in turn, and each state's
+        median time is its time.
         """
         first = self(Q[0], V[0], T[0])[2]
         rounds = SMALL if len(Q) < SMALL else 1
@@ -247,7 +252,8 @@ class PinocchioCall:
             out = [self(q, v, tau) for q, v, tau in zip(Q, V, T)]
             times[r] = [o[2] for o in out]
         qdd, iterations = np.stack([o[0] for o in out]), np.array([o[1] for o in out])
-        return qdd, iterations, float(np.sum(np.median(times, axis=0))) / len(Q), first
+        each = np.median(times, axis=0)
+        return qdd, iterations, float(np.sum(each)) / len(Q), first, each
 
 
 OPTIONS = {}  # extra keyword arguments of forward_dynamics (--backend)
@@ -290,36 +296,80 @@ def deviation(qdd, reference) -> float:
 def measure_mode(scene: Scene, mech, algorithm: str, pin_call: PinocchioCall, B, repeat: int, rng) -> dict:
     """One row: ``B is None`` is the single (unbatched) ``forward_dynamics`` call, ``B == "prepared"`` one
     unbatched call of a prepared call (:func:`mechanics.prepare`), else one batched call over B states."""
-    single = B is None or B == "prepared"
-    prepared = prepared_call(mech, algorithm) if B == "prepared" else None
-    Q, V, T = scene.sample(1 if single else B, rng)
-    args = (Q[0], V[0], T[0]) if single else (Q, V, T)
-    n = 1 if single else B
-    if single or B <= LARGE:  # warm-up
-        ours(mech, algorithm, *args, prepared=prepared)
+    if B is None or B == "prepared":
+        return measure_single(scene, mech, algorithm, pin_call, B == "prepared", repeat, rng)
+    Q, V, T = scene.sample(B, rng)
+    if B <= LARGE:  # warm-up
+        ours(mech, algorithm, Q, V, T)
         pin_call.run(Q, V, T)
     ours_times, warm_times, pin_times, pin_cold_times = [], [], [], []
     for _ in range(repeat):  # interleaved
-        result, elapsed = ours(mech, algorithm, *args, prepared=prepared)
-        ours_times.append(elapsed / n)
-        if n < SMALL:  # then as Pinocchio's side: the median of SMALL calls after that one
-            warm_times.append(np.median([ours(mech, algorithm, *args, prepared=prepared)[1] for _ in range(SMALL)]) / n)
-        pin_qdd, pin_iterations, pin_per_state, pin_first = pin_call.run(Q, V, T)
+        result, elapsed = ours(mech, algorithm, Q, V, T)
+        ours_times.append(elapsed / B)
+        if B < SMALL:  # then as Pinocchio's side: the median of SMALL calls after that one
+            warm_times.append(np.median([ours(mech, algorithm, Q, V, T)[1] for _ in range(SMALL)]) / B)
+        pin_qdd, pin_iterations, pin_per_state, pin_first, _ = pin_call.run(Q, V, T)
         pin_times.append(pin_per_state)
-        if n < SMALL:  # Pinocchio's first call, right after ours: as cold as our first
+        if B < SMALL:  # Pinocchio's first call, right after ours: as cold as our first
             pin_cold_times.append(pin_first)
-    ours_s, pin_s = float(np.median(ours_times)), float(np.median(pin_times))
+    ours_s, pin_s = np.median(ours_times), np.median(pin_times)
+    ratios = {"ratio": ours_s / pin_s,
+              "ratio_warm": np.median(warm_times) / pin_s if warm_times else None,
+              "ratio_cold": ours_s / np.median(pin_cold_times) if pin_cold_times else None}
+    return _row("batch", B, repeat, ours_times, warm_times, pin_times, ratios, result.iterations, result.converged,
+                result.qdd, pin_qdd, pin_iterations)
+
+
+def measure_single(scene: Scene, mech, algorithm: str, pin_call: PinocchioCall, prepared: bool, repeat: int,
+                   rng) -> dict:
+    """One row of unbatched calls over ``SINGLE_STATES`` distinct states (one state's iterations would make
+    the row that state's): each repeat, the states turned by one, so that each is in turn the first.
+
+    * ours cold: one call on the first state right after Pinocchio's calls (``ratio``: against Pinocchio's
+      warm median on that state; ``cold``: against Pinocchio's first call, on the same state, right
+      after ours);
+    * ours warm: as Pinocchio's side -- ``SMALL`` rounds over the states, each state's median, their mean.
+    """
+    call = prepared_call(mech, algorithm) if prepared else None
+    Q, V, T = scene.sample(SINGLE_STATES, rng)
+    ours(mech, algorithm, Q[0], V[0], T[0], prepared=call)  # warm-up
+    pin_call.run(Q, V, T)
+    ours_times, warm_times, pin_times, first_ratios, cold_ratios = [], [], [], [], []
+    for r in range(repeat):  # interleaved
+        turn = np.roll(np.arange(SINGLE_STATES), -r)
+        Qr, Vr, Tr = Q[turn], V[turn], T[turn]
+        first = ours(mech, algorithm, Qr[0], Vr[0], Tr[0], prepared=call)[1]
+        rounds = np.empty((SMALL, SINGLE_STATES))
+        for k in range(SMALL):
+            results = [ours(mech, algorithm, q, v, tau, prepared=call) for q, v, tau in zip(Qr, Vr, Tr)]
+            rounds[k] = [elapsed for _, elapsed in results]
+        warm_times.append(float(np.mean(np.median(rounds, axis=0))))
+        pin_qdd, pin_iterations, pin_per_state, pin_first, pin_each = pin_call.run(Qr, Vr, Tr)
+        ours_times.append(first)
+        pin_times.append(pin_per_state)
+        first_ratios.append(first / pin_each[0])  # the same state's: Pinocchio's warm median, its first call
+        cold_ratios.append(first / pin_first)
+    iterations = np.array([result.iterations for result, _ in results])
+    converged = np.array([result.converged for result, _ in results])
+    qdd = np.stack([result.qdd for result, _ in results])
+    ratios = {"ratio": np.median(first_ratios), "ratio_warm": np.median(warm_times) / np.median(pin_times),
+              "ratio_cold": np.median(cold_ratios)}
+    return _row("prep" if prepared else "single", SINGLE_STATES, repeat, ours_times, warm_times, pin_times, ratios,
+                iterations, converged, qdd, pin_qdd, pin_iterations)
+
+
+def _row(mode: str, n: int, repeat: int, ours_times, warm_times, pin_times, ratios: dict, iterations, converged,
+         qdd, pin_qdd, pin_iterations) -> dict:
+    """A row of the table: medians over the repeats of the per-state times, ``ratios`` as measured."""
     return {
-        "mode": "single" if B is None else "prep" if B == "prepared" else "batch", "B": n, "repeat": repeat,
-        "ours_s_per_state": ours_s, "pin_s_per_state": pin_s, "ratio": ours_s / pin_s,
+        "mode": mode, "B": n, "repeat": repeat,
+        "ours_s_per_state": float(np.median(ours_times)), "pin_s_per_state": float(np.median(pin_times)),
         "ours_warm_s_per_state": float(np.median(warm_times)) if warm_times else None,
-        "ratio_warm": float(np.median(warm_times)) / pin_s if warm_times else None,
-        "pin_cold_s_per_state": float(np.median(pin_cold_times)) if pin_cold_times else None,
-        "ratio_cold": ours_s / float(np.median(pin_cold_times)) if pin_cold_times else None,
-        "ours_iterations_span": _span(result.iterations), "pin_iterations_span": _span(pin_iterations),
-        "ours_converged": bool(np.all(result.converged)),
+        **{name: None if value is None else float(value) for name, value in ratios.items()},
+        "ours_iterations_span": _span(iterations), "pin_iterations_span": _span(pin_iterations),
+        "ours_converged": bool(np.all(converged)),
         "pin_at_max_iter": int(np.sum(pin_iterations >= MAX_ITER)),
-        "qdd_deviation": deviation(result.qdd, pin_qdd),
+        "qdd_deviation": deviation(qdd, pin_qdd),
     }
 
 
@@ -473,8 +523,9 @@ def main() -> None:
     print()
     print("ratio: our per-state median / Pinocchio's; batch mode: Pinocchio runs a Python loop over the B states and its")
     print("per-state time is the sum of per-call times / B (loop and data.oa reset not counted); ours is one call / B.")
-    print("warm (single, prep, B = 1): ours timed as Pinocchio's side, the median of 10 calls after an untimed one.")
-    print("cold (single, prep, B = 1): our first call / Pinocchio's first call, each right after the other side's calls.")
+    print(f"single, prep: {SINGLE_STATES} distinct states; ratio: our first call (caches cold) / Pinocchio's warm median, same state.")
+    print("warm (single, prep, B = 1): ours timed as Pinocchio's side, each state's median of 10 calls (single, prep: their mean).")
+    print("cold (single, prep, B = 1): our first call / Pinocchio's first call on the same state, each right after the other side's calls.")
     print("iterations: ours = factorizations + re-solves; Pinocchio = ProximalSettings.iter (a-b: range over states).")
     print("qdd dev: max over states of max|qdd_ours - qdd_pin| / max(1, max|qdd_pin|).")
     print(f"total {total:.0f} s")

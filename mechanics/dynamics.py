@@ -124,6 +124,17 @@ def _named_links(mechanism: Mechanism) -> dict:
     return {link.name: (i, slice(None)) for i, link in enumerate(mechanism.links)}
 
 
+def _row_parts(mechanism: Mechanism, columns: dict) -> tuple:
+    """Where one state's answer lies in its row of the compiled kernel's output (``columns``,
+    :meth:`mechanics.compiled.CompiledDynamics.run`): the ``qdd`` and ``forces`` columns, the columns of the
+    residual, the hard rows' residual and their largest ``|k|`` (consecutive), and each link's acceleration
+    as :class:`NamedParts` of the row (no reshape: a single call's result is made in Python)."""
+    first = columns["accelerations"].start
+    links = {link.name: (slice(first + 6 * i, first + 6 * i + 6),) for i, link in enumerate(mechanism.links)}
+    assert columns["hard_worst"] == columns["worst"] + 1 and columns["hard_k"] == columns["worst"] + 2
+    return columns["qdd"], columns["forces"], slice(columns["worst"], columns["worst"] + 3), links
+
+
 def _named_constraints(mechanism: Mechanism) -> dict:
     starts = np.cumsum([0] + [c.dim for c in mechanism.constraints])
     return {c.name: (slice(int(a), int(b)),) for c, a, b in zip(mechanism.constraints, starts, starts[1:])}
@@ -362,6 +373,8 @@ class PreparedDynamics:
             key = ("compiled", policy_types(self.policies), algo.ordering)  # tables kept with the mechanism
             compiled = mechanism.derived.get(key, lambda: CompiledDynamics(mechanism, self.layout, self.plan))
             self.compiled = None if compiled.unsupported else compiled
+            if self.compiled is not None:
+                self._row_parts = mechanism.derived.get(("row parts",), lambda: _row_parts(mechanism, compiled.columns))
 
     def __repr__(self) -> str:
         return (f"PreparedDynamics({self.name!r} on {self.mechanism.name!r}, mu={self.mu:g}, tol={self.tol:g}, "
@@ -415,19 +428,16 @@ class PreparedDynamics:
         of a small robot's time: numpy's reductions, even a helper's frame, cost as much as a link's
         dynamics); ``None`` where the numpy path must answer (as :meth:`_run_compiled`)."""
         iterations, converged, status = flags.tolist()
-        columns = self.compiled.columns  # (hard_worst, hard_k: the kernel's, 0 without hard rows)
-        if status != OK or _beyond_round_off(float(row[columns["hard_worst"]]), float(row[columns["hard_k"]])):
+        qdd_columns, forces_columns, tail, link_parts = self._row_parts
+        worst, hard_worst, hard_k = row[tail].tolist()  # (hard_*: the kernel's, 0 without hard rows)
+        if status != OK or _beyond_round_off(hard_worst, hard_k):
             return None
-        worst = float(row[columns["worst"]])
         if not converged:
             warn_not_converged(self._context, self._names, self.tol, self.max_iter, np.asarray(False),
                                np.asarray(iterations), np.asarray(worst), stacklevel=stacklevel)
-        forces = row[columns["forces"]]
-        accelerations = row[columns["accelerations"]].reshape(self.compiled.link_count, 6)
-        return DynamicsResult(qdd=row[columns["qdd"]], forces=forces, iterations=iterations, residual=worst,
-                              algorithm=self.name, converged=bool(converged),
-                              link_accelerations=NamedParts(self._link_parts, accelerations),
-                              constraint_forces=NamedParts(self._constraint_parts, forces))
+        forces = row[forces_columns]
+        return DynamicsResult(row[qdd_columns], forces, iterations, worst, NamedParts(link_parts, row), self.name,
+                              converged == 1, NamedParts(self._constraint_parts, forces))
 
     def _result(self, qdd, forces, accelerations, iterations, worst, converged, batch: tuple) -> DynamicsResult:
         """``accelerations (*batch, n_links, 6)`` in Pinocchio's ``[linear; angular]`` order."""
