@@ -861,6 +861,50 @@ def _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, n):
 
 
 @njit(cache=True, inline="always")
+def _cached6(cache, tc):
+    """``t = cache[tc:tc + 6]`` as a 6-tuple: read once, held in registers across the stores of a sweep (which
+    the compiler cannot tell apart from the cache's entries)."""
+    return (cache[ix(tc)], cache[ix(tc + 1)], cache[ix(tc + 2)], cache[ix(tc + 3)], cache[ix(tc + 4)],
+            cache[ix(tc + 5)])
+
+
+@njit(cache=True, inline="always")
+def _minus_dot6(start, C, at, t6):
+    """``start - C[at:at + 6] . t6``, a term at a time from ``start`` (the order of the loops it replaces)."""
+    t = start - C[ix(at)] * t6[0]
+    t -= C[ix(at + 1)] * t6[1]
+    t -= C[ix(at + 2)] * t6[2]
+    t -= C[ix(at + 3)] * t6[3]
+    t -= C[ix(at + 4)] * t6[4]
+    return t - C[ix(at + 5)] * t6[5]
+
+
+@njit(cache=True, inline="always")
+def _dot6(C, at, t6):
+    """``C[at:at + 6] . t6``, summed from zero a term at a time (the order of the loops it replaces)."""
+    t = 0.0 + C[ix(at)] * t6[0]
+    t += C[ix(at + 1)] * t6[1]
+    t += C[ix(at + 2)] * t6[2]
+    t += C[ix(at + 3)] * t6[3]
+    t += C[ix(at + 4)] * t6[4]
+    return t + C[ix(at + 5)] * t6[5]
+
+
+@njit(cache=True, inline="always")
+def _link_values(cache, tc, C, ts, stride, qdd, sigma, xs, p0, npar, x):
+    """A revolute pair's link values ``x = t + t_q qdd + sigma a_parent`` (``t_q``: every ``stride``-th entry
+    of ``C`` from ``ts``; the parent's ``npar`` (6 or 0) values at ``xs[p0:]``), a row at a time."""
+    if npar == 6:
+        for i in range(6):
+            x[ix(i)] = (cache[ix(tc + i)] + C[ix(ts + i * stride)] * qdd) + sigma * xs[ix(p0 + i)]
+    else:
+        for i in range(6):
+            x[ix(i)] = cache[ix(tc + i)] + C[ix(ts + i * stride)] * qdd
+        for i in range(npar):
+            x[ix(i)] += sigma * xs[ix(p0 + i)]
+
+
+@njit(cache=True, inline="always")
 def _tree_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g):
     """The forward sweep of a tree pair (:func:`_tree_pair`): the link's ``g_F - H t`` carried through
     ``T`` straight into the joint's pivot and the parent's term, with no linear term written between."""
@@ -901,11 +945,9 @@ def _revolute_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g
     # g over [link (6), joint (1), parent (npar: 6, or 0 below the ground)]
     tc, hf, ts = _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, 7 + npar)
     sigma, gq = float(steps[st, TSIG]), g[6]
+    t6 = _cached6(cache, tc)
     for i in range(6):  # g_F -= H t, then carried into the joint and the parent
-        t = g[ix(i)]
-        for j in range(6):
-            t -= C[ix(hf + i * 6 + j)] * cache[ix(tc + j)]
-        g[ix(i)] = t
+        g[ix(i)] = t = _minus_dot6(g[ix(i)], C, hf + i * 6, t6)
         gq += C[ix(ts + i * (npar + 1))] * t
     g[6] = gq
     for i in range(npar):
@@ -934,10 +976,7 @@ def _revolute_pair_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs
     for q in range(steps[joint, XF0], steps[joint, XF1]):
         Xout[ix(xfs[ix(q)])] = xs[0]
     tc, ts, sigma = steps[st, TC], steps[st, T_], float(steps[st, TSIG])
-    for i in range(6):
-        x[ix(i)] = cache[ix(tc + i)] + C[ix(ts + i * (npar + 1))] * xs[0]
-    for i in range(npar):
-        x[ix(i)] += sigma * xs[ix(1 + i)]
+    _link_values(cache, tc, C, ts, npar + 1, xs[0], sigma, xs, 1, npar, x)
     for q in range(steps[st, XF0], steps[st, XF1]):
         Xout[ix(xfs[ix(q)])] = x[ix(xfd[ix(q)])]
 
@@ -952,12 +991,10 @@ def _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g):
     npar, tp = _parent_block(steps, st)
     p0 = 7 + tp  # the parent's first entry of g
     tc, hf, ts = _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, n)
+    t6 = _cached6(cache, tc)
     for i in range(n):  # g -= HF t (the joint's row of HF is zero)
         if i != 6:
-            t = 0.0
-            for j in range(6):
-                t += C[ix(hf + i * 6 + j)] * cache[ix(tc + j)]
-            g[ix(i)] -= t
+            g[ix(i)] -= _dot6(C, hf + i * 6, t6)
     t = 0.0
     for i in range(6):  # g_q += t' g_a, g_parent += sigma g_a
         t += C[ix(ts + i * (m + 1))] * g[ix(i)]
@@ -989,10 +1026,7 @@ def _wide_revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs
     for q in range(steps[joint, XF0], steps[joint, XF1]):
         Xout[ix(xfs[ix(q)])] = qdd
     tc, ts, sigma = steps[st, TC], steps[st, T_], float(steps[st, TSIG])
-    for i in range(6):
-        x[ix(i)] = cache[ix(tc + i)] + C[ix(ts + i * (m + 1))] * qdd
-    for i in range(npar):
-        x[ix(i)] += sigma * xs[ix(p0 + i)]
+    _link_values(cache, tc, C, ts, m + 1, qdd, sigma, xs, p0, npar, x)
     for q in range(steps[st, XF0], steps[st, XF1]):
         Xout[ix(xfs[ix(q)])] = x[ix(xfd[ix(q)])]
 
