@@ -419,13 +419,10 @@ def _pivot(steps, joint, H, stride, scale, t6, u6, floor, Fw, C, hsrc, h0, h1, s
     ``H[:6, :6]`` at rows ``i * stride + j``: ``u = H t`` into ``u6``, ``D``, ``Linv`` into ``C``, ``Linv`` into
     ``tmp[4]``, the pivot ratios into ``r``."""
     for i in range(6):
-        v.fill(u6, i, 0.0)
-        for q in range(6):
-            v.add_mul(u6, i, H, i * stride + q, t6, q)
-    v.fill(tmp, 0, 0.0)
+        v.dot6(u6, i, H, i * stride, 1, t6, 0, 1)
+    v.dot6(tmp, 0, t6, 0, 1, u6, 0, 1)  # d
     v.fill(tmp, 1, 0.0)
     for k in range(6):
-        v.add_mul(tmp, 0, t6, k, u6, k)  # d
         v.mul(tmp, 2, t6, k, t6, k)
         v.add_mul(tmp, 1, tmp, 2, scale, k)  # grown
     v.copy(tmp, 3, floor, 0)
@@ -470,10 +467,7 @@ def _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, maxn, scale,
            steps[joint, S0], steps[joint, S1], tmp, r)
     v.fill(tmp, 5, float(steps[st, TSIG]))  # sigma
     for j in range(m):  # y = (t'H_aS + sigma E_p' u) / sqrt(d)
-        v.fill(y, j, 0.0)
-    for q in range(6):
-        for j in range(m):
-            v.add_mul(y, j, t6, q, H, q * maxn + 7 + j)
+        v.dot6(y, j, t6, 0, 1, H, 7 + j, maxn)
     for i in range(npar):
         v.add_mul(y, tp + i, tmp, 5, u6, i)
     yy = steps[joint, Y_]
@@ -623,11 +617,8 @@ def _revolute_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp
     hf, ts, sigma = steps[st, HF_], steps[st, T_], float(steps[st, TSIG])
     v.copy(tmp, 0, g, 6)  # g_q
     for i in range(6):  # g_F -= H t, then carried into the joint and the parent
-        v.copy(tmp, 1, g, i)
-        for j in range(6):
-            v.sub_mul(tmp, 1, C, hf + i * 6 + j, cache, tc + j)
-        v.copy(g, i, tmp, 1)
-        v.add_mul(tmp, 0, C, ts + i * (npar + 1), tmp, 1)
+        v.sub_dot6(g, i, C, hf + i * 6, 1, cache, tc, 1)
+        v.add_mul(tmp, 0, C, ts + i * (npar + 1), g, i)
     v.copy(g, 6, tmp, 0)
     v.fill(tmp, 2, sigma)
     for i in range(npar):
@@ -644,6 +635,19 @@ def _revolute_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp
     v.copy(cache, steps[joint, YC], tmp, 3)
 
 
+@njit(cache=True, inline="always")
+def _sub_dot(D, k, A, i, B, j, n):
+    """``D[k] -= A[i + q] * B[j + q]`` for ``q = 0..n-1``, one product at a time in that order (six at a time in
+    registers: :func:`elimination.vectors.sub_dot6`)."""
+    q = 0
+    while q + 6 <= n:
+        v.sub_dot6(D, k, A, i + q, 1, B, j + q, 1)
+        q += 6
+    while q < n:
+        v.sub_mul(D, k, A, i + q, B, j + q)
+        q += 1
+
+
 @njit(cache=True, inline="always", error_model="numpy")
 def _revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, tmp):
     """:func:`elimination.compiled._revolute_pair_backward` on the lanes (its operations, lane by lane)."""
@@ -651,8 +655,7 @@ def _revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, tmp
     for q in range(steps[joint, XS0], steps[joint, XS1]):
         v.copy(xs, 1 + xsd[q], Xout, xss[q])
     v.copy(tmp, 0, cache, steps[joint, YC])
-    for j in range(npar):
-        v.sub_mul(tmp, 0, C, steps[joint, Y_] + j, xs, 1 + j)
+    _sub_dot(tmp, 0, C, steps[joint, Y_], xs, 1, npar)
     v.mul(tmp, 1, C, steps[joint, DS], tmp, 0)
     v.mul(xs, 0, C, steps[joint, LINV], tmp, 1)  # qdd
     for q in range(steps[joint, XF0], steps[joint, XF1]):
@@ -684,13 +687,9 @@ def _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g, tmp):
         v.scaled(cache, tc + bd[q], ident, Lin, bs[q])
     for i in range(n):  # g -= HF t (the joint's row of HF is zero)
         if i != 6:
-            v.fill(tmp, 0, 0.0)
-            for j in range(6):
-                v.add_mul(tmp, 0, C, hf + i * 6 + j, cache, tc + j)
+            v.dot6(tmp, 0, C, hf + i * 6, 1, cache, tc, 1)
             v.sub(g, i, tmp, 0)
-    v.fill(tmp, 0, 0.0)
-    for i in range(6):  # g_q += t' g_a, g_parent += sigma g_a
-        v.add_mul(tmp, 0, C, ts + i * (m + 1), g, i)
+    v.dot6(tmp, 0, C, ts, m + 1, g, 0, 1)  # g_q += t' g_a, g_parent += sigma g_a
     v.add(g, 6, tmp, 0)
     v.fill(tmp, 1, float(steps[st, TSIG]))
     for i in range(npar):
@@ -715,8 +714,7 @@ def _wide_revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs
         v.copy(xs, xsd[q], Xout, xss[q])
     yy = steps[joint, Y_]
     v.copy(tmp, 0, cache, steps[joint, YC])
-    for j in range(m):
-        v.sub_mul(tmp, 0, C, yy + j, xs, j)
+    _sub_dot(tmp, 0, C, yy, xs, 0, m)
     v.mul(tmp, 1, C, steps[joint, DS], tmp, 0)
     v.mul(tmp, 2, C, steps[joint, LINV], tmp, 1)  # qdd
     for q in range(steps[joint, XF0], steps[joint, XF1]):

@@ -173,3 +173,41 @@ def half_sum(typingctx, D, k, A, i, B, j):
     """``D[k] = 0.5 * (A[i] + B[j])``."""
     half = ir.Constant(_VECTOR, [0.5] * WIDTH)
     return types.void(D, k, A, i, B, j), _op(lambda b, d, a, x: b.fmul(half, b.fadd(a, x)), "rr")
+
+
+def _dot6(subtract: bool, from_zero: bool):
+    """An intrinsic ``(D, k, A, i, sa, B, j, sb)`` storing into row ``k`` of ``D`` six products
+    ``A[i + q sa] * B[j + q sb]`` (``q = 0..5``) subtracted from ``D[k]`` or added to zero, one at a time in
+    that order: the scalar loop's operations, its running value held in registers rather than stored and
+    loaded back between them (each row operation loads and stores whole rows: a lane kernel is bound by
+    its loads and stores, a fused one makes fewer)."""
+
+    def codegen(context, builder, signature, args):
+        intp = lambda at: context.cast(builder, args[at], signature.args[at], types.intp)
+        k, i, sa, j, sb = intp(1), intp(3), intp(4), intp(6), intp(7)
+        value = (ir.Constant(_VECTOR, [0.0] * WIDTH) if from_zero
+                 else builder.load(_row(context, builder, signature.args[0], args[0], k), align=8))
+        for q in range(6):
+            step = context.get_constant(types.intp, q)
+            a = builder.load(_row(context, builder, signature.args[2], args[2], builder.add(i, builder.mul(step, sa))),
+                             align=8)
+            x = builder.load(_row(context, builder, signature.args[5], args[5], builder.add(j, builder.mul(step, sb))),
+                             align=8)
+            product = builder.fmul(a, x)
+            value = builder.fsub(value, product) if subtract else builder.fadd(value, product)
+        builder.store(value, _row(context, builder, signature.args[0], args[0], k), align=8)
+        return context.get_dummy_value()
+
+    return codegen
+
+
+@intrinsic
+def sub_dot6(typingctx, D, k, A, i, sa, B, j, sb):
+    """``D[k] = D[k] - A[i] * B[j] - A[i + sa] * B[j + sb] - ...`` (six products, subtracted in that order)."""
+    return types.void(D, k, A, i, sa, B, j, sb), _dot6(subtract=True, from_zero=False)
+
+
+@intrinsic
+def dot6(typingctx, D, k, A, i, sa, B, j, sb):
+    """``D[k] = 0 + A[i] * B[j] + A[i + sa] * B[j + sb] + ...`` (six products, added to zero in that order)."""
+    return types.void(D, k, A, i, sa, B, j, sb), _dot6(subtract=False, from_zero=True)

@@ -776,8 +776,7 @@ def _lane_link_residuals(links, factors, l, Fw, Lin, X, Lres):
     mat, lin = factors[ix(f), MAT], factors[ix(f), LIN]
     for i in range(6):
         vectors.copy(Lres, lin + i, Lin, lin + i)
-        for c in range(6):
-            vectors.sub_mul(Lres, lin + i, Fw, mat + i * 6 + c, X, acc + c)
+        vectors.sub_dot6(Lres, lin + i, Fw, mat + i * 6, 1, X, acc, 1)
     f = links[ix(l), TORQUE_F]
     for i in range(nv if f >= 0 else 0):
         vectors.copy(Lres, factors[ix(f), LIN] + i, Lin, factors[ix(f), LIN] + i)

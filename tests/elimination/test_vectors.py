@@ -20,6 +20,8 @@ def _vector(D, A, B, s):
     v.inverse(D, 9, A, 8)
     v.sqrt(D, 10, A, 9)
     v.half_sum(D, 11, A, 10, B, 5)
+    v.sub_dot6(D, 12, A, 0, 2, B, 0, 1)  # rows 0, 2, ..., 10 of A against rows 0..5 of B
+    v.dot6(D, 13, B, 0, 1, A, 1, np.int32(2))  # rows 0..5 of B against rows 1, 3, ..., 11 of A
 
 
 @njit(error_model="numpy")  # (as the lane kernels: a division by zero gives inf, not an exception)
@@ -38,6 +40,12 @@ def _scalar(D, A, B, s):
         D[9, w] = 1.0 / A[8, w]
         D[10, w] = np.sqrt(A[9, w])
         D[11, w] = 0.5 * (A[10, w] + B[5, w])
+        for q in range(6):
+            D[12, w] -= A[2 * q, w] * B[q, w]
+        t = 0.0
+        for q in range(6):
+            t += B[q, w] * A[1 + 2 * q, w]
+        D[13, w] = t
 
 
 def test_every_operation_equals_the_scalar_one_bit_for_bit():
@@ -46,9 +54,9 @@ def test_every_operation_equals_the_scalar_one_bit_for_bit():
     rng = np.random.default_rng(0)
     edges = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, 1e-310, 1e308])
     for trial in range(200):
-        A = rng.normal(size=(11, 8)) * 10.0 ** rng.integers(-8, 9, size=(11, 8))
+        A = rng.normal(size=(12, 8)) * 10.0 ** rng.integers(-8, 9, size=(12, 8))
         B = rng.normal(size=(6, 8)) * 10.0 ** rng.integers(-8, 9, size=(6, 8))
-        D = rng.normal(size=(12, 8))
+        D = rng.normal(size=(14, 8))
         if trial % 4 == 0:  # edges in random places
             A[rng.integers(0, 11, 8), np.arange(8)] = edges[rng.permutation(8)]
             B[rng.integers(0, 6, 8), np.arange(8)] = edges[rng.permutation(8)]
