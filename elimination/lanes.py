@@ -487,8 +487,7 @@ def _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, maxn, scale,
         v.copy(Fw, outs + i, scale, 7 + i)
         v.add_mul(Fw, outs + i, y, i, y, i)
         for j in range(i, m):
-            v.half_sum(tmp, 3, H, (7 + i) * maxn + 7 + j, H, (7 + j) * maxn + 7 + i)
-            v.sub_mul(tmp, 3, y, i, y, j)
+            v.half_sum_sub_mul(tmp, 3, H, (7 + i) * maxn + 7 + j, H, (7 + j) * maxn + 7 + i, y, i, y, j)
             v.copy(Fw, out + i * m + j, tmp, 3)
             v.copy(Fw, out + j * m + i, tmp, 3)
 
@@ -530,8 +529,7 @@ def _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6
         v.add(Fw, outs + i, floor, 0)
         v.add_mul(Fw, outs + i, u6, i, u6, i)
         for j in range(i, 6):
-            v.half_sum(tmp, 5, H, i * 6 + j, H, j * 6 + i)
-            v.sub_mul(tmp, 5, u6, i, u6, j)
+            v.half_sum_sub_mul(tmp, 5, H, i * 6 + j, H, j * 6 + i, u6, i, u6, j)
             v.copy(Fw, out + i * 6 + j, tmp, 5)
             v.copy(Fw, out + j * 6 + i, tmp, 5)
 
@@ -629,9 +627,7 @@ def _revolute_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp
     v.mul(tmp, 4, C, steps[joint, DS], tmp, 3)
     yy, out = steps[joint, Y_], steps[joint, OUT_G]
     for j in range(npar if out >= 0 else 0):  # g_parent -= Y' D y, passed on
-        v.copy(tmp, 5, g, 7 + j)
-        v.sub_mul(tmp, 5, C, yy + j, tmp, 4)
-        v.copy(Lin, out + j, tmp, 5)
+        v.mul_sub(Lin, out + j, g, 7 + j, C, yy + j, tmp, 4)
     v.copy(cache, steps[joint, YC], tmp, 3)
 
 
@@ -662,8 +658,7 @@ def _revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, tmp
         v.copy(Xout, xfs[q], xs, 0)
     tc, ts = steps[st, TC], steps[st, T_]
     for i in range(6):  # a = t + t qdd + sigma a_parent
-        v.copy(x, i, cache, tc + i)
-        v.add_mul(x, i, C, ts + i * (npar + 1), xs, 0)
+        v.mul_add(x, i, cache, tc + i, C, ts + i * (npar + 1), xs, 0)
     v.fill(tmp, 2, float(steps[st, TSIG]))
     for i in range(npar):
         v.add_mul(x, i, tmp, 2, xs, 1 + i)
@@ -700,8 +695,7 @@ def _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g, tmp):
     v.mul(tmp, 3, C, steps[joint, DS], tmp, 2)
     yy, out = steps[joint, Y_], steps[joint, OUT_G]
     for j in range(m if out >= 0 else 0):
-        v.copy(Lin, out + j, g, 7 + j)
-        v.sub_mul(Lin, out + j, C, yy + j, tmp, 3)
+        v.mul_sub(Lin, out + j, g, 7 + j, C, yy + j, tmp, 3)
     v.copy(cache, steps[joint, YC], tmp, 2)
 
 
@@ -721,8 +715,7 @@ def _wide_revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs
         v.copy(Xout, xfs[q], tmp, 2)
     tc, ts = steps[st, TC], steps[st, T_]
     for i in range(6):
-        v.copy(x, i, cache, tc + i)
-        v.add_mul(x, i, C, ts + i * (m + 1), tmp, 2)
+        v.mul_add(x, i, cache, tc + i, C, ts + i * (m + 1), tmp, 2)
     v.fill(tmp, 3, float(steps[st, TSIG]))
     for i in range(npar):
         v.add_mul(x, i, tmp, 3, xs, p0 + i)

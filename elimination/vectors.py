@@ -156,6 +156,26 @@ def sqrt(typingctx, D, k, A, i):
     return types.void(D, k, A, i), _op(lambda b, d, a: _sqrt(b, a), "r")
 
 
+@intrinsic
+def mul_add(typingctx, D, k, A, i, B, j, E, l):
+    """``D[k] = A[i] + B[j] * E[l]`` (``copy`` then ``add_mul``, with one store)."""
+    return types.void(D, k, A, i, B, j, E, l), _op(lambda b, d, a, x, e: b.fadd(a, b.fmul(x, e)), "rrr")
+
+
+@intrinsic
+def mul_sub(typingctx, D, k, A, i, B, j, E, l):
+    """``D[k] = A[i] - B[j] * E[l]`` (``copy`` then ``sub_mul``, with one store)."""
+    return types.void(D, k, A, i, B, j, E, l), _op(lambda b, d, a, x, e: b.fsub(a, b.fmul(x, e)), "rrr")
+
+
+@intrinsic
+def half_sum_sub_mul(typingctx, D, k, A, i, B, j, E, l, F, m):
+    """``D[k] = 0.5 * (A[i] + B[j]) - E[l] * F[m]`` (``half_sum`` then ``sub_mul``, with one store)."""
+    half = ir.Constant(_VECTOR, [0.5] * WIDTH)
+    return (types.void(D, k, A, i, B, j, E, l, F, m),
+            _op(lambda b, d, a, x, e, f: b.fsub(b.fmul(half, b.fadd(a, x)), b.fmul(e, f)), "rrrr"))
+
+
 def _largest(builder, d, a):
     fabs = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_VECTOR, [_VECTOR]), f"llvm.fabs.v{WIDTH}f64")
     size = builder.call(fabs, [a])

@@ -22,6 +22,9 @@ def _vector(D, A, B, s):
     v.half_sum(D, 11, A, 10, B, 5)
     v.sub_dot6(D, 12, A, 0, 2, B, 0, 1)  # rows 0, 2, ..., 10 of A against rows 0..5 of B
     v.dot6(D, 13, B, 0, 1, A, 1, np.int32(2))  # rows 0..5 of B against rows 1, 3, ..., 11 of A
+    v.mul_add(D, 14, A, 0, B, 1, A, 2)
+    v.mul_sub(D, 15, A, 3, B, 2, A, 4)
+    v.half_sum_sub_mul(D, 16, A, 5, B, 3, A, 6, B, 4)
 
 
 @njit(error_model="numpy")  # (as the lane kernels: a division by zero gives inf, not an exception)
@@ -46,6 +49,12 @@ def _scalar(D, A, B, s):
         for q in range(6):
             t += B[q, w] * A[1 + 2 * q, w]
         D[13, w] = t
+        D[14, w] = A[0, w]
+        D[14, w] += B[1, w] * A[2, w]
+        D[15, w] = A[3, w]
+        D[15, w] -= B[2, w] * A[4, w]
+        D[16, w] = 0.5 * (A[5, w] + B[3, w])
+        D[16, w] -= A[6, w] * B[4, w]
 
 
 def test_every_operation_equals_the_scalar_one_bit_for_bit():
@@ -56,7 +65,7 @@ def test_every_operation_equals_the_scalar_one_bit_for_bit():
     for trial in range(200):
         A = rng.normal(size=(12, 8)) * 10.0 ** rng.integers(-8, 9, size=(12, 8))
         B = rng.normal(size=(6, 8)) * 10.0 ** rng.integers(-8, 9, size=(6, 8))
-        D = rng.normal(size=(14, 8))
+        D = rng.normal(size=(17, 8))
         if trial % 4 == 0:  # edges in random places
             A[rng.integers(0, 11, 8), np.arange(8)] = edges[rng.permutation(8)]
             B[rng.integers(0, 6, 8), np.arange(8)] = edges[rng.permutation(8)]
