@@ -861,7 +861,7 @@ def _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, n):
 
 
 @njit(cache=True, inline="always")
-def _cached6(cache, tc):
+def cached6(cache, tc):
     """``t = cache[tc:tc + 6]`` as a 6-tuple: read once, held in registers across the stores of a sweep (which
     the compiler cannot tell apart from the cache's entries)."""
     return (cache[ix(tc)], cache[ix(tc + 1)], cache[ix(tc + 2)], cache[ix(tc + 3)], cache[ix(tc + 4)],
@@ -869,7 +869,7 @@ def _cached6(cache, tc):
 
 
 @njit(cache=True, inline="always")
-def _minus_dot6(start, C, at, t6):
+def minus_dot6(start, C, at, t6):
     """``start - C[at:at + 6] . t6``, a term at a time from ``start`` (the order of the loops it replaces)."""
     t = start - C[ix(at)] * t6[0]
     t -= C[ix(at + 1)] * t6[1]
@@ -945,9 +945,9 @@ def _revolute_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g
     # g over [link (6), joint (1), parent (npar: 6, or 0 below the ground)]
     tc, hf, ts = _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, 7 + npar)
     sigma, gq = float(steps[st, TSIG]), g[6]
-    t6 = _cached6(cache, tc)
+    t6 = cached6(cache, tc)
     for i in range(6):  # g_F -= H t, then carried into the joint and the parent
-        g[ix(i)] = t = _minus_dot6(g[ix(i)], C, hf + i * 6, t6)
+        g[ix(i)] = t = minus_dot6(g[ix(i)], C, hf + i * 6, t6)
         gq += C[ix(ts + i * (npar + 1))] * t
     g[6] = gq
     for i in range(npar):
@@ -991,7 +991,7 @@ def _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g):
     npar, tp = _parent_block(steps, st)
     p0 = 7 + tp  # the parent's first entry of g
     tc, hf, ts = _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, n)
-    t6 = _cached6(cache, tc)
+    t6 = cached6(cache, tc)
     for i in range(n):  # g -= HF t (the joint's row of HF is zero)
         if i != 6:
             g[ix(i)] -= _dot6(C, hf + i * 6, t6)

@@ -57,10 +57,10 @@ import elimination.compiled as elimination_compiled
 import elimination.lanes as lanes
 import elimination.vectors as vectors
 from elimination.compiled import (
-    FACTORIZE_MAPS, SOLVE_MAPS, SOLVE_SCRATCH, UNCOUNTED, _cached6, _minus_dot6, announce_first_compile, drop_stale_cache, factorize_maps,
-    factorize_one, factorize_scratch_in, factorize_scratch_size,
-    factorize_maps_in, max_front, packed, solve_maps, solve_maps_in, solve_one, solve_scratch_in, started_error,
-    ix, unpacked1, unpacked2, unpacked3, unpacked4,
+    FACTORIZE_MAPS, SOLVE_MAPS, SOLVE_SCRATCH, UNCOUNTED, announce_first_compile, cached6, drop_stale_cache,
+    factorize_maps, factorize_one, factorize_scratch_in, factorize_scratch_size,
+    factorize_maps_in, max_front, minus_dot6, packed, solve_maps, solve_maps_in, solve_one, solve_scratch_in,
+    started_error, ix, unpacked1, unpacked2, unpacked3, unpacked4,
 )
 from elimination.gaussian import CONSISTENCY_RTOL, PIVOT_SUSPECT_RTOL
 from elimination.numeric import FINISHING_REFINE, SCALE_FLOOR, SETTLED_RTOL, SUSPECT_REFINE, VERIFY_RTOL, WARM_RTOL
@@ -750,9 +750,9 @@ def _link_residuals(links, factors, l, Fw, Lin, x, Lres):
     :func:`_residual_terms`' generic rows (the link's values contiguous at its ``ACC``, ``QDD`` columns)."""
     ground, acc, nv = links.shape[0], links[ix(l), ACC], links[ix(l), NV]
     f = links[ix(l), PRIOR_F]
-    mat, lin, a = factors[ix(f), MAT], factors[ix(f), LIN], _cached6(x, acc)  # (read once, across the stores)
+    mat, lin, a = factors[ix(f), MAT], factors[ix(f), LIN], cached6(x, acc)  # (read once, across the stores)
     for i in range(6):
-        Lres[ix(lin + i)] = _minus_dot6(Lin[ix(lin + i)], Fw, mat + i * 6, a)
+        Lres[ix(lin + i)] = minus_dot6(Lin[ix(lin + i)], Fw, mat + i * 6, a)
     f = links[ix(l), TORQUE_F]
     for i in range(nv if f >= 0 else 0):  # on a zero matrix (written by _fill): g itself
         Lres[ix(factors[ix(f), LIN] + i)] = Lin[ix(factors[ix(f), LIN] + i)]
