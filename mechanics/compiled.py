@@ -456,6 +456,17 @@ def _row6(a, i):
 
 
 @njit(cache=True, inline="always")
+def _times_row(M, i, x):
+    """Row ``i`` of the 6 x 6 ``M`` times the 6-tuple ``x``, summed from zero a term at a time (a loop's order)."""
+    t = 0.0 + M[ix(i), 0] * x[0]
+    t += M[ix(i), 1] * x[1]
+    t += M[ix(i), 2] * x[2]
+    t += M[ix(i), 3] * x[3]
+    t += M[ix(i), 4] * x[4]
+    return t + M[ix(i), 5] * x[5]
+
+
+@njit(cache=True, inline="always")
 def _world_inertia(body, R, p, l, out):
     """The spatial inertia of link ``l`` with pose ``(R, p)[l]`` at the world origin (``X' I X`` of
     :func:`mechanics.spatial.inertia_to_parent`), from ``body = (mass, com (3), inertia about the com
@@ -466,11 +477,12 @@ def _world_inertia(body, R, p, l, out):
     c0 = pl[0] + Rl[0, 0] * b[1] + Rl[0, 1] * b[2] + Rl[0, 2] * b[3]
     c1 = pl[1] + Rl[1, 0] * b[1] + Rl[1, 1] * b[2] + Rl[1, 2] * b[3]
     c2 = pl[2] + Rl[2, 0] * b[1] + Rl[2, 1] * b[2] + Rl[2, 2] * b[3]
-    for i in range(3):  # R I_com R', a row of R I_com at a time (into the bottom-left block, free until the end)
+    for i in range(3):  # R I_com R', a row of R I_com at a time (held in registers)
+        r0 = Rl[i, 0] * b[4] + Rl[i, 1] * b[7] + Rl[i, 2] * b[10]
+        r1 = Rl[i, 0] * b[5] + Rl[i, 1] * b[8] + Rl[i, 2] * b[11]
+        r2 = Rl[i, 0] * b[6] + Rl[i, 1] * b[9] + Rl[i, 2] * b[12]
         for j in range(3):
-            I[3 + j, 0] = Rl[i, 0] * b[4 + j] + Rl[i, 1] * b[7 + j] + Rl[i, 2] * b[10 + j]
-        for j in range(3):
-            I[i, j] = I[3, 0] * Rl[j, 0] + I[4, 0] * Rl[j, 1] + I[5, 0] * Rl[j, 2]
+            I[i, j] = r0 * Rl[j, 0] + r1 * Rl[j, 1] + r2 * Rl[j, 2]
     for i in range(3):
         for j in range(3):
             I[3 + i, 3 + j] = m if i == j else 0.0
@@ -524,19 +536,18 @@ def _kinematics(model, q, v, R, p, S, vel, bias, Iw, fb, jv):
         for i in range(6):
             bias[ix(l), ix(i)] = bias_l[i]
         _world_inertia(body, R, p, l, Iw)
-        for i in range(6):  # momentum h = H v
-            t = 0.0
-            for k in range(6):
-                t += Iw[ix(l), ix(i), ix(k)] * vel[ix(l), ix(k)]
-            jv[ix(i)] = t
+        vl = _row6(vel, l)
+        w0, w1, w2, u0, u1, u2 = vl
+        Il = Iw[ix(l)]  # momentum h = H v
+        h0, h1, h2 = _times_row(Il, 0, vl), _times_row(Il, 1, vl), _times_row(Il, 2, vl)
+        h3, h4, h5 = _times_row(Il, 3, vl), _times_row(Il, 4, vl), _times_row(Il, 5, vl)
         # f = -v x* h = crm(v)' h: [-(w x n) - (u x f); -(w x f)]
-        w0, w1, w2, u0, u1, u2 = _row6(vel, l)
-        fb[ix(l), 0] = -(w1 * jv[2] - w2 * jv[1]) - (u1 * jv[5] - u2 * jv[4])
-        fb[ix(l), 1] = -(w2 * jv[0] - w0 * jv[2]) - (u2 * jv[3] - u0 * jv[5])
-        fb[ix(l), 2] = -(w0 * jv[1] - w1 * jv[0]) - (u0 * jv[4] - u1 * jv[3])
-        fb[ix(l), 3] = -(w1 * jv[5] - w2 * jv[4])
-        fb[ix(l), 4] = -(w2 * jv[3] - w0 * jv[5])
-        fb[ix(l), 5] = -(w0 * jv[4] - w1 * jv[3])
+        fb[ix(l), 0] = -(w1 * h2 - w2 * h1) - (u1 * h5 - u2 * h4)
+        fb[ix(l), 1] = -(w2 * h0 - w0 * h2) - (u2 * h3 - u0 * h5)
+        fb[ix(l), 2] = -(w0 * h1 - w1 * h0) - (u0 * h4 - u1 * h3)
+        fb[ix(l), 3] = -(w1 * h5 - w2 * h4)
+        fb[ix(l), 4] = -(w2 * h3 - w0 * h5)
+        fb[ix(l), 5] = -(w0 * h4 - w1 * h3)
 
 
 TERMS_SCRATCH = 96  # floats of _constraint_terms' scratch
