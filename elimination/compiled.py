@@ -880,7 +880,7 @@ def minus_dot6(start, C, at, t6):
 
 
 @njit(cache=True, inline="always")
-def _dot6(C, at, t6):
+def dot6(C, at, t6):
     """``C[at:at + 6] . t6``, summed from zero a term at a time (the order of the loops it replaces)."""
     t = 0.0 + C[ix(at)] * t6[0]
     t += C[ix(at + 1)] * t6[1]
@@ -994,7 +994,7 @@ def _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g):
     t6 = cached6(cache, tc)
     for i in range(n):  # g -= HF t (the joint's row of HF is zero)
         if i != 6:
-            g[ix(i)] -= _dot6(C, hf + i * 6, t6)
+            g[ix(i)] -= dot6(C, hf + i * 6, t6)
     t = 0.0
     for i in range(6):  # g_q += t' g_a, g_parent += sigma g_a
         t += C[ix(ts + i * (m + 1))] * g[ix(i)]

@@ -413,6 +413,24 @@ def covers_pairs(program) -> bool:
             and 4 * int(generic.sum()) <= len(steps))
 
 
+@njit(cache=True, inline="always")
+def _floored(scale, n, floor):
+    """The first ``n`` scales raised to each lane's scale floor ``floor (1, LANES)``."""
+    for i in range(n):
+        for w in range(LANES):
+            scale[i, w] = max(scale[i, w], floor[0, w])
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _revolute_T(steps, st, Fw, C, t6, m):
+    """:func:`elimination.compiled._revolute_T` on the lanes: ``t = -+D`` into ``t6`` and the first column of
+    ``T`` (``6 x (1 + m)``) in ``C``."""
+    sgn, tq, tn, ts = -float(steps[st, IDENTITY]), steps[st, TQ], steps[st, TN], steps[st, T_]
+    for i in range(6):
+        v.scaled(t6, i, sgn, Fw, tq + i * tn)
+        v.copy(C, ts + i * (m + 1), t6, i)
+
+
 @njit(cache=True, inline="always", error_model="numpy")
 def _pivot(steps, joint, H, stride, scale, t6, u6, floor, Fw, C, hsrc, h0, h1, ssrc, s0, s1, tmp, r):
     """:func:`elimination.compiled._revolute_pivot` on the lanes (its operations, lane by lane), the link's block
@@ -449,13 +467,8 @@ def _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, maxn, scale,
     npar, tp = parent_block(steps, st)
     p0 = 7 + tp
     _gathered(steps, st, hs, hd, ss, sd, Fw, H, scale, n, maxn)  # (the joint's row and column zero, unread)
-    for i in range(n):
-        for w in range(LANES):
-            scale[i, w] = max(scale[i, w], floor[0, w])
-    sgn, tq, tn, ts = -float(steps[st, IDENTITY]), steps[st, TQ], steps[st, TN], steps[st, T_]
-    for i in range(6):  # T = [t, sigma E_p] (compiled._revolute_T)
-        v.scaled(t6, i, sgn, Fw, tq + i * tn)
-        v.copy(C, ts + i * (m + 1), t6, i)
+    _floored(scale, n, floor)
+    _revolute_T(steps, st, Fw, C, t6, m)  # T = [t, sigma E_p]
     hf = steps[st, HF_]
     for i in range(n):  # HF = [H_aa; 0; H_Sa]
         for j in range(6):
@@ -507,14 +520,9 @@ def _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6
             v.add(scale, i, Fw, s + i)
             for j in range(6):
                 v.add(H, i * 6 + j, Fw, h + i * 6 + j)
-    for i in range(6):
-        for w in range(LANES):
-            scale[i, w] = max(scale[i, w], floor[0, w])
-    sigma, hf, npar, sgn = float(steps[st, TSIG]), steps[st, HF_], steps[st, NS] - 1, -float(steps[st, IDENTITY])
-    tq, tn, ts = steps[st, TQ], steps[st, TN], steps[st, T_]
-    for i in range(6):  # T = [t, sigma I] (compiled._revolute_T), HF = [H; 0]
-        v.scaled(t6, i, sgn, Fw, tq + i * tn)
-        v.copy(C, ts + i * (npar + 1), t6, i)
+    _floored(scale, 6, floor)
+    sigma, hf, npar = float(steps[st, TSIG]), steps[st, HF_], steps[st, NS] - 1
+    _revolute_T(steps, st, Fw, C, t6, npar)  # T = [t, sigma I], HF = [H; 0]
     for i in range(36):
         v.copy(C, hf + i, H, i)
     _pivot(steps, joint, H, 6, scale, t6, u6, floor, Fw, C, phs, steps[joint, PH0], steps[joint, PH1], pss,
@@ -602,16 +610,40 @@ def pairs_scratch_in(rows, maxn):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _revolute_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp):
-    """:func:`elimination.compiled._revolute_pair_forward` on the lanes (its operations, lane by lane)."""
-    joint, npar = st + 1, steps[st, NS] - 1
-    for i in range(7 + npar):
+def _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, n):
+    """:func:`elimination.compiled._link_terms` on the lanes: ``g[:n]`` from zero, gathered from the link's
+    linear terms, and ``t = W b`` of its joint row into the cache.  Returns the offset of ``t``."""
+    for i in range(n):
         v.fill(g, i, 0.0)
     for q in range(steps[st, G0], steps[st, G1]):
         v.add(g, gd[q], Lin, gs[q])
     tc, ident = steps[st, TC], float(steps[st, IDENTITY])
     for q in range(steps[st, B0], steps[st, B1]):
         v.scaled(cache, tc + bd[q], ident, Lin, bs[q])
+    return tc
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _link_values(steps, st, stride, Q, q, xs, p0, npar, C, cache, x, tmp, slot, xfs, xfd, Xout):
+    """:func:`elimination.compiled._link_values` on the lanes, then scattered: a revolute pair's link values
+    ``x = t + t_q qdd + sigma a_parent`` (``qdd``: row ``q`` of ``Q``; ``t_q``: every ``stride``-th row of ``C``
+    from the pair's ``T``; the parent's ``npar`` values from row ``p0`` of ``xs``; ``sigma`` into
+    ``tmp[slot]``)."""
+    tc, ts = steps[st, TC], steps[st, T_]
+    for i in range(6):
+        v.mul_add(x, i, cache, tc + i, C, ts + i * stride, Q, q)
+    v.fill(tmp, slot, float(steps[st, TSIG]))
+    for i in range(npar):
+        v.add_mul(x, i, tmp, slot, xs, p0 + i)
+    for e in range(steps[st, XF0], steps[st, XF1]):
+        v.copy(Xout, xfs[e], x, xfd[e])
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _revolute_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp):
+    """:func:`elimination.compiled._revolute_pair_forward` on the lanes (its operations, lane by lane)."""
+    joint, npar = st + 1, steps[st, NS] - 1
+    tc = _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, 7 + npar)
     hf, ts, sigma = steps[st, HF_], steps[st, T_], float(steps[st, TSIG])
     v.copy(tmp, 0, g, 6)  # g_q
     for i in range(6):  # g_F -= H t, then carried into the joint and the parent
@@ -656,14 +688,7 @@ def _revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, tmp
     v.mul(xs, 0, C, steps[joint, LINV], tmp, 1)  # qdd
     for q in range(steps[joint, XF0], steps[joint, XF1]):
         v.copy(Xout, xfs[q], xs, 0)
-    tc, ts = steps[st, TC], steps[st, T_]
-    for i in range(6):  # a = t + t qdd + sigma a_parent
-        v.mul_add(x, i, cache, tc + i, C, ts + i * (npar + 1), xs, 0)
-    v.fill(tmp, 2, float(steps[st, TSIG]))
-    for i in range(npar):
-        v.add_mul(x, i, tmp, 2, xs, 1 + i)
-    for q in range(steps[st, XF0], steps[st, XF1]):
-        v.copy(Xout, xfs[q], x, xfd[q])
+    _link_values(steps, st, npar + 1, xs, 0, xs, 1, npar, C, cache, x, tmp, 2, xfs, xfd, Xout)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -673,13 +698,8 @@ def _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g, tmp):
     n = 7 + m
     npar, tp = parent_block(steps, st)
     p0 = 7 + tp
-    for i in range(n):  # (compiled._link_terms)
-        v.fill(g, i, 0.0)
-    for q in range(steps[st, G0], steps[st, G1]):
-        v.add(g, gd[q], Lin, gs[q])
-    tc, ident, hf, ts = steps[st, TC], float(steps[st, IDENTITY]), steps[st, HF_], steps[st, T_]
-    for q in range(steps[st, B0], steps[st, B1]):
-        v.scaled(cache, tc + bd[q], ident, Lin, bs[q])
+    tc = _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, n)
+    hf, ts = steps[st, HF_], steps[st, T_]
     for i in range(n):  # g -= HF t (the joint's row of HF is zero)
         if i != 6:
             v.dot6(tmp, 0, C, hf + i * 6, 1, cache, tc, 1)
@@ -713,14 +733,7 @@ def _wide_revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs
     v.mul(tmp, 2, C, steps[joint, LINV], tmp, 1)  # qdd
     for q in range(steps[joint, XF0], steps[joint, XF1]):
         v.copy(Xout, xfs[q], tmp, 2)
-    tc, ts = steps[st, TC], steps[st, T_]
-    for i in range(6):
-        v.mul_add(x, i, cache, tc + i, C, ts + i * (m + 1), tmp, 2)
-    v.fill(tmp, 3, float(steps[st, TSIG]))
-    for i in range(npar):
-        v.add_mul(x, i, tmp, 3, xs, p0 + i)
-    for q in range(steps[st, XF0], steps[st, XF1]):
-        v.copy(Xout, xfs[q], x, xfd[q])
+    _link_values(steps, st, m + 1, tmp, 2, xs, p0, npar, C, cache, x, tmp, 3, xfs, xfd, Xout)
 
 
 @njit(cache=True, error_model="numpy", **UNCOUNTED)

@@ -57,7 +57,7 @@ import elimination.compiled as elimination_compiled
 import elimination.lanes as lanes
 import elimination.vectors as vectors
 from elimination.compiled import (
-    FACTORIZE_MAPS, SOLVE_MAPS, SOLVE_SCRATCH, UNCOUNTED, announce_first_compile, cached6, drop_stale_cache,
+    FACTORIZE_MAPS, SOLVE_MAPS, SOLVE_SCRATCH, UNCOUNTED, announce_first_compile, cached6, dot6, drop_stale_cache,
     factorize_maps, factorize_one, factorize_scratch_in, factorize_scratch_size,
     factorize_maps_in, max_front, minus_dot6, packed, solve_maps, solve_maps_in, solve_one, solve_scratch_in,
     started_error, ix, unpacked1, unpacked2, unpacked3, unpacked4,
@@ -452,18 +452,7 @@ def _cross_motion(m, x):
 
 @njit(cache=True, inline="always")
 def _row6(a, i):
-    return a[ix(i), 0], a[ix(i), 1], a[ix(i), 2], a[ix(i), 3], a[ix(i), 4], a[ix(i), 5]
-
-
-@njit(cache=True, inline="always")
-def _times_row(M, i, x):
-    """Row ``i`` of the 6 x 6 ``M`` times the 6-tuple ``x``, summed from zero a term at a time (a loop's order)."""
-    t = 0.0 + M[ix(i), 0] * x[0]
-    t += M[ix(i), 1] * x[1]
-    t += M[ix(i), 2] * x[2]
-    t += M[ix(i), 3] * x[3]
-    t += M[ix(i), 4] * x[4]
-    return t + M[ix(i), 5] * x[5]
+    return cached6(a[ix(i)], 0)
 
 
 @njit(cache=True, inline="always")
@@ -538,9 +527,9 @@ def _kinematics(model, q, v, R, p, S, vel, bias, Iw, fb, jv):
         _world_inertia(body, R, p, l, Iw)
         vl = _row6(vel, l)
         w0, w1, w2, u0, u1, u2 = vl
-        Il = Iw[ix(l)]  # momentum h = H v
-        h0, h1, h2 = _times_row(Il, 0, vl), _times_row(Il, 1, vl), _times_row(Il, 2, vl)
-        h3, h4, h5 = _times_row(Il, 3, vl), _times_row(Il, 4, vl), _times_row(Il, 5, vl)
+        Il = Iw[ix(l)]  # momentum h = H v, a row at a time
+        h0, h1, h2 = dot6(Il[0], 0, vl), dot6(Il[1], 0, vl), dot6(Il[2], 0, vl)
+        h3, h4, h5 = dot6(Il[3], 0, vl), dot6(Il[4], 0, vl), dot6(Il[5], 0, vl)
         # f = -v x* h = crm(v)' h: [-(w x n) - (u x f); -(w x f)]
         fb[ix(l), 0] = -(w1 * h2 - w2 * h1) - (u1 * h5 - u2 * h4)
         fb[ix(l), 1] = -(w2 * h0 - w0 * h2) - (u2 * h3 - u0 * h5)
