@@ -140,18 +140,28 @@ class Step:
         return self.frontal_dim - self.substituted
 
 
-def step_flops(nF: int, nS: int, m: int) -> float:
+def step_flops(nF: int, nS: int, m: int, passed: int = 0, columns: int = 0) -> float:
     """Flop estimate of one dense elimination step.
 
-    QR of the ``m x nF`` hard block and the change of variables of the
-    ``(nF + nS)``-square Hessian when ``m > 0``; Cholesky of the ``nz``-square
-    pivot, the triangular solve against the ``nz x nS`` coupling and the
-    symmetric Schur update otherwise.
+    QR of the ``m x nF`` hard block, ``T = -W A_S`` and the change of variables
+    of the ``(nF + nS)``-square Hessian when ``m > 0``, and the ``passed`` rows
+    handed on to the separator, ``E A_S`` (``passed x m`` times ``m x columns``,
+    ``columns`` the separator's scalar columns they touch); Cholesky of the
+    ``nz``-square pivot, the triangular solve against the ``nz x nS`` coupling
+    and the symmetric Schur update otherwise.
+
+    Examples
+    --------
+    >>> step_flops(6, 12, 0)  # a link's 6-dim pivot on a 12-dim separator
+    1368.0
+    >>> step_flops(6, 24, 24, passed=18, columns=24) - step_flops(6, 24, 24)  # 18 rows passed on
+    20736.0
     """
     r = min(m, nF)
     nz = nF - r
     substitution = 2.0 * m * nF * nF + 2.0 * nF * m * nS + 2.0 * (nF + nS) ** 2 * nF if m else 0.0
-    return substitution + nz**3 / 3.0 + nz * nz * nS + nz * nS * nS
+    passing = 2.0 * passed * m * columns
+    return substitution + passing + nz**3 / 3.0 + nz * nz * nS + nz * nS * nS
 
 
 @dataclass(frozen=True)
@@ -705,6 +715,7 @@ def analyze(graph, ordering: Ordering, complete: bool = True, hard_rows=None) ->
                 for key in factors[i].keys:
                     factors_of[key].add(i)
         layout = tuple(sorted(frontal, key=lambda k: roles[k] != "min")) + separator
+        columns = _positions(separator, dims, rows.scope) if rows.passed else np.zeros(0, int)  # E A_S's
         starts = _starts(layout, dims)
         steps.append(
             Step(
@@ -714,9 +725,9 @@ def analyze(graph, ordering: Ordering, complete: bool = True, hard_rows=None) ->
                 substituted=rows.substituted, passed_rows=rows.passed, dropped_rows=rows.dropped,
                 hard_factors=tuple(sorted(rows.group)),
                 pivot=_pivot_kind([roles[k] for k in frontal], nz, rows.substituted),
-                flops=step_flops(nF, nS, m), factors=tuple(bucket),
+                flops=step_flops(nF, nS, m, rows.passed, len(columns)), factors=tuple(bucket),
                 new_quadratic=new_quadratic, new_equality=new_equality,
-                equality_columns=_positions(separator, dims, rows.scope) if rows.passed else np.zeros(0, int),
+                equality_columns=columns,
                 layout=layout,
                 positions=tuple(_positions(starts, dims, factors[i].keys) for i in bucket),
                 identity=_identity(factors, hard, frontal, m, nF),
