@@ -75,7 +75,7 @@ T_, HF_, LINV, Y_, DS, WW, NN, EE, ED, RS = (F[k] for k in ("T", "HF", "Linv", "
 G0, G1, B0, B1, OUT_G, OUT_B = (F[k] for k in ("g0", "g1", "b0", "b1", "out_g", "out_b"))
 TC, YC, DROP = (F[k] for k in ("t", "y", "drop"))
 XF0, XF1, XS0, XS1 = (F[k] for k in ("xf0", "xf1", "xs0", "xs1"))
-CARRY = F["carry"]
+CARRY, UROW = F["carry"], F["unit_row"]
 PAIR, TQ, TN, TSIG, TP, PB0, PB1, PH0, PH1, PS0, PS1, PG0, PG1 = (
     F[k] for k in ("pair", "tq", "tn", "tsig", "tp", "pb0", "pb1", "ph0", "ph1", "ps0", "ps1", "pg0", "pg1"))
 
@@ -230,10 +230,9 @@ def _front_times_T(H, T, Tnz, HFT, nF, nS):
 
 
 @njit(cache=True, inline="always")
-def _substituted_separator(H, T, Tnz, HFT, scale, nF, nS, mirror):
-    """``H_SS += T' HFT + H_SF T`` (``= T' H_FF T + T' H_FS + H_SF T``, symmetric) in its upper triangle,
-    mirrored to the lower one when a pivot follows (``mirror``: the Schur update reads both), and
-    ``scale_S += (T^2)' scale_F``.  Row ``i`` of the update is ``T[q, i] HFT[q, :] + H_FS[q, i] T[q, :]``
+def _substituted_separator(H, T, Tnz, HFT, scale, nF, nS):
+    """``H_SS += T' HFT + H_SF T`` (``= T' H_FF T + T' H_FS + H_SF T``, symmetric) in its upper triangle (all
+    that is read of ``H_SS``: :func:`_generic_step`), and ``scale_S += (T^2)' scale_F``.  Row ``i`` of the update is ``T[q, i] HFT[q, :] + H_FS[q, i] T[q, :]``
     summed over the front's rows ``q``: contiguous rows, half the products of the full square."""
     for q in range(nF):
         for i in range(nS):
@@ -245,10 +244,16 @@ def _substituted_separator(H, T, Tnz, HFT, scale, nF, nS, mirror):
         for a in range(1, Tnz[ix(q), 0] + 1):
             i = Tnz[ix(q), ix(a)]
             scale[ix(nF + i)] += T[ix(q), ix(i)] * T[ix(q), ix(i)] * scale[ix(q)]
-    if mirror:
-        for i in range(nS):
-            for j in range(i + 1, nS):
-                H[ix(nF + j), ix(nF + i)] = H[ix(nF + i), ix(nF + j)]
+
+
+@njit(cache=True, inline="always")
+def _front_mirrored(H, nF, n):
+    """The front's columns of ``H`` (``n x nF``: its block and ``H_SF``, which a substitution keeps as ``HF``)
+    made from its rows: a carried front (:func:`_generic_step`) brings only the upper triangle of the block
+    the step before left, and nothing reads the lower one of ``H_SS``."""
+    for i in range(n):
+        for j in range(min(i, nF)):
+            H[ix(i), ix(j)] = H[ix(j), ix(i)]
 
 
 @njit(cache=True, inline="always")
@@ -264,6 +269,21 @@ def _singular_vectors(G, m, n, work, s, tau, nzv):
     if m >= n:
         return True, Ut, Vt
     return True, Vt, Ut  # the SVD of G' = U S V' is G = V S U'
+
+
+@njit(cache=True, inline="always")
+def _unit_leftover(A, unit, r0, nF, m, sgn, E):
+    """``E`` of a ``+-I`` substitution through rows ``r0 : r0 + nF`` of ``A`` (sign ``sgn``) with rows left over
+    (:func:`elimination.gaussian.unit_substitution`): row ``o`` with the front eliminated, in unit-origin units."""
+    k = 0
+    for o in range(m):
+        if o < r0 or o >= r0 + nF:
+            for j in range(m):
+                E[ix(k), ix(j)] = 0.0
+            E[ix(k), ix(o)] = unit[ix(o)]
+            for j in range(nF):
+                E[ix(k), ix(r0 + j)] = (-sgn * A[ix(o), ix(j)]) * unit[ix(o)]
+            k += 1
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -355,7 +375,7 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT,
         for a in range(nF):
             t += Nm[ix(a), ix(i)] * Nm[ix(a), ix(i)] * scale[ix(a)]
         sz[ix(i)] = t
-    _substituted_separator(H, T, Tnz, HFT, scale, nF, nS, nz > 0)
+    _substituted_separator(H, T, Tnz, HFT, scale, nF, nS)
     return True
 
 
@@ -649,12 +669,29 @@ def _generic_step(maps, st, Fw, C, floor, check_rank, scratch, Hf, Af):
             scale[ix(i)] = scale[ix(o + i)]
             for j in range(n):
                 H[ix(i), ix(j)] = H[ix(o + i), ix(o + j)]
-    elif row[CARRY]:  # the front is the generated factor the step before left in its upper triangle
+    elif row[CARRY] == 1:  # the front is the generated factor the step before left in its upper triangle
         o, carried = steps[st - 1, NF], n
-        for i in range(n):  # (moved up and left, mirrored: no entry is read after it is written)
+        for i in range(n):  # (moved up and left: no entry is read after it is written)
             scale[ix(i)] = scale[ix(o + i)]
             for j in range(i, n):
-                H[ix(i), ix(j)] = H[ix(j), ix(i)] = H[ix(o + i), ix(o + j)]
+                H[ix(i), ix(j)] = H[ix(o + i), ix(o + j)]
+        _front_mirrored(H, nF, n)
+    elif row[CARRY] == 2:  # that factor spread onto its positions in a wider front (its scale gather's)
+        o, carried = steps[st - 1, NF], steps[st - 1, NS]
+        for i in range(carried):  # (through X, Dv: the positions may lie on either side of the block)
+            Dv[ix(i)] = scale[ix(o + i)]
+            for j in range(i, carried):
+                X[ix(i), ix(j)] = H[ix(o + i), ix(o + j)]
+        for i in range(n):
+            scale[ix(i)] = 0.0
+            for j in range(i, n):
+                H[ix(i), ix(j)] = 0.0
+        for i in range(carried):
+            pi = sd[ix(row[S0] + i)]
+            scale[ix(pi)] = Dv[ix(i)]
+            for j in range(i, carried):
+                H[ix(pi), ix(sd[ix(row[S0] + j)])] = X[ix(i), ix(j)]
+        _front_mirrored(H, nF, n)
     else:
         for i in range(n):
             scale[ix(i)] = 0.0
@@ -678,13 +715,15 @@ def _generic_step(maps, st, Fw, C, floor, check_rank, scratch, Hf, Af):
             for j in range(nF):
                 C[ix(row[HF_] + i * nF + j)] = H[ix(i), ix(j)]
     if row[IDENTITY] != 0:
-        sgn = float(row[IDENTITY])
-        for i in range(nF):  # T = -W A_S with W = sign I
+        sgn, r0 = float(row[IDENTITY]), row[UROW]
+        for i in range(nF):  # T = -W A_S with W = sign I on the declared rows
             for j in range(nS):
-                T[ix(i), ix(j)] = -sgn * A[ix(i), ix(nF + j)]
+                T[ix(i), ix(j)] = -sgn * A[ix(r0 + i), ix(nF + j)]
         _nonzero_columns(T, nF, nS, Tnz)
         _front_times_T(H, T, Tnz, HFT, nF, nS)
-        _substituted_separator(H, T, Tnz, HFT, scale, nF, nS, nz > 0)
+        _substituted_separator(H, T, Tnz, HFT, scale, nF, nS)
+        if m > nF:  # the rows left over, all passed on or all dropped (symbolic._identity)
+            _unit_leftover(A, unit, r0, nF, m, sgn, Ek if row[D_] == 0 else Ed)
     elif m:
         if not _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT, Hz, sz, Hzs,
                            (Lw, X, L, Li), Dv):
@@ -694,6 +733,7 @@ def _generic_step(maps, st, Fw, C, floor, check_rank, scratch, Hf, Af):
                 C[ix(row[WW] + i * m + j)] = Wm[ix(i), ix(j)]
             for j in range(nz):
                 C[ix(row[NN] + i * nz + j)] = Nm[ix(i), ix(j)]
+    if m > nF or (m and row[IDENTITY] == 0):  # the rows left over: their combinations, those passed on
         for i in range(m):
             C[ix(row[RS] + i)] = unit[ix(i)]
         for i in range(row[P]):
@@ -749,13 +789,8 @@ def _generic_step(maps, st, Fw, C, floor, check_rank, scratch, Hf, Af):
             for i in range(nS):
                 a = d * X[ix(q), ix(i)]
                 H[ix(nF + i), ix(nF + i)] -= a * X[ix(q), ix(i)]
-                if q == 0:  # H_SS made symmetric on the way, (H_SS + H_SS') / 2: the gathers' round-off
-                    for j in range(i + 1, nS):
-                        H[ix(nF + i), ix(nF + j)] = (0.5 * (H[ix(nF + i), ix(nF + j)] + H[ix(nF + j), ix(nF + i)])
-                                                     - a * X[ix(q), ix(j)])
-                else:
-                    for j in range(i + 1, nS):
-                        H[ix(nF + i), ix(nF + j)] -= a * X[ix(q), ix(j)]
+                for j in range(i + 1, nS):
+                    H[ix(nF + i), ix(nF + j)] -= a * X[ix(q), ix(j)]
                 scale[ix(nF + i)] += X[ix(q), ix(i)] * X[ix(q), ix(i)]
     carry = st + 1 < steps.shape[0] and steps[st + 1, CARRY] != 0  # (the next step starts from H_SS)
     if row[OUT_H] >= 0 and not carry:
@@ -1100,9 +1135,10 @@ def _step_forward(steps, st, gs, gd, bs, bd, C, Lin, Lmag, cache, dropped, g, bl
         for q in range(steps[st, B0], steps[st, B1]):
             bl[ix(bd[ix(q)])] = Lin[ix(bs[ix(q)])]
             bm[ix(bd[ix(q)])] = Lmag[ix(bs[ix(q)])]
-        if ident != 0:  # t = W b with W = sign I
+        if ident != 0:  # t = W b with W = sign I on the declared rows
+            r0 = steps[st, UROW]
             for i in range(nF):
-                cache[ix(tc + i)] = ident * bl[ix(i)]
+                cache[ix(tc + i)] = ident * bl[ix(r0 + i)]
         else:
             w = steps[st, WW]
             for i in range(nF):
@@ -1127,7 +1163,7 @@ def _step_forward(steps, st, gs, gd, bs, bd, C, Lin, Lmag, cache, dropped, g, bl
             gi = g[ix(i)]
             for j in range(nS):
                 g[ix(nF + j)] += C[ix(ts + i * nS + j)] * gi
-        if ident == 0 and (steps[st, P] or steps[st, D_]):
+        if steps[st, P] or steps[st, D_]:
             top, total = 0.0, 0.0
             for j in range(m):
                 u = C[ix(steps[st, RS] + j)] * bm[ix(j)]

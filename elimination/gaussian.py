@@ -9,7 +9,10 @@ step's layout), the quadratic part ``1/2 x'Hx - g'x`` and the hard rows
    comes from a rank-``r`` complete orthogonal decomposition (SVD) of the
    block ``diag(1/omega) A_F`` (rows in unit-origin units, below), ``N``
    spans its null space; a block declared ``+-I`` in the structure -- a link
-   acceleration through its own tree joint -- skips the decomposition.  Of the ``m - r`` combinations ``E`` of rows left
+   acceleration through its own tree joint -- skips the decomposition: ``x_F``
+   is read from those rows, and eliminated exactly from the bucket's other
+   rows (:func:`unit_substitution`; root-to-leaves orders meet a link's
+   children's joints there).  Of the ``m - r`` combinations ``E`` of rows left
    over (``E A_F = 0``), the plan passes some on as the hard factor
    ``E A_S x_S = E b`` on the separator and drops the others after checking
    that their right-hand side ``E b`` vanishes (consistency).
@@ -210,8 +213,8 @@ def substitution(step, AF: np.ndarray, row_scale: np.ndarray, check_rank: bool =
     m, nF = AF.shape[-2], AF.shape[-1]
     batch = AF.shape[:-2]
     r = step.substituted
-    if step.identity:  # declared +-I (structure): W = +-I, nothing free, nothing left over
-        return np.broadcast_to(step.identity * np.eye(nF), batch + (nF, nF)), np.zeros(batch + (nF, 0)), None, None
+    if step.identity:  # declared +-I (structure): no decomposition
+        return (*unit_substitution(step.identity, step.unit_row, AF, row_scale), None)
     unit = row_scale[..., :, None]
     if r == 0:
         E = np.broadcast_to(np.eye(m), batch + (m, m)) * unit
@@ -228,6 +231,30 @@ def substitution(step, AF: np.ndarray, row_scale: np.ndarray, check_rank: bool =
     W = (mT(Vt[..., :r, :]) / s[..., None, :r]) @ (mT(U[..., :, :r]) * scaled)
     E = mT(U[..., :, r:]) * scaled if m > r else None
     return W, mT(Vt[..., r:, :]), E, deficient
+
+
+def unit_substitution(sign: int, start: int, AF: np.ndarray, row_scale: np.ndarray) -> tuple:
+    """``W, N, E`` of :func:`substitution` where rows ``start : start + nF`` of ``AF (..., m, nF)`` are declared
+    ``sign * I``: ``x_F`` is read from them (``W = sign I`` on those rows), nothing is free, and the front is
+    eliminated exactly from each other row ``o``: ``E_o = (e_o - sign A_oF [those rows]) / omega_o``, in
+    unit-origin units like the decomposition's rows (``None`` where ``m = nF``).
+
+    >>> W, N, E = unit_substitution(1, 0, np.array([[1.0], [-2.0]]), np.array([1.0, 0.5]))
+    >>> W, E
+    (array([[1., 0.]]), array([[1. , 0.5]]))
+    """
+    m, nF = AF.shape[-2], AF.shape[-1]
+    batch = AF.shape[:-2]
+    own = np.arange(start, start + nF)
+    W = np.zeros(batch + (nF, m))
+    W[..., np.arange(nF), own] = sign
+    if m == nF:
+        return W, np.zeros(batch + (nF, 0)), None
+    others = np.setdiff1d(np.arange(m), own)
+    E = np.zeros(batch + (m - nF, m))
+    E[..., np.arange(m - nF), others] = 1.0
+    E[..., own] = -sign * AF[..., others, :]
+    return W, np.zeros(batch + (nF, 0)), E * row_scale[..., others, None]
 
 
 def split_leftover(step, E: np.ndarray | None, AS: np.ndarray):

@@ -184,10 +184,6 @@ def _eliminate(steps, st, H, scale, Li, X, C, Fw, sgn, nF, nS, maxn):
                 v.add_mul(X, i * maxn + j, Li, i * maxn + q, H, q * maxn + nF + j)
         for j in range(nS):
             v.copy(C, yy + i * nS + j, X, i * maxn + j)
-    for i in range(nS):  # (H_SS + H_SS') / 2 in the upper triangle (as compiled.factorize_one's first Schur row)
-        for j in range(i + 1, nS):
-            upper = (nF + i) * maxn + nF + j
-            v.half_sum(H, upper, H, upper, H, (nF + j) * maxn + nF + i)
     for q in range(nF):  # H_SS -= Y' D Y in the upper triangle ; scale_S += sum Y^2
         for i in range(nS):
             for j in range(i, nS):
@@ -408,7 +404,8 @@ def covers_pairs(program) -> bool:
     generic[1:] &= ~((pair[1:] == WIDE_JOINT) & (steps[:-1, TQ] >= 0))
     generic &= ~((pair == WIDE_LINK) & (steps[:, TQ] >= 0))
     hard = steps[:, M] > 0
-    hard &= steps[:, IDENTITY] == 0  # (a non-revolute wide pair's link half substitutes its joint's rows: W = I)
+    hard &= (steps[:, IDENTITY] == 0) | (steps[:, M] > steps[:, NF])  # (a non-revolute wide pair's link half
+    # substitutes its joint's rows, W = I, with no rows left over)
     return (bool(len(steps)) and not program.unsupported and not bool(np.any(hard & generic))
             and 4 * int(generic.sum()) <= len(steps))
 

@@ -41,11 +41,11 @@ joint (:func:`_wide_revolute`, marked by the joint's columns ``tq``, ``tn``,
 ``tsig``, ``tp``), the compiled kernels run it without the joint's row and
 column, the link folded into its parent.
 
-Between two generic steps, where the first's separator is the second's whole
+Between two generic steps, where the first's separator lies in the second's
 front in order (:func:`_carried`; the chains of a joint-space order), the
 second is marked ``carry``: a kernel may start it from the block the first
-left in its front, with nothing written, zeroed or gathered for the factor
-between them.  The factor is still laid out and gathered first, so a kernel
+left in its front, with nothing written or gathered for the factor between
+them.  The factor is still laid out and gathered first, so a kernel
 that ignores the mark (:mod:`elimination.lanes`) sums in the same order.
 """
 from __future__ import annotations
@@ -67,7 +67,8 @@ FIELDS = (
     "xf0", "xf1", "xs0", "xs1",                      # scatter of the front's values, gather of the separator's
     "pair", "tq", "tn", "tsig", "tp",                # a pair's joint (_joint_substitution)
     "pb0", "pb1", "ph0", "ph1", "ps0", "ps1", "pg0", "pg1",  # a tree pair's gathers (_mark_pair)
-    "carry",                                         # 1: starts from the front the step before left (_carried)
+    "carry",                                         # 1, 2: starts from the front the step before left (_carried)
+    "unit_row",                                      # where a +-I substitution's rows start (Step.unit_row)
 )
 """Columns of :attr:`Program.steps`."""
 F = {name: i for i, name in enumerate(FIELDS)}
@@ -271,7 +272,7 @@ def lower(plan: Plan) -> Program:
         for i in (step.new_quadratic, step.new_equality):
             if i is not None and kinds[k] != WIDE_LINK:
                 _place(i, factors[i], size[i], arena.take(_matrix_size(factors[i], size[i])), offsets)
-        carried = _carried(plan.steps[k - 1], step) if k and not kinds[k - 1] and not kinds[k] else None
+        carried = _carried(plan.steps[k - 1], step) if k and not kinds[k - 1] and not kinds[k] else (None, 0)
         rows.append(_step_row(step, factors, size, offsets, value_offset, dims, maps, claim, between, carried))
     for k, step in enumerate(plan.steps):
         rows[k][F["pair"]] = kinds[k]
@@ -358,14 +359,16 @@ def _joined(chunks: list) -> tuple:
     return np.concatenate([c[0] for c in chunks]), np.concatenate([c[1] for c in chunks])
 
 
-def _step_row(step, factors, size, offsets, value_offset, dims, maps, claim, between=None, carried=None) -> list:
+def _step_row(step, factors, size, offsets, value_offset, dims, maps, claim, between=None, carried=(None, 0)) -> list:
     """One row of the step table: sizes, kinds, gather ranges and workspace offsets (factor ``between``
-    not gathered: a wide pair's, :func:`_wide_pair`; factor ``carried`` gathered first: :func:`_carried`)."""
+    not gathered: a wide pair's, :func:`_wide_pair`; ``carried``: the factor gathered first and the kind of
+    carry, :func:`_carried`)."""
+    carried, carry = carried
     nF, nS, m, r = step.frontal_dim, step.separator_dim, step.hard_rows, step.substituted
     n, nz, p, d = nF + nS, step.pivot_dim, step.passed_rows, step.dropped_rows
     row = dict.fromkeys(FIELDS, -1)
     row.update(nF=nF, nS=nS, identity=step.identity, pivot=PIVOTS.get(step.pivot, -1), n_min=step.frontal_min_dim,
-               m=m, r=r, p=p, d=d, nz=nz)
+               m=m, r=r, p=p, d=d, nz=nz, unit_row=step.unit_row)
     parts = {name: [] for name in ("H", "scale", "A", "rs", "g", "b")}
     row_start = 0
     for i, pos in zip(step.factors, step.positions):
@@ -397,8 +400,9 @@ def _step_row(step, factors, size, offsets, value_offset, dims, maps, claim, bet
     if m:
         row["T"], row["HF"], row["t"] = claim("C", nF * nS), claim("C", n * nF), claim("K", nF)
         if not step.identity:
-            row["W"], row["N"], row["RS"] = claim("C", nF * m), claim("C", nF * nz), claim("C", m)
-            row["E"], row["Ed"] = claim("C", p * m), claim("C", d * m)
+            row["W"], row["N"] = claim("C", nF * m), claim("C", nF * nz)
+        if m > nF or not step.identity:  # (a +-I substitution with rows left over: W is read from the rows)
+            row["RS"], row["E"], row["Ed"] = claim("C", m), claim("C", p * m), claim("C", d * m)
             if d:
                 row["drop"] = claim("drop", d + 1)  # d residuals and the size of the right-hand sides they combine
     if nz:
@@ -408,26 +412,31 @@ def _step_row(step, factors, size, offsets, value_offset, dims, maps, claim, bet
     sep = (np.concatenate([np.arange(value_offset[k], value_offset[k] + dims[k]) for k in step.separator])
            if nS else np.zeros(0, int))
     row["xs0"], row["xs1"] = maps["xs"].add(sep, np.arange(nS))
-    row["carry"] = int(carried is not None)
+    row["carry"] = carry
     return [row[name] for name in FIELDS]
 
 
-def _carried(step, following):
-    """The factor ``step`` generates when ``following`` (both generic steps) gathers it onto its whole front,
-    in the front's order; else None.
+def _carried(step, following) -> tuple:
+    """``(factor, kind)``: the factor ``step`` generates when ``following`` (both generic steps) gathers it in
+    the front's order -- onto its whole front (kind 1) or onto some of its rows and columns (kind 2) -- else
+    ``(None, 0)``.
 
     Then the generated factor is the separator block ``step`` leaves in its front, and ``following``'s
-    front before its other factors: a kernel may start ``following`` from that block, moved up and left,
-    rather than write the factor out, zero the front and gather it back (``carry``, 1 in ``following``'s
-    row; its entries lead the step's ``H`` and ``scale`` gathers, so that the sums are the same either way).
-    The long chains of a joint-space order (proxLTL, min_degree) are such steps, one after another.
+    front before its other factors: a kernel may start ``following`` from that block, moved up and left
+    (kind 1) or spread onto its positions in a wider front (kind 2), rather than write the factor out,
+    zero the front and gather it back (``carry``, the kind in ``following``'s row; its entries lead the
+    step's ``H`` and ``scale`` gathers, so that the sums are the same either way, and its scale gather
+    gives its positions).  The long chains of a joint-space order (proxLTL, min_degree) are such steps, one
+    after another: their fronts grow by the keys each step brings in (kind 2) or not at all (kind 1).
     """
     q = step.new_quadratic
-    if q is None or q not in following.factors or step.new_equality is not None:
-        return None
+    if q is None or q not in following.factors:
+        return None, 0
     position = following.positions[list(following.factors).index(q)]
     n = following.frontal_dim + following.separator_dim
-    return q if len(position) == n and np.array_equal(position, np.arange(n)) else None
+    if len(position) == n and np.array_equal(position, np.arange(n)):
+        return q, 1
+    return (q, 2) if np.all(np.diff(position) > 0) else (None, 0)
 
 
 def _pairs(steps, factors, n_graph: int, dims: dict) -> tuple:
@@ -458,7 +467,8 @@ def _wide_pair(step, following) -> bool:
     and PV's links, whose separators carry their subtree's multipliers, and loops that reach a link's
     parent or partner, are wide pairs.
     """
-    if not step.identity or len(step.frontal) != 1 or step.new_equality is not None or step.new_quadratic is None:
+    if (not step.identity or len(step.frontal) != 1 or step.hard_rows != step.frontal_dim
+            or step.new_equality is not None or step.new_quadratic is None):
         return False
     if following.hard_rows or following.pivot not in PIVOTS or following.pivot == "none":
         return False

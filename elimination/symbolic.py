@@ -95,7 +95,14 @@ class Step:
     identity : int
         ``1`` / ``-1`` when the substitution is through one graph factor whose
         block on the (single) front is declared ``+I`` / ``-I``
-        (``FactorStructure.units``): no decomposition; ``0`` otherwise.
+        (``FactorStructure.units``): no decomposition; ``0`` otherwise.  The
+        bucket may hold other hard rows (a link substituted root to leaves
+        meets its children's joints): its front is then eliminated from them
+        exactly, ``E = diag(1/omega) [-+A_oF, I]``, and they are passed on or
+        dropped as the plan says.
+    unit_row : int
+        Where that factor's rows start among the bucket's hard rows (in
+        ``factors`` order); 0 without one.
     """
 
     index: int
@@ -118,6 +125,7 @@ class Step:
     layout: tuple
     positions: tuple
     identity: int = 0
+    unit_row: int = 0
     _fill: "_Fill | None" = field(default=None, compare=False, repr=False)
 
     @property
@@ -517,12 +525,26 @@ def _positions(layout, dims: dict, keys: tuple) -> np.ndarray:
     return np.repeat(first - (ends - size), size) + np.arange(ends[-1])  # each key's run, without a loop
 
 
-def _identity(factors: list, hard: list, frontal: tuple, m: int, nF: int) -> int:
-    """The declared sign of a ``+-I`` substitution block (:attr:`Step.identity`), or 0."""
-    if len(hard) != 1 or len(frontal) != 1 or m != nF or not factors[hard[0]].units:
-        return 0
-    f = factors[hard[0]]
-    return f.units[f.keys.index(frontal[0])]
+def _identity(factors: list, hard: list, frontal: tuple, nF: int, rows) -> tuple:
+    """``(sign, row)``: the declared sign of a ``+-I`` substitution block (:attr:`Step.identity`) and where its
+    rows start among the bucket's hard rows (:attr:`Step.unit_row`), or ``(0, 0)``.
+
+    The block is one graph factor's with exactly ``nF`` rows on the single frontal key; of several, a ``+I``
+    one first (a link's own tree joint, ``a_i = a_parent + S qdd``, rather than a child's), then the first.
+    Where the rows left over are both passed on and dropped, their split needs a decomposition anyway: none.
+    """
+    if len(frontal) != 1 or (rows.passed and rows.dropped):
+        return 0, 0
+    candidates, start = [], 0
+    for i in hard:
+        f = factors[i]
+        if f.units and f.rows == nF and frontal[0] in f.keys and f.units[f.keys.index(frontal[0])]:
+            candidates.append((-f.units[f.keys.index(frontal[0])], start))
+        start += f.rows
+    if not candidates:
+        return 0, 0
+    sign, row = min(candidates)
+    return -sign, row
 
 
 def _pivot_kind(roles: list, nz: int, substituted: int) -> str:
@@ -714,6 +736,7 @@ def analyze(graph, ordering: Ordering, complete: bool = True, hard_rows=None) ->
             if i is not None:
                 for key in factors[i].keys:
                     factors_of[key].add(i)
+        identity, unit_row = _identity(factors, hard, frontal, nF, rows)
         layout = tuple(sorted(frontal, key=lambda k: roles[k] != "min")) + separator
         columns = _positions(separator, dims, rows.scope) if rows.passed else np.zeros(0, int)  # E A_S's
         starts = _starts(layout, dims)
@@ -730,7 +753,7 @@ def analyze(graph, ordering: Ordering, complete: bool = True, hard_rows=None) ->
                 equality_columns=columns,
                 layout=layout,
                 positions=tuple(_positions(starts, dims, factors[i].keys) for i in bucket),
-                identity=_identity(factors, hard, frontal, m, nF),
+                identity=identity, unit_row=unit_row,
             )
         )
     done = set(eliminated)

@@ -5,6 +5,7 @@ from hypothesis import assume, given, settings
 
 import elimination
 from elimination import Ordering, SingularProblemError, analyze, factorize
+from elimination.program import F
 from factorgraph import FactorGraph, LinearEquality, Quadratic, Variable
 from tests.random_graphs import (
     GraphSpec, build_graph, graph_specs, max_relative_error, take, well_conditioned, with_linear_terms,
@@ -110,6 +111,67 @@ def test_identity_blocks_take_the_fast_path_and_agree_with_the_dense_solve():
     with pytest.raises(ValueError, match=r"declare the block of \('x', 1\) \+I"):
         LinearEquality([("x", 1), ("x", 0)], [2 * np.eye(2), -np.eye(2)], np.zeros(2), units=(1, -1))
     assert max_relative_error(fact.solve(), g.dense_solve()) < RTOL
+
+
+def _tree_of_sums(batch: tuple = (), rhs=None):
+    """``x_c = x_parent + u_c`` (units declared) on a tree with two children per node, priors on every ``u``
+    and on the root; ordered root to leaves, so that each ``x`` meets its own equality and its children's."""
+    rng = np.random.default_rng(7)
+    parent = {1: 0, 2: 0, 3: 1, 4: 1, 5: 2}
+    g = FactorGraph()
+    for k in range(6):
+        g.add_variable(Variable(("x", k), 2))
+        g.add_variable(Variable(("u", k), 2))
+        g.add(Quadratic([("u", k)], np.diag([1.0, 2.0]) + 0.1, rng.normal(size=batch + (2,))))
+    g.add(Quadratic([("x", 0)], 3 * np.eye(2), rng.normal(size=batch + (2,))))
+    g.add(LinearEquality([("x", 0), ("u", 0)], [np.eye(2), -np.eye(2)], rng.normal(size=batch + (2,)), units=(1, -1)))
+    for c, p in parent.items():
+        g.add(LinearEquality([("x", c), ("x", p), ("u", c)], [np.eye(2), -np.eye(2), -np.eye(2)],
+                             rng.normal(size=batch + (2,)) if rhs is None else rhs, units=(1, -1, -1)))
+    order = [("x", k) for k in range(6)] + [("u", k) for k in range(6)]
+    return g, Ordering.from_keys(order)
+
+
+@pytest.mark.parametrize("batch", [(), (3,)])
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_a_unit_substitution_passes_the_other_rows_on(batch, backend):
+    """Root to leaves, ``x_p``'s bucket holds its own equality (``+I``) and its children's (``-I``): it is read
+    from its own (``W`` selects those rows, no decomposition), eliminated from the others exactly, and they
+    go on to the children -- the dense KKT solve agrees, on both backends."""
+    g, ordering = _tree_of_sums(batch)
+    plan = analyze(g, ordering)
+    first = plan.steps[0]
+    assert (first.identity, first.hard_rows, first.passed_rows) == (1, 6, 4)
+    # x_1's and x_2's own rows come generated: a child's equality (-I) is read; a leaf's rows are all generated
+    assert [s.identity for s in plan.steps[:6]] == [1, -1, -1, 0, 0, 0]
+    # each x's front holds the factor the step before generated, spread wider (the kernel carries it over)
+    assert plan.lowered().steps[1:3, F["carry"]].tolist() == [2, 2]
+    fact = factorize(g, plan, backend=backend)
+    if backend == "numpy":
+        W = fact.conditionals[0].W
+        assert np.array_equal(W, np.broadcast_to(np.hstack([np.eye(2), np.zeros((2, 4))]), W.shape))
+    assert max_relative_error(fact.solve(), g.dense_solve()) < RTOL
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_redundant_unit_equalities_are_checked_then_dropped(backend):
+    """``x_1 = x_0 + u`` twice: eliminating ``x_1`` through the first leaves the second with nothing on the
+    separator -- its right-hand side must equal the first's (dropped), else the two are named."""
+    def graph(b2):
+        g = FactorGraph()
+        for k in ("x0", "x1", "u"):
+            g.add_variable(Variable(k, 2))
+            g.add(Quadratic([k], np.eye(2), np.arange(2.0)))
+        for b in (np.array([1.0, -1.0]), b2):
+            g.add(LinearEquality(["x1", "x0", "u"], [np.eye(2), -np.eye(2), -np.eye(2)], b, units=(1, -1, -1)))
+        return g
+    ordering = Ordering.from_keys(["x1", "x0", "u"])
+    g = graph(np.array([1.0, -1.0]))
+    x = elimination.solve(g, ordering, backend=backend)
+    assert np.allclose(x["x1"] - x["x0"] - x["u"], [1.0, -1.0], atol=1e-12)
+    with pytest.raises(SingularProblemError, match="inconsistent") as error:
+        elimination.solve(graph(np.array([1.0, -1.5])), ordering, backend=backend)
+    assert set(error.value.factors) >= {3, 4}
 
 
 def test_consistent_redundant_equalities_are_solved():
