@@ -8,7 +8,10 @@ matrices are generic and the problem is well posed by construction:
   factors are positive semidefinite;
 * every row of a hard equality or of an unregularized multiplier is matched
   to its own scalar primal dimension within its scope, so with generic
-  coefficients the hard rows are independent;
+  coefficients the hard rows are independent; an equality with as many rows
+  as one of its variables has dimensions may declare its block on it ``+-I``
+  (``LinearEquality(units=...)``: a link's tree joint, a dynamics step), which
+  the elimination substitutes without a decomposition;
 * multipliers ``("lam", j)`` (role ``max``) enter through a bilinear factor
   ``lam'(K x - k)``, with the proximal prior ``-1/(2 mu)||lam - lam0||^2`` when
   regularized.
@@ -30,6 +33,7 @@ class GraphSpec:
     equalities: tuple  # (scope, rows)
     multipliers: tuple  # (dim, scope, regularized)
     seed: int
+    units: tuple = ()  # (equality, position in its scope, sign): a block declared sign * I
 
 
 def x(i: int):
@@ -60,10 +64,13 @@ def graph_specs(draw, max_vars: int = 7, multipliers: bool = True, hard_multipli
             rows -= taken
         return True
 
-    eqs = []
+    eqs, units = [], []
     for _ in range(draw(st.integers(0, 3)) if equalities else 0):
         scope, rows = _scope(draw, n), draw(st.integers(1, 3))
         if claim(scope, rows):
+            square = [p for p, i in enumerate(scope) if dims[i] == rows]
+            if square and draw(st.booleans()):
+                units.append((len(eqs), draw(st.sampled_from(square)), draw(st.sampled_from((1, -1)))))
             eqs.append((scope, rows))
     mults = []
     for _ in range(draw(st.integers(0, 3)) if multipliers else 0):
@@ -71,7 +78,7 @@ def graph_specs(draw, max_vars: int = 7, multipliers: bool = True, hard_multipli
         regularized = not (hard_multipliers and draw(st.booleans()) and claim(scope, dim))
         mults.append((dim, scope, regularized))
     seed = draw(st.integers(0, 2**31 - 1))
-    return GraphSpec(dims, couplings, tuple(eqs), tuple(mults), seed)
+    return GraphSpec(dims, couplings, tuple(eqs), tuple(mults), seed, tuple(units))
 
 
 def _spd(rng, n: int, batch: tuple) -> np.ndarray:
@@ -97,9 +104,15 @@ def build_graph(spec: GraphSpec, batch: tuple = (), mu: float = 1e3) -> FactorGr
     for scope in spec.couplings:
         n = sum(spec.dims[i] for i in scope)
         g.add(Quadratic([x(i) for i in scope], _psd(rng, n, batch), rng.normal(size=batch + (n,))))
-    for scope, rows in spec.equalities:
+    declared = {e: (p, sign) for e, p, sign in spec.units}
+    for e, (scope, rows) in enumerate(spec.equalities):
         blocks = [rng.normal(size=batch + (rows, spec.dims[i])) for i in scope]
-        g.add(LinearEquality([x(i) for i in scope], blocks, rng.normal(size=batch + (rows,))))
+        units = None
+        if e in declared:
+            p, sign = declared[e]
+            blocks[p] = sign * np.broadcast_to(np.eye(rows), blocks[p].shape)
+            units = [sign if q == p else 0 for q in range(len(scope))]
+        g.add(LinearEquality([x(i) for i in scope], blocks, rng.normal(size=batch + (rows,)), units))
     for j, (d, scope, regularized) in enumerate(spec.multipliers):
         n = sum(spec.dims[i] for i in scope)
         K = rng.normal(size=batch + (d, n))

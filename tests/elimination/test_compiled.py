@@ -238,9 +238,10 @@ def test_live_factors_never_share_workspace(spec):
             scales = program.rs_offset[i] if factor.hard else program.scale_offset[i]
             return [(start, start + rows * n), (scales, scales + rows)]
 
+        placed = set(program.H_offset) | set(program.A_offset)  # (not a wide pair's link half's: never made)
         alive = set(range(len(graph.factors)))
         for step in plan.steps:
-            made = [i for i in (step.new_quadratic, step.new_equality) if i is not None]
+            made = [i for i in (step.new_quadratic, step.new_equality) if i is not None and i in placed]
             alive -= set(step.factors)
             ranges = sorted(r for i in alive | set(made) for r in extent(i))
             assert all(lo < hi <= program.factor_size for lo, hi in ranges)
