@@ -232,8 +232,9 @@ def _front_times_T(H, T, Tnz, HFT, nF, nS):
 @njit(cache=True, inline="always")
 def _substituted_separator(H, T, Tnz, HFT, scale, nF, nS):
     """``H_SS += T' HFT + H_SF T`` (``= T' H_FF T + T' H_FS + H_SF T``, symmetric) in its upper triangle (all
-    that is read of ``H_SS``: :func:`_generic_step`), and ``scale_S += (T^2)' scale_F``.  Row ``i`` of the update is ``T[q, i] HFT[q, :] + H_FS[q, i] T[q, :]``
-    summed over the front's rows ``q``: contiguous rows, half the products of the full square."""
+    that is read of ``H_SS``: :func:`_generic_step`), and ``scale_S += (T^2)' scale_F``.  Row ``i`` of the
+    update is ``T[q, i] HFT[q, :] + H_FS[q, i] T[q, :]`` summed over the front's rows ``q``: contiguous rows,
+    half the products of the full square."""
     for q in range(nF):
         for i in range(nS):
             a, b = T[ix(q), ix(i)], H[ix(q), ix(nF + i)]
@@ -733,7 +734,7 @@ def _generic_step(maps, st, Fw, C, floor, check_rank, scratch, Hf, Af):
                 C[ix(row[WW] + i * m + j)] = Wm[ix(i), ix(j)]
             for j in range(nz):
                 C[ix(row[NN] + i * nz + j)] = Nm[ix(i), ix(j)]
-    if m > nF or (m and row[IDENTITY] == 0):  # the rows left over: their combinations, those passed on
+    if row[RS] >= 0:  # rows left over (program._step_row): their combinations, those passed on
         for i in range(m):
             C[ix(row[RS] + i)] = unit[ix(i)]
         for i in range(row[P]):

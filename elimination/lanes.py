@@ -404,8 +404,8 @@ def covers_pairs(program) -> bool:
     generic[1:] &= ~((pair[1:] == WIDE_JOINT) & (steps[:-1, TQ] >= 0))
     generic &= ~((pair == WIDE_LINK) & (steps[:, TQ] >= 0))
     hard = steps[:, M] > 0
-    hard &= (steps[:, IDENTITY] == 0) | (steps[:, M] > steps[:, NF])  # (a non-revolute wide pair's link half
-    # substitutes its joint's rows, W = I, with no rows left over)
+    # (a non-revolute wide pair's link half substitutes its joint's rows, W = I, with no rows left over)
+    hard &= (steps[:, IDENTITY] == 0) | (steps[:, M] > steps[:, NF])
     return (bool(len(steps)) and not program.unsupported and not bool(np.any(hard & generic))
             and 4 * int(generic.sum()) <= len(steps))
 

@@ -363,7 +363,7 @@ def _step_row(step, factors, size, offsets, value_offset, dims, maps, claim, bet
     """One row of the step table: sizes, kinds, gather ranges and workspace offsets (factor ``between``
     not gathered: a wide pair's, :func:`_wide_pair`; ``carried``: the factor gathered first and the kind of
     carry, :func:`_carried`)."""
-    carried, carry = carried
+    carried_factor, carry = carried
     nF, nS, m, r = step.frontal_dim, step.separator_dim, step.hard_rows, step.substituted
     n, nz, p, d = nF + nS, step.pivot_dim, step.passed_rows, step.dropped_rows
     row = dict.fromkeys(FIELDS, -1)
@@ -382,7 +382,7 @@ def _step_row(step, factors, size, offsets, value_offset, dims, maps, claim, bet
             parts["b"].append((offsets["b"][i] + np.arange(r_i), row_start + np.arange(r_i)))
             row_start += r_i
         else:
-            first = 0 if i == carried else len(parts["H"])  # (the carried factor's entries lead its gathers)
+            first = 0 if i == carried_factor else len(parts["H"])  # (the carried factor's entries lead its gathers)
             parts["H"].insert(first, _square(offsets["H"][i], len(pos), pos, n))
             parts["scale"].insert(first, (offsets["scale"][i] + np.arange(len(pos)), pos))
             parts["g"].append((offsets["g"][i] + np.arange(len(pos)), pos))

@@ -538,8 +538,9 @@ def _identity(factors: list, hard: list, frontal: tuple, nF: int, rows) -> tuple
     candidates, start = [], 0
     for i in hard:
         f = factors[i]
-        if f.units and f.rows == nF and frontal[0] in f.keys and f.units[f.keys.index(frontal[0])]:
-            candidates.append((-f.units[f.keys.index(frontal[0])], start))
+        unit = f.units[f.keys.index(frontal[0])] if f.units and f.rows == nF and frontal[0] in f.keys else 0
+        if unit:
+            candidates.append((-unit, start))
         start += f.rows
     if not candidates:
         return 0, 0
