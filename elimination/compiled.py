@@ -1369,7 +1369,7 @@ def factorize_graph(graph, program, floor_rtol: float, C: np.ndarray | None = No
     batch = _matrix_batch(graph, matrices)
     Bm = int(np.prod(batch))
     if batch and Bm >= lanes.LANES and lanes.covers(program):
-        C = zeroed(C, (lanes.groups_of(Bm), program.conditional_size, lanes.LANES))
+        C = zeroed(C, (lanes.groups_of(Bm), program.conditional_size, lanes.LANES), allocate=lanes.aligned_zeros)
         return (*lanes.factorize_graph(program, matrices, batch, floor_rtol, C), batch)
     per = max(1, min(Bm, WORKSPACE_CHUNK // (8 * max(1, program.factor_size))))
     out = (zeroed(C, (Bm, program.conditional_size)), np.empty(Bm), np.empty(Bm, dtype=np.int64),
@@ -1386,11 +1386,11 @@ def factorize_graph(graph, program, floor_rtol: float, C: np.ndarray | None = No
     return (*out, batch)
 
 
-def zeroed(C: np.ndarray | None, shape: tuple) -> np.ndarray:
+def zeroed(C: np.ndarray | None, shape: tuple, allocate=np.zeros) -> np.ndarray:
     """Zeros of ``shape``: ``C``'s memory, zeroed, where it has that shape (the kernels write only the
-    blocks they use, and read the others as zeros), else fresh."""
+    blocks they use, and read the others as zeros), else fresh from ``allocate(shape)``."""
     if C is None or C.shape != shape:
-        return np.zeros(shape)
+        return allocate(shape)
     C.fill(0.0)
     return C
 

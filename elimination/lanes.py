@@ -67,6 +67,22 @@ DEFINITE, NEGATIVE = PIVOTS["definite"], PIVOTS["negative"]
 drop_stale_cache(__file__, compiled.__file__, v.__file__)  # (the pair kernels compile compiled's into themselves)
 
 
+def aligned_zeros(shape) -> np.ndarray:
+    """``np.zeros(shape)`` starting on a 64-byte boundary: a row of ``LANES`` doubles is then one cache line.
+
+    (numpy's large arrays start 16 bytes past a page boundary: every row of eight would straddle two cache
+    lines, and each vector load and store of a lane kernel split in two -- Talos's LCABA batch took 15%
+    longer.)
+
+    >>> aligned_zeros((3, LANES)).ctypes.data % 64
+    0
+    """
+    size = int(np.prod(shape))
+    buffer = np.zeros(size + LANES)
+    start = (-buffer.ctypes.data % (8 * LANES)) // 8
+    return buffer[start:start + size].reshape(shape)
+
+
 def covers(program) -> bool:
     """Whether the lane kernels run every step of ``program``: no hard rows, a definite or negative pivot of
     the whole frontal block, no pairs (a program of quadratic and least-squares factors)."""

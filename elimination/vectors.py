@@ -132,6 +132,18 @@ def scaled(typingctx, D, k, s, A, i):
 
 
 @intrinsic
+def add_scaled(typingctx, D, k, A, i, s):
+    """``D[k] = D[k] + A[i] * s``."""
+    return types.void(D, k, A, i, s), _op(lambda b, d, a, s: b.fadd(d, b.fmul(a, s)), "rs")
+
+
+@intrinsic
+def add_scalar(typingctx, D, k, A, i, s):
+    """``D[k] = A[i] + s``."""
+    return types.void(D, k, A, i, s), _op(lambda b, d, a, s: b.fadd(a, s), "rs")
+
+
+@intrinsic
 def mul(typingctx, D, k, A, i, B, j):
     """``D[k] = A[i] * B[j]``."""
     return types.void(D, k, A, i, B, j), _op(lambda b, d, a, x: b.fmul(a, x), "rr")
@@ -177,9 +189,26 @@ def half_sum_sub_mul(typingctx, D, k, A, i, B, j, E, l, F, m):
 
 
 def _largest(builder, d, a):
-    fabs = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_VECTOR, [_VECTOR]), f"llvm.fabs.v{WIDTH}f64")
-    size = builder.call(fabs, [a])
+    size = _fabs(builder, a)
     return builder.select(builder.fcmp_ordered(">", size, d), size, d)
+
+
+def _fabs(builder, a):
+    fabs = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_VECTOR, [_VECTOR]), f"llvm.fabs.v{WIDTH}f64")
+    return builder.call(fabs, [a])
+
+
+@intrinsic
+def absolute(typingctx, D, k, A, i):
+    """``D[k] = |A[i]|`` (``abs``: the sign bit cleared)."""
+    return types.void(D, k, A, i), _op(lambda b, d, a: _fabs(b, a), "r")
+
+
+@intrinsic
+def put(typingctx, D, k, A, i, M, j):
+    """``D[k] = A[i]`` in the lanes where ``M[j]`` is not zero; the other lanes of ``D[k]`` keep their values."""
+    zero = ir.Constant(_VECTOR, [0.0] * WIDTH)
+    return types.void(D, k, A, i, M, j), _op(lambda b, d, a, m: b.select(b.fcmp_unordered("!=", m, zero), a, d), "rr")
 
 
 @intrinsic

@@ -39,8 +39,11 @@ policy subclass runs on the numpy path (:attr:`CompiledDynamics.unsupported`).
 
 A program of mostly tree and wide pairs (:func:`elimination.lanes.covers_pairs`:
 ABA's, LCABA's, proxBBO's on the benchmark robots) runs eight states at a time
-in :func:`lanes_kernel`: each state's kinematics and fill into its lane, the
-lanes' factorization and first solve (:mod:`elimination.lanes`); then each
+in :func:`lanes_kernel`: the new states' kinematics and their links' factors
+computed in lanes too (:func:`_lane_kinematics`, :func:`_lane_fill_links`:
+the per-state operations as vector operations, eight states per instruction),
+each one's constraint terms into its lane, the lanes' factorization and first
+solve (:mod:`elimination.lanes`); then each
 lane's outer iterations run to its next solve -- a refinement step, a fresh
 solve, a verification's step -- the solves of all lanes run as one residual
 and one solve in lanes, and so on, a lane whose state has its answer taking
@@ -193,8 +196,8 @@ class CompiledDynamics:
         """:meth:`run` of a program of tree pairs eight states at a time (:func:`lanes_kernel`)."""
         announce_first_compile(__file__, "the dynamics kernel for batches side by side", "lanes_kernel")
         if self.lane_floats is None:  # made at the first batch: zeroed once, as the state's workspace
-            floats, ints, own = _lane_sizes(self.program, self.constraints, self.mechanism.constraint_dim)
-            self.lane_floats, self.lane_ints, self.lane_own = np.zeros(floats), np.zeros(ints, np.int64), np.zeros(own)
+            floats, ints, own = _lane_sizes(self.program, self.constraints, self.mechanism)
+            self.lane_floats, self.lane_ints, self.lane_own = lanes.aligned_zeros(floats), np.zeros(ints, np.int64), np.zeros(own)
         out, flags = np.empty((q.shape[0], self.width)), np.empty((q.shape[0], 3), dtype=np.int64)
         lanes_kernel(*self.tables, q, v, tau, forces0, float(mu), float(tol), int(max_iter), int(refine), self.iterating,
                      self.refill, self.floats, self.ints, self.lane_floats, self.lane_ints, self.lane_own, out, flags)
@@ -672,10 +675,17 @@ def _fill(model, constraints, factors, S, bias, Iw, fb, Kbuf, k, tau, lam, mu, F
     """Every graph factor's matrix, scales and linear term into the program's workspaces, as the slots of
     :class:`mechanics.gplc.GPLCLayout` and the policies build them; returns the largest diagonal magnitude
     of the quadratic factors (the scale floor's reference).  A link's own factors are written link by link,
-    at their fixed sizes; the constraints' factor by factor.  Every entry a step may read is written, its
-    zeros too: nothing reads what no state wrote (a workspace poisoned between calls answers the same)."""
+    at their fixed sizes (:func:`_fill_links`); the constraints' factor by factor (:func:`_fill_constraints`).
+    Every entry a step may read is written, its zeros too: nothing reads what no state wrote (a workspace
+    poisoned between calls answers the same)."""
+    largest = _fill_links(model, factors, S, bias, Iw, fb, tau, Fw, Lin, Lmag)
+    return _fill_constraints(constraints, factors, Kbuf, k, lam, mu, Fw, Lin, meas, largest)
+
+
+@njit(cache=True, inline="always")
+def _fill_links(model, factors, S, bias, Iw, fb, tau, Fw, Lin, Lmag):
+    """:func:`_fill` of the links' own factors (prior, tree joint, torque); their largest diagonal magnitude."""
     links, root = model[0], model[6]
-    table = constraints[0]
     ground = links.shape[0]
     largest = 0.0
     for l in range(links.shape[0]):
@@ -689,6 +699,13 @@ def _fill(model, constraints, factors, S, bias, Iw, fb, Kbuf, k, tau, lam, mu, F
                 Fw[ix(scl + i)] = 0.0
                 for j in range(nv):
                     Fw[ix(mat + i * nv + j)] = 0.0
+    return largest
+
+
+@njit(cache=True, inline="always")
+def _fill_constraints(constraints, factors, Kbuf, k, lam, mu, Fw, Lin, meas, largest):
+    """:func:`_fill` of the constraints' factors; the largest of ``largest`` and their diagonal magnitudes."""
+    table = constraints[0]
     for f in range(factors.shape[0]):
         kind, who, n = factors[ix(f), FKIND], factors[ix(f), WHO], factors[ix(f), FN]
         if kind == PRIOR or kind == TORQUE or kind == TREE:  # (above)
@@ -742,6 +759,265 @@ def _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas):
         for r in range(m):
             meas[ix(r0 + r)] = k[ix(r0 + r)] - lam[ix(r0 + r)] / mu
         _penalty_information(factors, f, constraints, Kbuf, mu, meas[r0:], Lin[factors[ix(f), LIN]:])
+
+
+# -- kinematics and fill in lanes ---------------------------------------------------------------------------------
+# lanes_kernel's eight states side by side: row k of KL (rows, LANES) holds one entry of each lane's kinematics,
+# in the parts of _lane_kinematic_parts.  Each operation below is the scalar kinematics' (_kinematics, _fill_links)
+# on the lanes, in its order (elimination.vectors: no fused multiply-add), so every lane gets the per-state
+# kernel's bits; the joint's pose (sines, cosines) is computed lane by lane.
+LANE_TEMPS = 40  # KL's scratch rows
+
+
+def lane_kinematic_rows(n: int, nq: int, nv: int) -> int:
+    """Rows of ``KL`` for ``n`` links, ``nq`` and ``nv`` entries of a state (:func:`_lane_kinematic_parts`)."""
+    return 18 * (n + 1) + 84 * n + nq + nv + LANE_TEMPS + 2
+
+
+@njit(cache=True, inline="always")
+def _lane_kinematic_parts(n, nq, nv):
+    """First rows in ``KL`` of ``R (9 per link, row-major; the ground last), p (3), vel (6), S (36: 6 x 6),
+    bias (6), Iw (36), fb (6)``, the states' normalised ``q (nq)`` and ``v (nv)``, the scratch, the lanes'
+    mask (1.0 where a lane takes a new state) and the largest diagonal magnitude of their link factors."""
+    p = 9 * (n + 1)
+    vel = p + 3 * (n + 1)
+    S = vel + 6 * (n + 1)
+    bias = S + 36 * n
+    Iw = bias + 6 * n
+    fb = Iw + 36 * n
+    qn = fb + 6 * n
+    v = qn + nq
+    t = v + nv
+    return 0, p, vel, S, bias, Iw, fb, qn, v, t, t + LANE_TEMPS, t + LANE_TEMPS + 1
+
+
+@njit(cache=True, inline="always")
+def _lane_joint_poses(links, axis, KL, l, q0, qn, RJ):
+    """Link ``l``'s joint pose (:func:`_joint_pose`) in each lane, into rows ``RJ`` (9) and ``RJ + 9`` (3)."""
+    kind, a0, a1, a2 = links[ix(l), JOINT], axis[ix(l), 0], axis[ix(l), 1], axis[ix(l), 2]
+    for w in range(LANES):
+        Rj, pj = _joint_pose(kind, a0, a1, a2, KL[qn:, w], q0)
+        for k in range(9):
+            KL[ix(RJ + k), w] = Rj[k]
+        for k in range(3):
+            KL[ix(RJ + 9 + k), w] = pj[k]
+
+
+@njit(cache=True, inline="always")
+def _lane_link_pose(KL, R, P, l, parent, Pr, Pp, RJ, T):
+    """:func:`_link_pose` on the lanes (``T``: three scratch rows)."""
+    Rl, pl, Rp, pp = R + 9 * l, P + 3 * l, R + 9 * parent, P + 3 * parent
+    for i in range(3):
+        vectors.copy(KL, pl + i, KL, pp + i)
+        for k in range(3):
+            vectors.add_scaled(KL, pl + i, KL, Rp + 3 * i + k, Pp[k])
+        for j in range(3):
+            vectors.scaled(KL, Rl + 3 * i + j, Pr[0, j], KL, Rp + 3 * i)
+            vectors.add_scaled(KL, Rl + 3 * i + j, KL, Rp + 3 * i + 1, Pr[1, j])
+            vectors.add_scaled(KL, Rl + 3 * i + j, KL, Rp + 3 * i + 2, Pr[2, j])
+    for i in range(3):  # then the joint's: p += R pj, R = R Rj
+        for k in range(3):
+            vectors.copy(KL, T + k, KL, Rl + 3 * i + k)
+        vectors.mul(KL, T + 3, KL, T, KL, RJ + 9)
+        vectors.add_mul(KL, T + 3, KL, T + 1, KL, RJ + 10)
+        vectors.add_mul(KL, T + 3, KL, T + 2, KL, RJ + 11)
+        vectors.add(KL, pl + i, KL, T + 3)
+        for j in range(3):
+            vectors.mul(KL, Rl + 3 * i + j, KL, T, KL, RJ + j)
+            vectors.add_mul(KL, Rl + 3 * i + j, KL, T + 1, KL, RJ + 3 + j)
+            vectors.add_mul(KL, Rl + 3 * i + j, KL, T + 2, KL, RJ + 6 + j)
+
+
+@njit(cache=True, inline="always")
+def _lane_cross_motion(KL, D, M, X):
+    """Rows ``D..D+5`` = ``m x x`` (:func:`_cross_motion`) of the rows ``M``, ``X`` (motion ``[omega; v]``)."""
+    for i in range(3):
+        i1, i2 = (i + 1) % 3, (i + 2) % 3
+        vectors.mul(KL, D + i, KL, M + i1, KL, X + i2)  # w_i1 x_i2 - w_i2 x_i1
+        vectors.sub_mul(KL, D + i, KL, M + i2, KL, X + i1)
+        vectors.mul(KL, D + 3 + i, KL, M + 3 + i1, KL, X + i2)  # v_i1 x_i2 - v_i2 x_i1 + w_i1 x_i2+3 - w_i2 x_i1+3
+        vectors.sub_mul(KL, D + 3 + i, KL, M + 3 + i2, KL, X + i1)
+        vectors.add_mul(KL, D + 3 + i, KL, M + i1, KL, X + 3 + i2)
+        vectors.sub_mul(KL, D + 3 + i, KL, M + i2, KL, X + 3 + i1)
+
+
+@njit(cache=True, inline="always")
+def _lane_world_inertia(KL, R, P, IW, l, b, T):
+    """:func:`_world_inertia` on the lanes (``b``: the link's body row; ``T``: seven scratch rows)."""
+    Rl, pl, I, c = R + 9 * l, P + 3 * l, IW + 36 * l, T + 3
+    m = b[0]
+    for i in range(3):  # the com c = p + R com
+        vectors.copy(KL, c + i, KL, pl + i)
+        for k in range(3):
+            vectors.add_scaled(KL, c + i, KL, Rl + 3 * i + k, b[1 + k])
+    for i in range(3):  # R I_com R'
+        for k in range(3):
+            vectors.scaled(KL, T + k, b[4 + k], KL, Rl + 3 * i)
+            vectors.add_scaled(KL, T + k, KL, Rl + 3 * i + 1, b[7 + k])
+            vectors.add_scaled(KL, T + k, KL, Rl + 3 * i + 2, b[10 + k])
+        for j in range(3):
+            vectors.mul(KL, I + 6 * i + j, KL, T, KL, Rl + 3 * j)
+            vectors.add_mul(KL, I + 6 * i + j, KL, T + 1, KL, Rl + 3 * j + 1)
+            vectors.add_mul(KL, I + 6 * i + j, KL, T + 2, KL, Rl + 3 * j + 2)
+    for i in range(3):
+        for j in range(3):
+            vectors.fill(KL, I + 6 * (3 + i) + 3 + j, m if i == j else 0.0)
+    cc = T + 6
+    vectors.mul(KL, cc, KL, c, KL, c)
+    vectors.add_mul(KL, cc, KL, c + 1, KL, c + 1)
+    vectors.add_mul(KL, cc, KL, c + 2, KL, c + 2)
+    for i in range(3):  # m (|c|^2 I - c c')
+        for j in range(3):
+            if i == j:
+                vectors.copy(KL, T, KL, cc)
+            else:
+                vectors.fill(KL, T, 0.0)
+            vectors.sub_mul(KL, T, KL, c + i, KL, c + j)
+            vectors.add_scaled(KL, I + 6 * i + j, KL, T, m)
+    for i in range(3):  # m [c]x
+        i1, i2 = (i + 1) % 3, (i + 2) % 3
+        vectors.fill(KL, I + 6 * i + 3 + i, 0.0)
+        vectors.scaled(KL, I + 6 * i + 3 + i1, -m, KL, c + i2)
+        vectors.scaled(KL, I + 6 * i + 3 + i2, m, KL, c + i1)
+    for i in range(3):
+        for j in range(3):
+            vectors.copy(KL, I + 6 * (3 + i) + j, KL, I + 6 * j + 3 + i)  # m [c]x'
+
+
+@njit(cache=True, **UNCOUNTED)
+def _lane_kinematics(model, KL, parts):
+    """:func:`_kinematics` of every lane's state (its ``q`` and ``v`` in ``KL``'s rows, :func:`_lane_kinematic_parts`)."""
+    links, axis, place_R, place_p, body, S_local, root = model
+    n = links.shape[0]
+    R, P, VEL, S, BIAS, IW, FB, QN, V, T = parts[:10]
+    RJ, JV, H, TT = T, T + 12, T + 18, T + 24  # joint pose (12), joint velocity, momentum, temporaries (8)
+    for i in range(3):
+        vectors.fill(KL, P + 3 * n + i, 0.0)
+        for j in range(3):
+            vectors.fill(KL, R + 9 * n + 3 * i + j, 1.0 if i == j else 0.0)
+    for i in range(6):
+        vectors.fill(KL, VEL + 6 * n + i, 0.0)
+    for l in range(n):
+        parent, q0, v0, nv = links[ix(l), PARENT], links[ix(l), Q0], links[ix(l), V0], links[ix(l), NV]
+        _lane_joint_poses(links, axis, KL, l, q0, QN, RJ)
+        _lane_link_pose(KL, R, P, l, parent, place_R[ix(l)], place_p[ix(l)], RJ, TT)
+        Rl, pl, Sl, S0 = R + 9 * l, P + 3 * l, S + 36 * l, S_local[ix(l)]
+        for c in range(nv):  # S = [[R, 0], [p x R, R]] S_local
+            for i in range(3):
+                vectors.fill(KL, Sl + 6 * i + c, 0.0)
+                vectors.fill(KL, Sl + 6 * (3 + i) + c, 0.0)
+                for k in range(3):
+                    vectors.add_scaled(KL, Sl + 6 * i + c, KL, Rl + 3 * i + k, S0[k, ix(c)])
+                    vectors.add_scaled(KL, Sl + 6 * (3 + i) + c, KL, Rl + 3 * i + k, S0[3 + k, ix(c)])
+            for i in range(3):
+                i1, i2 = (i + 1) % 3, (i + 2) % 3
+                vectors.mul(KL, TT, KL, pl + i1, KL, Sl + 6 * i2 + c)
+                vectors.sub_mul(KL, TT, KL, pl + i2, KL, Sl + 6 * i1 + c)
+                vectors.add(KL, Sl + 6 * (3 + i) + c, KL, TT)
+        vl = VEL + 6 * l
+        for i in range(6):
+            vectors.fill(KL, JV + i, 0.0)
+            for c in range(nv):
+                vectors.add_mul(KL, JV + i, KL, Sl + 6 * i + c, KL, V + v0 + c)
+            vectors.copy(KL, vl + i, KL, VEL + 6 * parent + i)
+            vectors.add(KL, vl + i, KL, JV + i)
+        _lane_cross_motion(KL, BIAS + 6 * l, vl, JV)
+        _lane_world_inertia(KL, R, P, IW, l, body[ix(l)], TT)
+        Il = IW + 36 * l
+        for i in range(6):  # momentum h = H v
+            vectors.dot6(KL, H + i, KL, Il + 6 * i, 1, KL, vl, 1)
+        f = FB + 6 * l
+        for i in range(3):  # f = [-(w x n) - (u x f); -(w x f)]
+            i1, i2 = (i + 1) % 3, (i + 2) % 3
+            vectors.mul(KL, f + i, KL, vl + i1, KL, H + i2)
+            vectors.sub_mul(KL, f + i, KL, vl + i2, KL, H + i1)
+            vectors.scaled(KL, f + i, -1.0, KL, f + i)
+            vectors.mul(KL, TT, KL, vl + 3 + i1, KL, H + 3 + i2)
+            vectors.sub_mul(KL, TT, KL, vl + 3 + i2, KL, H + 3 + i1)
+            vectors.sub(KL, f + i, KL, TT)
+            vectors.mul(KL, f + 3 + i, KL, vl + i1, KL, H + 3 + i2)
+            vectors.sub_mul(KL, f + 3 + i, KL, vl + i2, KL, H + 3 + i1)
+            vectors.scaled(KL, f + 3 + i, -1.0, KL, f + 3 + i)
+
+
+@njit(cache=True, **UNCOUNTED)
+def _lane_fill_links(model, factors, KL, parts, TAU, states, Fw, Lin, Lmag):
+    """:func:`_fill_links` of the lanes that take a new state (``KL``'s mask; ``states``: each lane's state, its
+    ``tau`` a row of ``TAU``) into their columns of ``Fw``, ``Lin``, ``Lmag``; the other lanes' columns keep
+    their values.  Each lane's largest diagonal magnitude into ``KL``'s row for it."""
+    links, root = model[0], model[6]
+    ground = links.shape[0]
+    S, BIAS, IW, FB, T, MASK, TOP = parts[3], parts[4], parts[5], parts[6], parts[9], parts[10], parts[11]
+    vectors.fill(KL, TOP, 0.0)
+    for l in range(links.shape[0]):
+        f = links[ix(l), PRIOR_F]
+        mat, scl, lin, I = factors[ix(f), MAT], factors[ix(f), SCL], factors[ix(f), LIN], IW + 36 * l
+        for i in range(6):  # the prior (_prior)
+            vectors.put(Lin, lin + i, KL, FB + 6 * l + i, KL, MASK)
+            for j in range(6):
+                vectors.half_sum(KL, T, KL, I + 6 * i + j, KL, I + 6 * j + i)
+                vectors.put(Fw, mat + i * 6 + j, KL, T, KL, MASK)
+                if i == j:
+                    vectors.absolute(KL, T + 1, KL, T)
+            vectors.put(Fw, scl + i, KL, T + 1, KL, MASK)
+            vectors.largest(KL, TOP, KL, T + 1)
+        nv, f, on_ground = links[ix(l), NV], links[ix(l), TREE_F], links[ix(l), PARENT] == ground
+        mat, scl, lin, n = factors[ix(f), MAT], factors[ix(f), SCL], factors[ix(f), LIN], factors[ix(f), FN]
+        c0, whole = factors[ix(f), JOINT0], not factors[ix(f), JOINT_ONLY]
+        for r in range(6):  # the tree joint (_tree)
+            vectors.fill(KL, T, 1.0 if on_ground else 2.0)  # the row's squared norm
+            for j in range(nv):
+                s = S + 36 * l + 6 * r + j
+                vectors.scaled(KL, T + 1, -1.0, KL, s)
+                vectors.put(Fw, mat + r * n + c0 + j, KL, T + 1, KL, MASK)
+                vectors.add_mul(KL, T, KL, s, KL, s)
+            if whole:
+                vectors.fill(KL, T + 1, 0.0)
+                for j in range(c0):
+                    vectors.put(Fw, mat + r * n + j, KL, T + 1, KL, MASK)
+                vectors.fill(KL, T + 1, 1.0)
+                vectors.put(Fw, mat + r * n + r, KL, T + 1, KL, MASK)
+                if not on_ground:
+                    vectors.fill(KL, T + 1, -1.0)
+                    vectors.put(Fw, mat + r * n + 6 + r, KL, T + 1, KL, MASK)
+                vectors.sqrt(KL, T, KL, T)
+                vectors.inverse(KL, T, KL, T)
+                vectors.put(Fw, scl + r, KL, T, KL, MASK)
+            if on_ground:
+                vectors.add_scalar(KL, T + 1, KL, BIAS + 6 * l + r, root[r])
+            else:
+                vectors.copy(KL, T + 1, KL, BIAS + 6 * l + r)
+            vectors.put(Lin, lin + r, KL, T + 1, KL, MASK)
+            vectors.absolute(KL, T + 2, KL, T + 1)
+            vectors.put(Lmag, lin + r, KL, T + 2, KL, MASK)
+        f = links[ix(l), TORQUE_F]
+        if f >= 0:  # tau_i, on a zero matrix (zero scales)
+            mat, scl, lin, v0 = factors[ix(f), MAT], factors[ix(f), SCL], factors[ix(f), LIN], links[ix(l), V0]
+            vectors.fill(KL, T, 0.0)
+            for i in range(nv):
+                vectors.put(Fw, scl + i, KL, T, KL, MASK)
+                for j in range(nv):
+                    vectors.put(Fw, mat + i * nv + j, KL, T, KL, MASK)
+                for w in range(LANES):
+                    if KL[ix(MASK), w] != 0.0:
+                        Lin[ix(lin + i), w] = TAU[ix(states[w]), ix(v0 + i)]
+
+
+@njit(cache=True, inline="always")
+def _lane_poses(table, KL, parts, w, R, p, vel):
+    """Lane ``w``'s poses and velocities of the constrained links (and the ground) into the per-state
+    ``R, p, vel`` that :func:`_constraint_terms` reads."""
+    for j in range(table.shape[0]):
+        if table[ix(j), CKIND] == GENERAL:
+            continue
+        for side in range(2):
+            l = table[ix(j), L1 + side]
+            for i in range(3):
+                p[ix(l), i] = KL[ix(parts[1] + 3 * l + i), w]
+                for k in range(3):
+                    R[ix(l), i, k] = KL[ix(9 * l + 3 * i + k), w]
+            for i in range(6):
+                vel[ix(l), i] = KL[ix(parts[2] + 6 * l + i), w]
 
 
 @njit(cache=True, inline="always")
@@ -1169,20 +1445,22 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
                 tol, max_iter, nv, out, flags)
 
 
-def _lane_sizes(program, constraints: tuple, m: int) -> tuple:
+def _lane_sizes(program, constraints: tuple, mechanism) -> tuple:
     """Floats of :func:`_lane_parts`' workspace (a float per lane per entry), its integer rows, and the floats
     per lane of each state's own constraint terms (``Kbuf``, ``k``, the measurements, ``lambda``)."""
+    m = mechanism.constraint_dim
     entries = (program.factor_size + program.conditional_size + 3 * program.linear_size + program.cache_size
-               + 2 * program.value_size + 4 + lanes.pairs_scratch_rows(max_front(program)))
+               + 2 * program.value_size + 4 + lanes.pairs_scratch_rows(max_front(program))
+               + lane_kinematic_rows(len(mechanism.links), mechanism.nq, mechanism.nv))
     return entries * LANES, (LANE_ROWS, LANES), (LANES, 36 * constraints[2].shape[0] + 4 * m + 2)
 
 
 @njit(cache=True, inline="always")
-def _lane_parts(lw, sizes, maxn):
+def _lane_parts(lw, sizes, maxn, kinematic_rows):
     """:func:`lanes_kernel`'s lanes, carved from ``lw``: ``Fw, C, Lin, Lmag, cache, X, Lres, corrections
     (entries, LANES)``, the scale floors ``(1, LANES)``, the pivot ratios ``(LANES,)``, the largest
     magnitudes of a correction and its values ``(2, LANES)``, :func:`elimination.lanes.factorize_pairs`' and
-    ``solve_pairs``' scratch."""
+    ``solve_pairs``' scratch, and the kinematics' rows ``KL`` (:func:`_lane_kinematic_parts`)."""
     rows = lw.reshape((-1, LANES))
     a = np.int64(sizes[0])  # the ends of the parts, in _lane_sizes' order
     b = a + np.int64(sizes[1])
@@ -1192,9 +1470,10 @@ def _lane_parts(lw, sizes, maxn):
     f = e + np.int64(sizes[4])
     g = f + np.int64(sizes[2])
     h = g + np.int64(sizes[4])
-    factorize_scratch, solve_scratch = lanes.pairs_scratch_in(rows[h + 4:], maxn)
+    k = h + 4 + kinematic_rows
+    factorize_scratch, solve_scratch = lanes.pairs_scratch_in(rows[k:], maxn)
     return (rows[:a], rows[a:b], rows[b:c], rows[c:d], rows[d:e], rows[e:f], rows[f:g], rows[g:h], rows[h:h + 1],
-            rows[h + 1], rows[h + 2:h + 4], factorize_scratch, solve_scratch)
+            rows[h + 1], rows[h + 2:h + 4], factorize_scratch, solve_scratch, rows[h + 4:k])
 
 
 @njit(cache=True, inline="always")
@@ -1315,8 +1594,8 @@ def _lanes_solved(links, factors, scope, constraints, lk, pairs, m, mu, smaps, s
 def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, iterating, refill, ws, wi, lw, li, lk, out,
                  flags):
     """:func:`dynamics_kernel` for a program of mostly tree and wide pairs (:func:`elimination.lanes.covers_pairs`),
-    ``LANES`` states at a time: each state's kinematics, constraint terms and fill into its lane
-    (:func:`_refill`), one factorization of the lanes and their first solve without refinement
+    ``LANES`` states at a time: the new states' kinematics and link factors in lanes, each one's constraint
+    terms and their factors into its lane (:func:`_refill`), one factorization of the lanes and their first solve without refinement
     (:func:`elimination.lanes.factorize_pairs`, :func:`~elimination.lanes.solve_pairs`).  Then, where the
     program iterates, every lane's outer iterations advance to their next solve (:func:`_advance`: a
     refinement step, a fresh solve, a suspect pivot's verification step) and the solves run in lanes
@@ -1333,9 +1612,11 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
     rows_x, e = ws[o[10]:o[11]].reshape((3, np.int64(sizes[4]))), ws[o[11]:o[12]]
     dropped, qn = ws[o[15]:o[16]], ws[o[16]:o[17]]
     fscr, sscr = factorize_scratch_in(ws[o[17]:o[18]], wi, maxn), solve_scratch_in(ws[o[18]:o[19]], maxn)
-    jv, terms_scratch = ws[o[19]:o[19] + 6], ws[o[19] + 6:o[20]]
+    terms_scratch = ws[o[19] + 6:o[20]]
     meas0, corrected, Lin0, Lres1, xn, corr = rows_m[2], rows_m[5], rows_L[1], rows_L[3], rows_x[1], rows_x[2]
-    Fw, C, Lin, Lmag, cache, X, Lres, D, floor, ratio, tops, flane, slane = _lane_parts(lw, sizes, maxn)
+    kparts = _lane_kinematic_parts(links.shape[0], Q.shape[1], nv)
+    Fw, C, Lin, Lmag, cache, X, Lres, D, floor, ratio, tops, flane, slane, KL = _lane_parts(lw, sizes, maxn,
+                                                                                            kparts[-1] + 1)
     weak, failed, valid, need = li[WEAK], li[FAILED], li[VALID], li[NEED]
     has_soft = _has_soft(table)
     # the outer iterations in lanes: each re-solve refined from the last iterate (Factorization.startable) or a
@@ -1350,7 +1631,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
             idle += li[STATE, w] < 0
         if loaded < B and (idle >= refill or idle == LANES):
             loaded = _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, unit, pairs, m, ws, o,
-                             qn, jv, terms_scratch, li, lk, Fw, Lin, Lmag, floor, flags)
+                             qn, terms_scratch, li, lk, Fw, Lin, Lmag, floor, flags, KL, kparts)
             lanes.factorize_pairs(fmaps, Fw, C, floor, fscr, flane, ratio, weak, failed)
             whole = idle == LANES  # (every lane new: the first solve straight into X)
             lanes.solve_pairs(smaps, C, Lin, cache, X if whole else D, slane, sscr)
@@ -1413,15 +1694,17 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
 
 
 @njit(cache=True, inline="always")
-def _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, unit, pairs, m, ws, o, qn, jv,
-            terms_scratch, li, lk, Fw, Lin, Lmag, floor, flags):
-    """The next states, from ``loaded`` on, into the idle lanes (``li[STATE] < 0``): each one's kinematics,
-    constraint terms and fill into its lane (``li[VALID]``: 1 where a state was loaded and the checks pass,
-    its lane then holding it).  Returns how many states are loaded now."""
+def _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, unit, pairs, m, ws, o, qn, terms_scratch,
+            li, lk, Fw, Lin, Lmag, floor, flags, KL, kparts):
+    """The next states, from ``loaded`` on, into the idle lanes (``li[STATE] < 0``): their kinematics and their
+    links' factors in lanes (:func:`_lane_kinematics`, :func:`_lane_fill_links`), then each one's constraint
+    terms and their factors into its lane (``li[VALID]``: 1 where a state was loaded and the checks pass, its
+    lane then holding it).  Returns how many states are loaded now."""
     n = model[0].shape[0]
-    R, p, vel, S, bias, Iw, fb = _kinematic_parts(ws, o, n)
+    R, p, vel = _kinematic_parts(ws, o, n)[:3]
+    QN, VV, MASK, TOP = kparts[7], kparts[8], kparts[10], kparts[11]
     for w in range(LANES):
-        li[VALID, w] = 0
+        li[VALID, w], KL[ix(MASK), w] = 0, 0.0
         if li[STATE, w] >= 0 or loaded >= Q.shape[0]:
             continue
         b = loaded
@@ -1430,10 +1713,20 @@ def _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, uni
         Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
         if not _load_state(Q, V, TAU, F0, b, unit, qn, lam):
             continue
-        flags[ix(b), STATUS], li[VALID, w], li[STATE, w] = FALLBACK, 1, b
-        _kinematics(model, qn, V[ix(b)], R, p, S, vel, bias, Iw, fb, jv)
+        flags[ix(b), STATUS], li[VALID, w], li[STATE, w], KL[ix(MASK), w] = FALLBACK, 1, b, 1.0
+        for i in range(Q.shape[1]):
+            KL[ix(QN + i), w] = qn[ix(i)]
+        for i in range(V.shape[1]):
+            KL[ix(VV + i), w] = V[ix(b), ix(i)]
+    _lane_kinematics(model, KL, kparts)
+    _lane_fill_links(model, factors, KL, kparts, TAU, li[STATE], Fw, Lin, Lmag)
+    for w in range(LANES):
+        if li[VALID, w] == 0:
+            continue
+        Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
+        _lane_poses(constraints[0], KL, kparts, w, R, p, vel)
         _constraint_terms(constraints, general, model[6], R, p, vel, Kbuf, k, terms_scratch)
-        largest = _fill(model, constraints, factors, S, bias, Iw, fb, Kbuf, k, TAU[ix(b)], lam, mu, Fw[:, w],
-                        Lin[:, w], Lmag[:, w], meas)
+        largest = _fill_constraints(constraints, factors, Kbuf, k, lam, mu, Fw[:, w], Lin[:, w], meas,
+                                    KL[ix(TOP), w])
         floor[0, w] = SCALE_FLOOR * largest
     return loaded

@@ -25,6 +25,10 @@ def _vector(D, A, B, s):
     v.mul_add(D, 14, A, 0, B, 1, A, 2)
     v.mul_sub(D, 15, A, 3, B, 2, A, 4)
     v.half_sum_sub_mul(D, 16, A, 5, B, 3, A, 6, B, 4)
+    v.add_scaled(D, 17, A, 7, s)
+    v.add_scalar(D, 18, A, 8, s)
+    v.absolute(D, 19, A, 9)
+    v.put(D, 20, A, 10, B, 0)  # (where B's row is not zero)
 
 
 @njit(error_model="numpy")  # (as the lane kernels: a division by zero gives inf, not an exception)
@@ -55,6 +59,11 @@ def _scalar(D, A, B, s):
         D[15, w] -= B[2, w] * A[4, w]
         D[16, w] = 0.5 * (A[5, w] + B[3, w])
         D[16, w] -= A[6, w] * B[4, w]
+        D[17, w] += A[7, w] * s
+        D[18, w] = A[8, w] + s
+        D[19, w] = abs(A[9, w])
+        if B[0, w] != 0.0:
+            D[20, w] = A[10, w]
 
 
 def test_every_operation_equals_the_scalar_one_bit_for_bit():
@@ -65,12 +74,14 @@ def test_every_operation_equals_the_scalar_one_bit_for_bit():
     for trial in range(200):
         A = rng.normal(size=(12, 8)) * 10.0 ** rng.integers(-8, 9, size=(12, 8))
         B = rng.normal(size=(6, 8)) * 10.0 ** rng.integers(-8, 9, size=(6, 8))
-        D = rng.normal(size=(17, 8))
+        D = rng.normal(size=(21, 8))
         if trial % 4 == 0:  # edges in random places
             A[rng.integers(0, 11, 8), np.arange(8)] = edges[rng.permutation(8)]
             B[rng.integers(0, 6, 8), np.arange(8)] = edges[rng.permutation(8)]
         if trial % 4 == 1:  # a sum that overflows before it is halved
             A[10, :4] = B[5, :4] = 1.5e308
+        if trial % 4 == 2:  # a mask with zeros of both signs
+            B[0, :3] = [0.0, -0.0, 0.0]
         s = float(rng.normal() * 10.0 ** rng.integers(-4, 5))
         got, want = D.copy(), D.copy()
         with np.errstate(all="ignore"):
