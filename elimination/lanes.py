@@ -33,13 +33,17 @@ spanning-tree order (:func:`covers_pairs`: ABA's, LCABA's, proxBBO's steps),
 mostly tree pairs and wide pairs: :func:`factorize_pairs` and
 :func:`solve_pairs` run a revolute or prismatic pair's fixed-size arithmetic,
 and a wide pair's with a revolute joint (a loop's link and joint, the
-separator the loop's multipliers and other links), as vector operations; any
-other pair (a free-flyer or spherical joint) and the few generic steps (a loop
-root's) lane by lane through the per-element kernels, on the lanes of a
-workspace the caller fills (:func:`mechanics.compiled.lanes_kernel`: each
-state's kinematics into its lane).  Bit for bit the per-element kernels'
-numbers again; on Talos's tree a batch of eight took the pairs' factorization
-1.7x and their solve 2.1x faster than eight states one at a time.
+separator the loop's multipliers and other links), as vector operations; so
+are a free body's wide pair (a floating base or a grasped object whose link
+reads itself from its joint's ``+-I`` rows, then the joint's pivot:
+:func:`_wide_unit_link`) and a step that pivots its whole front (the
+contacts' multipliers: :func:`_pivot_step`).  Any other pair (a free-flyer
+or spherical joint in a tree pair) and the other generic steps run lane by
+lane through the per-element kernels, on the lanes of a workspace the caller
+fills (:func:`mechanics.compiled.lanes_kernel`: the states' kinematics in
+lanes too).  Bit for bit the per-element kernels' numbers again; on Talos's
+tree a batch of eight took the pairs' factorization 1.7x and their solve 2.1x
+faster than eight states one at a time.
 """
 from __future__ import annotations
 
@@ -47,9 +51,9 @@ import numpy as np
 from numba import njit
 from numba.typed import List
 
-from .compiled import (B0, B1, CARRY, DS, G0, G1, H0, H1, HF_, IDENTITY, LINV, M, NF, NS, NZ, OUT_G, OUT_H, OUT_S, PAIR,
-                       PG0, PG1, PH0, PH1, PIVOT, PS0, PS1, PB0, PB1, S0, S1, SINGULAR_RTOL, T_, TC, TN, TQ, TSIG,
-                       UNCOUNTED, XF0, XF1, XS0, XS1, Y_, YC,
+from .compiled import (A0, A1, B0, B1, CARRY, DS, G0, G1, H0, H1, HF_, IDENTITY, LINV, M, NF, NS, NZ, OUT_G, OUT_H,
+                       OUT_S, PAIR, PG0, PG1, PH0, PH1, PIVOT, PS0, PS1, PB0, PB1, RS, S0, S1, SINGULAR_RTOL, T_, TC,
+                       TN, TQ, TSIG, UNCOUNTED, UROW, XF0, XF1, XS0, XS1, Y_, YC,
                        announce_first_compile, factorize_maps, max_front, solve_maps)
 from .compiled import _generic_step as generic_step, _parent_block as parent_block, _revolute
 from .compiled import _step_backward as step_backward, _step_forward as step_forward, _tree_pair as tree_pair
@@ -556,6 +560,130 @@ def _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6
 
 
 @njit(cache=True, inline="always")
+def _whole_pivot(steps, st, pair):
+    """Whether step ``st`` (its ``pair`` column: 0, or ``WIDE_JOINT``) pivots its whole frontal block, definite
+    or negative, with no rows to substitute (a step of the programs :func:`covers`: :func:`factorize_group`'s
+    operations)."""
+    return (steps[st, M] == 0 and steps[st, IDENTITY] == 0 and steps[st, PAIR] == pair and steps[st, CARRY] == 0
+            and steps[st, NZ] == steps[st, NF] and (steps[st, PIVOT] == DEFINITE or steps[st, PIVOT] == NEGATIVE))
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _pivot_step(maps, st, Fw, C, floor, H, scale, L, Li, X, maxn, tmp, r, ratio, weak, failed):
+    """A :func:`_whole_pivot` step on the lanes, as :func:`factorize_group` runs it (each lane with its own
+    scale floor ``floor (1, LANES)``), its pivot ratios and failure recorded per lane; a wide pair's joint half
+    starts from the separator block its link half left in ``H`` (:func:`_wide_unit_link`), moved up and left,
+    as :func:`elimination.compiled._generic_step` does.  ``L``, ``Li``, ``X``: front-sized scratch, ``tmp``:
+    six scratch rows."""
+    steps, hs, hd, ss, sd = maps[0], maps[1], maps[2], maps[3], maps[4]
+    nF, nS = steps[st, NF], steps[st, NS]
+    n = nF + nS
+    sgn = 1.0 if steps[st, PIVOT] == DEFINITE else -1.0
+    if steps[st, PAIR] == WIDE_JOINT:
+        o = steps[st - 1, NF]
+        for i in range(n):  # (up and left, row by row: nothing is read after it is written)
+            v.copy(scale, i, scale, o + i)
+            for j in range(n):
+                v.copy(H, i * maxn + j, H, (o + i) * maxn + o + j)
+        for i in range(n):  # (the link half updated the block's upper triangle: the lower one is its mirror)
+            for j in range(i):
+                v.copy(H, i * maxn + j, H, j * maxn + i)
+        for q in range(steps[st, H0], steps[st, H1]):
+            v.add(H, hd[q], Fw, hs[q])
+        for q in range(steps[st, S0], steps[st, S1]):
+            v.add(scale, sd[q], Fw, ss[q])
+    else:
+        _gathered(steps, st, hs, hd, ss, sd, Fw, H, scale, n, maxn)
+    _floored(scale, n, floor)
+    ok = tmp[5].view(np.bool_)  # (a row of the float scratch: the kernel allocates nothing)
+    for w in range(LANES):
+        ok[w] = True
+    _cholesky(H, sgn, nF, maxn, L, ok, tmp)
+    _step_ratio(L, scale, nF, maxn, sgn, r)
+    for w in range(LANES):
+        _record(w, r[w], st if not ok[w] or r[w] < 0.0 else -1, st, ratio, weak, failed)
+    _lower_inverse(L, nF, maxn, Li, tmp)
+    _eliminate(steps, st, H, scale, Li, X, C, Fw, sgn, nF, nS, maxn)
+
+
+@njit(cache=True, inline="always")
+def _unit_link(steps, st):
+    """Whether step ``st`` is the link half of a wide pair whose joint is not revolute (a free flyer's, a
+    spherical joint's) that reads the link from its tree joint's declared ``+-I`` rows, with no rows left over
+    (:func:`_wide_unit_link`)."""
+    return (steps[st, PAIR] == WIDE_LINK and steps[st, TQ] < 0 and steps[st, IDENTITY] != 0 and steps[st, CARRY] == 0
+            and steps[st, M] == steps[st, NF] and steps[st, NZ] == 0 and steps[st, RS] < 0 and steps[st, OUT_H] < 0)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _wide_unit_link(maps, st, Fw, C, floor, H, scale, A, T, HFT, maxn, tmp):
+    """:func:`elimination.compiled._generic_step` of a :func:`_unit_link` step on the lanes, its operations lane
+    by lane: the front gathered, ``HF`` and ``T = -sign A_S`` into ``C``, the substitution ``x_F = T x_S + ..``
+    into the separator block (``H_SS += T' (H_FF T + H_FS) + H_SF T``, its scales), left in ``H`` for the
+    joint half.  Where the per-element kernel skips a zero of ``T`` (or of ``T`` and ``H_FS``) in its lane, the
+    lanes skip it where it is zero in every lane, else add its zero products: the same values."""
+    steps, hs, hd, ss, sd, as_, ad = maps[0], maps[1], maps[2], maps[3], maps[4], maps[5], maps[6]
+    nF, nS, m = steps[st, NF], steps[st, NS], steps[st, M]
+    n = nF + nS
+    _gathered(steps, st, hs, hd, ss, sd, Fw, H, scale, n, maxn)
+    _floored(scale, n, floor)
+    for i in range(m):
+        for j in range(n):
+            v.fill(A, i * maxn + j, 0.0)
+    for q in range(steps[st, A0], steps[st, A1]):
+        v.copy(A, ad[q], Fw, as_[q])
+    hf = steps[st, HF_]
+    for i in range(n):  # HF, kept for the forward sweep's g - HF t
+        for j in range(nF):
+            v.copy(C, hf + i * nF + j, H, i * maxn + j)
+    sgn, r0, ts = -float(steps[st, IDENTITY]), steps[st, UROW], steps[st, T_]
+    for i in range(nF):  # T = -W A_S, W = sign I on the declared rows
+        for j in range(nS):
+            v.scaled(T, i * nS + j, sgn, A, (r0 + i) * maxn + nF + j)
+            v.copy(C, ts + i * nS + j, T, i * nS + j)
+    for i in range(nF):  # HFT = H_FF T + H_FS
+        for j in range(nS):
+            v.copy(HFT, i * nS + j, H, i * maxn + nF + j)
+        for q in range(nF):
+            for j in range(nS):
+                if _nonzero(T, q * nS + j):
+                    v.add_mul(HFT, i * nS + j, H, i * maxn + q, T, q * nS + j)
+    for q in range(nF):  # H_SS += T' HFT + H_SF T in its upper triangle; scale_S += (T^2)' scale_F
+        for i in range(nS):
+            if not (_nonzero(T, q * nS + i) or _nonzero(H, q * maxn + nF + i)):
+                continue
+            for j in range(i, nS):
+                v.mul(tmp, 0, T, q * nS + i, HFT, q * nS + j)
+                v.add_mul(tmp, 0, H, q * maxn + nF + i, T, q * nS + j)
+                v.add(H, (nF + i) * maxn + nF + j, tmp, 0)
+        for i in range(nS):
+            if _nonzero(T, q * nS + i):
+                v.mul(tmp, 0, T, q * nS + i, T, q * nS + i)
+                v.add_mul(scale, nF + i, tmp, 0, scale, q)
+
+
+@njit(cache=True, inline="always")
+def _nonzero(X, k):
+    """Whether row ``k`` of ``X`` is nonzero in some lane."""
+    for w in range(LANES):
+        if X[k, w] != 0.0:
+            return True
+    return False
+
+
+@njit(cache=True, inline="always")
+def _front_of_lane(steps, st, H, scale, maxn, w, He, scale_e):
+    """The separator block and scales that step ``st`` (:func:`_wide_unit_link`) left in lane ``w`` of ``H``,
+    into the per-element front ``He``, ``scale_e`` where :func:`elimination.compiled._generic_step` leaves
+    them for the joint half (its lower triangle the upper's mirror)."""
+    nF, nS = steps[st, NF], steps[st, NS]
+    for i in range(nF, nF + nS):
+        scale_e[i] = scale[i, w]
+        for j in range(i, nF + nS):
+            He[i, j] = He[j, i] = H[i * maxn + j, w]
+
+
+@njit(cache=True, inline="always")
 def _run_end(steps, st):
     """The step after the run of generic steps from ``st`` that share the per-element kernels' scratch: a wide
     pair's joint half after its link half, a step that starts from the front the step before left."""
@@ -574,7 +702,7 @@ def factorize_pairs(maps, Fw, C, floor, scratch, lane_scratch, ratio, weak, fail
     ``scratch``: :func:`elimination.compiled.factorize_scratch_in`'s, for the pairs run lane by lane."""
     steps, hs, hd, ss, sd = maps[0], maps[1], maps[2], maps[3], maps[4]
     pbH, pbs, phs, phd, pss, psd = maps[11], maps[12], maps[13], maps[14], maps[15], maps[16]
-    H, scale, t6, u6, tmp, r, y = lane_scratch
+    H, scale, t6, u6, tmp, r, y, A, T, HFT = lane_scratch
     maxn = scratch[0].shape[0]  # (the per-element front's size: the wide pairs' gathers index H by it)
     Hf, Af = scratch[0].reshape(maxn * maxn), scratch[1].reshape(maxn * maxn)
     for w in range(LANES):
@@ -584,9 +712,22 @@ def factorize_pairs(maps, Fw, C, floor, scratch, lane_scratch, ratio, weak, fail
         if steps[st, PAIR] == WIDE_LINK and steps[st, TQ] >= 0:
             _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, maxn, scale, t6, u6, y, tmp, r)
         elif steps[st, PAIR] != LINK_HALF:  # generic steps, lane by lane (each lane's run of them at once)
-            end = _run_end(steps, st)
+            end, first = _run_end(steps, st), st
+            if end == st + 1 and _whole_pivot(steps, st, 0):  # a contact's multipliers, say: in lanes
+                _pivot_step(maps, st, Fw, C, floor, H, scale, A, T, HFT, maxn, tmp, r, ratio, weak, failed)
+                st = end
+                continue
+            if _unit_link(steps, st):  # but a wide pair's link half read from its joint: in lanes
+                _wide_unit_link(maps, st, Fw, C, floor, H, scale, A, T, HFT, maxn, tmp)
+                first = st + 1
+                if end == st + 2 and _whole_pivot(steps, st + 1, WIDE_JOINT):  # and its joint's pivot
+                    _pivot_step(maps, st + 1, Fw, C, floor, H, scale, A, T, HFT, maxn, tmp, r, ratio, weak, failed)
+                    st = end
+                    continue
             for w in range(LANES):
-                for s in range(st, end):
+                if first > st:  # the front it left, for the joint half
+                    _front_of_lane(steps, st, H, scale, maxn, w, scratch[0], scratch[2])
+                for s in range(first, end):
                     rs, fail = generic_step(maps, s, Fw[:, w], C[:, w], floor[0, w], False, scratch, Hf, Af)
                     _record(w, rs, fail, s, ratio, weak, failed)
             st = end
@@ -604,21 +745,22 @@ def factorize_pairs(maps, Fw, C, floor, scratch, lane_scratch, ratio, weak, fail
 def pairs_scratch_rows(maxn: int) -> int:
     """Rows of ``LANES`` that :func:`pairs_scratch_in` carves for fronts up to ``maxn`` wide."""
     maxn = max(maxn, 6)
-    return maxn * maxn + 2 * maxn + 19 + 3 * maxn + 6
+    return 4 * maxn * maxn + 2 * maxn + 19 + 3 * maxn + 6
 
 
 @njit(cache=True, inline="always")
 def pairs_scratch_in(rows, maxn):
     """The lane scratch of :func:`factorize_pairs` (the front ``H`` (``maxn * maxn``, row-major), scales,
-    ``t``, ``u``, temporaries, a pair's ratios, a wide pair's ``y``) and of :func:`solve_pairs` (``g``, ``x``,
-    ``x_S``, temporaries), carved from ``rows (pairs_scratch_rows(maxn), LANES)``: a caller that keeps them
-    allocates nothing per call."""
+    ``t``, ``u``, temporaries, a pair's ratios, a wide pair's ``y``, a substitution's ``A``, ``T`` and ``HFT``
+    (``maxn * maxn`` each)) and of :func:`solve_pairs` (``g``, ``x``, ``x_S``, temporaries), carved from
+    ``rows (pairs_scratch_rows(maxn), LANES)``: a caller that keeps them allocates nothing per call."""
     n = max(maxn, 6)
     a = n * n
     b = a + n
     s = b + 19 + n
+    t = s + 3 * n + 6
     return ((rows[:a], rows[a:b], rows[b:b + 6], rows[b + 6:b + 12], rows[b + 12:b + 18], rows[b + 18],
-             rows[b + 19:s]),
+             rows[b + 19:s], rows[t:t + a], rows[t + a:t + 2 * a], rows[t + 2 * a:t + 3 * a]),
             (rows[s:s + n], rows[s + n:s + 2 * n], rows[s + 2 * n:s + 3 * n], rows[s + 3 * n:s + 3 * n + 6]))
 
 

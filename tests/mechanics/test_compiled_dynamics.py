@@ -19,7 +19,9 @@ from elimination.compiled import (SOLVE_SCRATCH, factorize_maps, factorize_one, 
                                   max_front, solve_maps, solve_one, solve_scratch_in)
 from elimination.lanes import LANES
 from mechanics.compiled import BAD_INPUT, CONVERGED, FALLBACK, OK, STATUS, CompiledDynamics
-from tests.mechanics.pinocchio_oracle import ALM_MU, constraint_jacobian, dense_reference, pinocchio_model_of
+from mechanics.pinocchio_io import from_pinocchio
+from tests.mechanics.pinocchio_oracle import (ALM_MU, constraint_jacobian, dense_reference, hands_and_cube,
+                                          pinocchio_model_of, scenario, std_vectors)
 from tests.mechanics.random_mechanisms import _pose, mechanisms, random_state
 
 ALGORITHMS = ["pv", "proxpv", "proxbbo", "lcaba", "pv_soft", "proxltl", "min_degree", "min_fill"]
@@ -399,6 +401,38 @@ def test_loops_in_lanes_equal_their_states_one_at_a_time_bit_for_bit(mech, seed,
     (out, flags), (ref_out, ref_flags) = _lanes_and_states(prepared, q, v, tau)
     answered = ref_flags[:, STATUS] == OK
     assert np.array_equal(flags, ref_flags) and np.array_equal(out[answered], ref_out[answered])
+
+
+@pytest.mark.parametrize("robot, name", [("solo12_feet", "proxbbo"), ("allegro_cube", "proxbbo"),
+                                         ("allegro_cube", "lcaba")])
+def test_a_floating_base_in_lanes_equals_its_states_one_at_a_time_bit_for_bit(robot, name):
+    """A free body's link half read from its joint's ``+-I`` rows (Solo12's base under proxBBO, Allegro's cube
+    under both), its joint's pivot and the contacts' multipliers run in lanes (elimination.lanes._unit_link,
+    _whole_pivot): every answer and iteration count is the per-state kernel's bit for bit, and proxBBO's
+    agrees with Pinocchio's constraintDynamics."""
+    rng = np.random.default_rng(7)
+    if robot == "solo12_feet":
+        model, cms, _ = scenario(robot, rng=rng)
+    else:
+        model, cms, _ = hands_and_cube(1, rng)
+    mech = from_pinocchio(model, cms)
+    prepared = mechanics.prepare(mech, name, backend="numba")
+    steps = prepared.plan.lowered().steps
+    assert prepared.compiled.lanes and any(lanes._unit_link(steps, st) for st in range(len(steps)))
+    if name == "proxbbo":
+        assert any(lanes._whole_pivot(steps, st, 0) for st in range(len(steps)))  # (the multipliers)
+    q, v, tau = random_state(mech, rng, (13,))
+    (out, flags), (ref_out, ref_flags) = _lanes_and_states(prepared, q, v, tau)
+    assert np.array_equal(flags, ref_flags) and np.all(flags[:, STATUS] == OK)
+    assert np.array_equal(out, ref_out)
+    if name == "proxbbo":
+        models_, datas = std_vectors(cms)
+        data = model.createData()
+        pin.initConstraintDynamics(model, data, models_, datas)
+        for b in range(3):
+            ddq = pin.constraintDynamics(model, data, q[b], v[b], tau[b], models_, datas,
+                                         pin.ProximalSettings(1e-12, 1.0 / prepared.mu, 100))
+            assert relative(out[b, :mech.nv], ddq) < 1e-8
 
 
 def test_which_programs_and_batches_run_in_lanes(monkeypatch):
