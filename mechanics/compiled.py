@@ -1015,7 +1015,7 @@ def _lane_poses(table, KL, parts, w, R, p, vel):
             for i in range(3):
                 p[ix(l), i] = KL[ix(parts[1] + 3 * l + i), w]
                 for k in range(3):
-                    R[ix(l), i, k] = KL[ix(9 * l + 3 * i + k), w]
+                    R[ix(l), i, k] = KL[ix(parts[0] + 9 * l + 3 * i + k), w]
             for i in range(6):
                 vel[ix(l), i] = KL[ix(parts[2] + 6 * l + i), w]
 
