@@ -101,8 +101,9 @@ ITERATIONS, CONVERGED, STATUS = range(3)  # columns of the kernel's integer outp
 WEAK, FAILED, VALID, PHASE, COUNT, ITERS, MODE, NEED, STATE, PLAIN, SMALL, FRESH = range(12)
 LANE_ROWS = 12
 HEAD, REFINED, RESOLVED = range(3)
-REFILL = 4  # idle lanes that take the next states (one factorization of the lanes serves them; measured on Cassie
-# LCABA, B = 1024, against 2, 6 and 8: 4 fastest, 8 -- a group at a time -- 1.7x slower)
+REFILL = 5  # idle lanes that take the next states (one factorization of the lanes serves them; B = 1024, with the
+# kinematics in lanes: against 4, Solo12 LCABA 3% and Cassie proxBBO 3.5% faster, Cassie LCABA 1%; 6 slower on
+# Cassie, 8 -- a group at a time -- 1.5x slower there; every other robot within noise of 2..8)
 
 
 drop_stale_cache(__file__, elimination_compiled.__file__, lanes.__file__, vectors.__file__)
