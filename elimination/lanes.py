@@ -113,6 +113,12 @@ def _gathered(steps, st, hs, hd, ss, sd, Fw, H, scale, n, maxn):
         for j in range(n):
             v.fill(H, i * maxn + j, 0.0)
         v.fill(scale, i, 0.0)
+    _added(steps, st, hs, hd, ss, sd, Fw, H, scale)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _added(steps, st, hs, hd, ss, sd, Fw, H, scale):
+    """The step's factors in ``Fw (entry, lane)`` added onto its front ``H`` and its scales."""
     for q in range(steps[st, H0], steps[st, H1]):
         v.add(H, hd[q], Fw, hs[q])
     for q in range(steps[st, S0], steps[st, S1]):
@@ -228,17 +234,26 @@ def factorize_group(maps, Fw, C, floor, maxn, scratch, ratio, weak, failed):
     for w in range(LANES):
         ratio[w], weak[w], failed[w] = np.inf, -1, -1
     for st in range(steps.shape[0]):
-        nF, nS = steps[st, NF], steps[st, NS]
-        sgn = 1.0 if steps[st, PIVOT] == DEFINITE else -1.0
-        _gather(steps, st, hs, hd, ss, sd, Fw, H, scale, nF + nS, maxn, floor)
-        for w in range(LANES):
-            ok[w] = True
-        _cholesky(H, sgn, nF, maxn, L, ok, T)
-        _step_ratio(L, scale, nF, maxn, sgn, r)
-        for w in range(LANES):
-            _record(w, r[w], st if not ok[w] or r[w] < 0.0 else -1, st, ratio, weak, failed)
-        _lower_inverse(L, nF, maxn, Li, T)
-        _eliminate(steps, st, H, scale, Li, X, C, Fw, sgn, nF, nS, maxn)
+        _gather(steps, st, hs, hd, ss, sd, Fw, H, scale, steps[st, NF] + steps[st, NS], maxn, floor)
+        _pivoted(steps, st, H, scale, L, Li, X, C, Fw, maxn, ok, T, r, ratio, weak, failed)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _pivoted(steps, st, H, scale, L, Li, X, C, Fw, maxn, ok, T, r, ratio, weak, failed):
+    """Step ``st``'s pivot of its whole frontal block (definite or negative) on its gathered front ``H``: each
+    lane's pivot ratio and failure recorded, ``D``, ``Linv``, ``Y`` into ``C``, the generated factor into
+    ``Fw`` (:func:`_eliminate`).  ``L``, ``Li``, ``X``: front-sized scratch; ``ok (LANES,)`` booleans, ``T``
+    and ``r``: scratch rows."""
+    nF, nS = steps[st, NF], steps[st, NS]
+    sgn = 1.0 if steps[st, PIVOT] == DEFINITE else -1.0
+    for w in range(LANES):
+        ok[w] = True
+    _cholesky(H, sgn, nF, maxn, L, ok, T)
+    _step_ratio(L, scale, nF, maxn, sgn, r)
+    for w in range(LANES):
+        _record(w, r[w], st if not ok[w] or r[w] < 0.0 else -1, st, ratio, weak, failed)
+    _lower_inverse(L, nF, maxn, Li, T)
+    _eliminate(steps, st, H, scale, Li, X, C, Fw, sgn, nF, nS, maxn)
 
 
 @njit(cache=True, error_model="numpy")  # (counted: a typed list's items are)
@@ -576,9 +591,7 @@ def _pivot_step(maps, st, Fw, C, floor, H, scale, L, Li, X, maxn, tmp, r, ratio,
     as :func:`elimination.compiled._generic_step` does.  ``L``, ``Li``, ``X``: front-sized scratch, ``tmp``:
     six scratch rows."""
     steps, hs, hd, ss, sd = maps[0], maps[1], maps[2], maps[3], maps[4]
-    nF, nS = steps[st, NF], steps[st, NS]
-    n = nF + nS
-    sgn = 1.0 if steps[st, PIVOT] == DEFINITE else -1.0
+    n = steps[st, NF] + steps[st, NS]
     if steps[st, PAIR] == WIDE_JOINT:
         o = steps[st - 1, NF]
         for i in range(n):  # (up and left, row by row: nothing is read after it is written)
@@ -588,22 +601,12 @@ def _pivot_step(maps, st, Fw, C, floor, H, scale, L, Li, X, maxn, tmp, r, ratio,
         for i in range(n):  # (the link half updated the block's upper triangle: the lower one is its mirror)
             for j in range(i):
                 v.copy(H, i * maxn + j, H, j * maxn + i)
-        for q in range(steps[st, H0], steps[st, H1]):
-            v.add(H, hd[q], Fw, hs[q])
-        for q in range(steps[st, S0], steps[st, S1]):
-            v.add(scale, sd[q], Fw, ss[q])
+        _added(steps, st, hs, hd, ss, sd, Fw, H, scale)
     else:
         _gathered(steps, st, hs, hd, ss, sd, Fw, H, scale, n, maxn)
     _floored(scale, n, floor)
     ok = tmp[5].view(np.bool_)  # (a row of the float scratch: the kernel allocates nothing)
-    for w in range(LANES):
-        ok[w] = True
-    _cholesky(H, sgn, nF, maxn, L, ok, tmp)
-    _step_ratio(L, scale, nF, maxn, sgn, r)
-    for w in range(LANES):
-        _record(w, r[w], st if not ok[w] or r[w] < 0.0 else -1, st, ratio, weak, failed)
-    _lower_inverse(L, nF, maxn, Li, tmp)
-    _eliminate(steps, st, H, scale, Li, X, C, Fw, sgn, nF, nS, maxn)
+    _pivoted(steps, st, H, scale, L, Li, X, C, Fw, maxn, ok, tmp, r, ratio, weak, failed)
 
 
 @njit(cache=True, inline="always")

@@ -198,7 +198,8 @@ class CompiledDynamics:
         announce_first_compile(__file__, "the dynamics kernel for batches side by side", "lanes_kernel")
         if self.lane_floats is None:  # made at the first batch: zeroed once, as the state's workspace
             floats, ints, own = _lane_sizes(self.program, self.constraints, self.mechanism)
-            self.lane_floats, self.lane_ints, self.lane_own = lanes.aligned_zeros(floats), np.zeros(ints, np.int64), np.zeros(own)
+            self.lane_floats = lanes.aligned_zeros(floats)
+            self.lane_ints, self.lane_own = np.zeros(ints, np.int64), np.zeros(own)
         out, flags = np.empty((q.shape[0], self.width)), np.empty((q.shape[0], 3), dtype=np.int64)
         lanes_kernel(*self.tables, q, v, tau, forces0, float(mu), float(tol), int(max_iter), int(refine), self.iterating,
                      self.refill, self.floats, self.ints, self.lane_floats, self.lane_ints, self.lane_own, out, flags)
@@ -772,7 +773,7 @@ LANE_TEMPS = 40  # KL's scratch rows
 
 def lane_kinematic_rows(n: int, nq: int, nv: int) -> int:
     """Rows of ``KL`` for ``n`` links, ``nq`` and ``nv`` entries of a state (:func:`_lane_kinematic_parts`)."""
-    return 18 * (n + 1) + 84 * n + nq + nv + LANE_TEMPS + 2
+    return int(_lane_kinematic_parts(n, nq, nv)[-1]) + 1
 
 
 @njit(cache=True, inline="always")
