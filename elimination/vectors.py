@@ -260,3 +260,28 @@ def sub_dot6(typingctx, D, k, A, i, sa, B, j, sb):
 def dot6(typingctx, D, k, A, i, sa, B, j, sb):
     """``D[k] = 0 + A[i] * B[j] + A[i + sa] * B[j + sb] + ...`` (six products, added to zero in that order)."""
     return types.void(D, k, A, i, sa, B, j, sb), _dot6(subtract=False, from_zero=True)
+
+
+@intrinsic
+def add_rows(typingctx, D, A, T, rows):
+    """``D[i] = D[i] + A[i]`` for ``i < rows``, then ``T[0] = max_i |A[i]|`` and ``T[1] = max_i |D[i]|`` (the
+    sums), each from zero, a NaN passed over (:func:`largest`): the loop of ``add`` and two ``largest`` into
+    ``T``, with the running maxima in registers instead of stored and loaded back row after row."""
+
+    def codegen(context, builder, signature, args):
+        zero = ir.Constant(_VECTOR, [0.0] * WIDTH)
+        tops = [cgutils.alloca_once_value(builder, zero) for _ in range(2)]
+        count = context.cast(builder, args[3], signature.args[3], types.intp)
+        with cgutils.for_range(builder, count) as loop:
+            d_row = _row(context, builder, signature.args[0], args[0], loop.index)
+            a = builder.load(_row(context, builder, signature.args[1], args[1], loop.index), align=8)
+            d = builder.fadd(builder.load(d_row, align=8), a)
+            builder.store(d, d_row, align=8)
+            for top, value in zip(tops, (a, d)):
+                builder.store(_largest(builder, builder.load(top), value), top)
+        for row, top in enumerate(tops):
+            t_row = _row(context, builder, signature.args[2], args[2], context.get_constant(types.intp, row))
+            builder.store(builder.load(top), t_row, align=8)
+        return context.get_dummy_value()
+
+    return types.void(D, A, T, rows), codegen

@@ -1108,6 +1108,55 @@ def _factor_residuals(factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, x, L
             Lres[ix(lin + i)] = t
 
 
+PENALTY_ROWS = 6  # the most rows of one penalty factor (a weld's)
+
+
+@njit(cache=True, inline="always")
+def lane_constraint_rows(pairs, m):
+    """Rows of ``LANES`` that :func:`_lane_constraint_parts` carves for ``pairs`` link pairs, ``m`` rows."""
+    return 36 * pairs + m + 2 * PENALTY_ROWS
+
+
+@njit(cache=True, inline="always")
+def _lane_constraint_parts(KC, pairs, m):
+    """The constraints' rows in lanes, carved from ``KC``: each lane's ``Kbuf`` (row ``36 pair + 6 r + c`` its
+    ``Kbuf[pair, r, c]``), its measurements ``(m, LANES)``, and a penalty's residual rows ``e`` and
+    ``mu e`` (``2 PENALTY_ROWS``: :func:`_lane_factor_residuals`' scratch)."""
+    K = 36 * pairs
+    return KC[:K], KC[K:K + m], KC[K + m:K + m + 2 * PENALTY_ROWS]
+
+
+@njit(cache=True, inline="always")
+def _lane_factor_residuals(factors, scope, constraints, KK, MEAS, mu, Fw, Lin, X, Lres, E):
+    """:func:`_factor_residuals` on the lanes of ``Fw``, ``Lin``, ``X``, ``Lres``, each lane's ``Kbuf`` and
+    measurements in ``KK``, ``MEAS`` (:func:`_lane_constraint_parts`): its operations, in its order, lane by
+    lane (a penalty's ``A' (mu e)`` as :func:`_penalty_information`'s sums, from zero)."""
+    table = constraints[0]
+    for f in range(factors.shape[0]):
+        kind, n, s0 = factors[ix(f), FKIND], factors[ix(f), FN], factors[ix(f), SC0]
+        mat, lin = factors[ix(f), MAT], factors[ix(f), LIN]
+        if kind == PRIOR or kind == TORQUE or kind == TREE:  # (_lane_link_residuals)
+            continue
+        if kind == PENALTY:
+            j = factors[ix(f), WHO]
+            m, r0, pair0 = table[ix(j), CDIM], table[ix(j), ROW0], table[ix(j), PAIR0]
+            for r in range(m):
+                vectors.copy(E, r, MEAS, r0 + r)
+                for c in range(n):
+                    vectors.sub_mul(E, r, KK, 36 * (pair0 + c // 6) + 6 * r + c % 6, X, scope[ix(s0 + c)])
+                vectors.scaled(E, PENALTY_ROWS + r, mu, E, r)
+            for q in range(table[ix(j), NPAIR]):
+                for c in range(6):
+                    vectors.fill(Lres, lin + 6 * q + c, 0.0)
+                    for r in range(m):
+                        vectors.add_mul(Lres, lin + 6 * q + c, KK, 36 * (pair0 + q) + 6 * r + c, E, PENALTY_ROWS + r)
+            continue
+        for i in range(n):
+            vectors.copy(Lres, lin + i, Lin, lin + i)
+            for c in range(n):
+                vectors.sub_mul(Lres, lin + i, Fw, mat + i * n + c, X, scope[ix(s0 + c)])
+
+
 @njit(cache=True, **UNCOUNTED)
 def _copy(src, dst):
     """``dst[:] = src``, element by element (numba's slice assignment needs reference counting)."""
@@ -1453,16 +1502,18 @@ def _lane_sizes(program, constraints: tuple, mechanism) -> tuple:
     m = mechanism.constraint_dim
     entries = (program.factor_size + program.conditional_size + 3 * program.linear_size + program.cache_size
                + 2 * program.value_size + 4 + lanes.pairs_scratch_rows(max_front(program))
-               + lane_kinematic_rows(len(mechanism.links), mechanism.nq, mechanism.nv))
+               + lane_kinematic_rows(len(mechanism.links), mechanism.nq, mechanism.nv)
+               + lane_constraint_rows(constraints[2].shape[0], m))
     return entries * LANES, (LANE_ROWS, LANES), (LANES, 36 * constraints[2].shape[0] + 4 * m + 2)
 
 
 @njit(cache=True, inline="always")
-def _lane_parts(lw, sizes, maxn, kinematic_rows):
+def _lane_parts(lw, sizes, maxn, kinematic_rows, constraint_rows):
     """:func:`lanes_kernel`'s lanes, carved from ``lw``: ``Fw, C, Lin, Lmag, cache, X, Lres, corrections
     (entries, LANES)``, the scale floors ``(1, LANES)``, the pivot ratios ``(LANES,)``, the largest
     magnitudes of a correction and its values ``(2, LANES)``, :func:`elimination.lanes.factorize_pairs`' and
-    ``solve_pairs``' scratch, and the kinematics' rows ``KL`` (:func:`_lane_kinematic_parts`)."""
+    ``solve_pairs``' scratch, the kinematics' rows ``KL`` (:func:`_lane_kinematic_parts`) and the
+    constraints' rows ``KC`` (:func:`_lane_constraint_parts`)."""
     rows = lw.reshape((-1, LANES))
     a = np.int64(sizes[0])  # the ends of the parts, in _lane_sizes' order
     b = a + np.int64(sizes[1])
@@ -1473,9 +1524,10 @@ def _lane_parts(lw, sizes, maxn, kinematic_rows):
     g = f + np.int64(sizes[2])
     h = g + np.int64(sizes[4])
     k = h + 4 + kinematic_rows
-    factorize_scratch, solve_scratch = lanes.pairs_scratch_in(rows[k:], maxn)
+    z = k + constraint_rows
+    factorize_scratch, solve_scratch = lanes.pairs_scratch_in(rows[z:], maxn)
     return (rows[:a], rows[a:b], rows[b:c], rows[c:d], rows[d:e], rows[e:f], rows[f:g], rows[g:h], rows[h:h + 1],
-            rows[h + 1], rows[h + 2:h + 4], factorize_scratch, solve_scratch, rows[h + 4:k])
+            rows[h + 1], rows[h + 2:h + 4], factorize_scratch, solve_scratch, rows[h + 4:k], rows[k:z])
 
 
 @njit(cache=True, inline="always")
@@ -1558,35 +1610,33 @@ def _advance(w, li, state, suspect, refine, links, factors, constraints, Kbuf, k
 
 
 @njit(cache=True, inline="always")
-def _lanes_solved(links, factors, scope, constraints, lk, pairs, m, mu, smaps, sscr, slane, Fw, Lin, X, C, cache, Lres,
-                  D, e, need, fresh, tops):
+def _lanes_solved(links, factors, scope, constraints, lk, KC, pairs, m, mu, smaps, sscr, slane, Fw, Lin, X, C, cache,
+                  Lres, D, need, fresh, tops):
     """One solve of the lanes that want one (``need``): a refinement step of ``X`` in place (:func:`_refine_step`
-    in lanes: the residuals of the links' own factors in lanes, the constraints' lane by lane, one solve of the
-    lanes into ``D``, the largest magnitude of each lane's correction and of its new values into ``tops``), or
-    where ``fresh`` a solve of the linear terms themselves into ``X`` (one solve of ``Lin`` straight into ``X``
-    where every lane that wants one wants that).  Lanes that want none get meaningless numbers, which nothing
-    reads."""
+    in lanes: the residuals of every factor in lanes, one solve of the lanes into ``D``, the largest magnitude
+    of each lane's correction and of its new values into ``tops``), or where ``fresh`` a solve of the linear
+    terms themselves into ``X`` (one solve of ``Lin`` straight into ``X`` where every lane that wants one
+    wants that).  Lanes that want none get meaningless numbers, which nothing reads."""
     stepping = 0  # lanes that want a refinement step
     for w in range(LANES):
         stepping += need[w] and not fresh[w]
     if stepping == 0:
         lanes.solve_pairs(smaps, C, Lin, cache, X, slane, sscr)
         return
+    KK, MEAS, E = _lane_constraint_parts(KC, pairs, m)
+    for w in range(LANES):  # the measurements the outer iterations moved, into the lanes
+        if need[w] and not fresh[w]:
+            meas = _own_terms(lk, w, pairs, m)[2]
+            for r in range(m):
+                MEAS[ix(r), w] = meas[ix(r)]
     for l in range(links.shape[0]):
         _lane_link_residuals(links, factors, l, Fw, Lin, X, Lres)
+    _lane_factor_residuals(factors, scope, constraints, KK, MEAS, mu, Fw, Lin, X, Lres, E)
     for w in range(LANES):
         if need[w] and fresh[w]:
             _copy(Lin[:, w], Lres[:, w])
-        elif need[w]:
-            Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
-            _factor_residuals(factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], X[:, w], Lres[:, w], e)
     lanes.solve_pairs(smaps, C, Lres, cache, D, slane, sscr)
-    vectors.fill(tops, 0, 0.0)
-    vectors.fill(tops, 1, 0.0)
-    for i in range(X.shape[0]):
-        vectors.add(X, i, D, i)
-        vectors.largest(tops, 0, D, i)
-        vectors.largest(tops, 1, X, i)
+    vectors.add_rows(X, D, tops, X.shape[0])
     for w in range(LANES):
         if need[w] and fresh[w]:
             _copy(D[:, w], X[:, w])
@@ -1617,8 +1667,8 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
     terms_scratch = ws[o[19] + 6:o[20]]
     meas0, corrected, Lin0, Lres1, xn, corr = rows_m[2], rows_m[5], rows_L[1], rows_L[3], rows_x[1], rows_x[2]
     kparts = _lane_kinematic_parts(links.shape[0], Q.shape[1], nv)
-    Fw, C, Lin, Lmag, cache, X, Lres, D, floor, ratio, tops, flane, slane, KL = _lane_parts(lw, sizes, maxn,
-                                                                                            kparts[-1] + 1)
+    Fw, C, Lin, Lmag, cache, X, Lres, D, floor, ratio, tops, flane, slane, KL, KC = _lane_parts(
+        lw, sizes, maxn, kparts[-1] + 1, lane_constraint_rows(pairs, m))
     weak, failed, valid, need = li[WEAK], li[FAILED], li[VALID], li[NEED]
     has_soft = _has_soft(table)
     # the outer iterations in lanes: each re-solve refined from the last iterate (Factorization.startable) or a
@@ -1633,7 +1683,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
             idle += li[STATE, w] < 0
         if loaded < B and (idle >= refill or idle == LANES):
             loaded = _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, unit, pairs, m, ws, o,
-                             qn, terms_scratch, li, lk, Fw, Lin, Lmag, floor, flags, KL, kparts)
+                             qn, terms_scratch, li, lk, Fw, Lin, Lmag, floor, flags, KL, kparts, KC)
             lanes.factorize_pairs(fmaps, Fw, C, floor, fscr, flane, ratio, weak, failed)
             whole = idle == LANES  # (every lane new: the first solve straight into X)
             lanes.solve_pairs(smaps, C, Lin, cache, X if whole else D, slane, sscr)
@@ -1668,8 +1718,8 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
             continue
         if idle == LANES:
             break
-        _lanes_solved(links, factors, scope, constraints, lk, pairs, m, mu, smaps, sscr, slane, Fw, Lin, X, C,
-                      cache, Lres, D, e, need, li[FRESH], tops)
+        _lanes_solved(links, factors, scope, constraints, lk, KC, pairs, m, mu, smaps, sscr, slane, Fw, Lin, X, C,
+                      cache, Lres, D, need, li[FRESH], tops)
         for w in range(LANES):  # each lane's iterations between its solves
             if need[w] == 0:
                 continue
@@ -1697,11 +1747,12 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
 
 @njit(cache=True, inline="always")
 def _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, unit, pairs, m, ws, o, qn, terms_scratch,
-            li, lk, Fw, Lin, Lmag, floor, flags, KL, kparts):
+            li, lk, Fw, Lin, Lmag, floor, flags, KL, kparts, KC):
     """The next states, from ``loaded`` on, into the idle lanes (``li[STATE] < 0``): their kinematics and their
     links' factors in lanes (:func:`_lane_kinematics`, :func:`_lane_fill_links`), then each one's constraint
-    terms and their factors into its lane (``li[VALID]``: 1 where a state was loaded and the checks pass, its
-    lane then holding it).  Returns how many states are loaded now."""
+    terms and their factors into its lane, its ``Kbuf`` also into the lanes' ``KC``
+    (:func:`_lane_constraint_parts`) (``li[VALID]``: 1 where a state was loaded and the checks pass, its lane
+    then holding it).  Returns how many states are loaded now."""
     n = model[0].shape[0]
     R, p, vel = _kinematic_parts(ws, o, n)[:3]
     QN, VV, MASK, TOP = kparts[7], kparts[8], kparts[10], kparts[11]
@@ -1728,6 +1779,8 @@ def _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, uni
         Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
         _lane_poses(constraints[0], KL, kparts, w, R, p, vel)
         _constraint_terms(constraints, general, model[6], R, p, vel, Kbuf, k, terms_scratch)
+        for i in range(36 * pairs):
+            KC[ix(i), w] = lk[w, ix(i)]
         largest = _fill_constraints(constraints, factors, Kbuf, k, lam, mu, Fw[:, w], Lin[:, w], meas,
                                     KL[ix(TOP), w])
         floor[0, w] = SCALE_FLOOR * largest

@@ -106,3 +106,46 @@ def test_rows_are_addressed_in_arrays_of_any_row_count_and_views():
     put(C, A)
     assert np.array_equal(C[1, 4], A[1]) and np.array_equal(C[1, 2], A[0] * A[1])
     assert not C[0].any() and not C[2].any() and not C[1, [0, 1, 3]].any()
+
+
+@njit
+def _rows_added(D, A, T, rows):
+    v.add_rows(D, A, T, rows)
+
+
+@njit
+def _rows_added_one_by_one(D, A, T, rows):
+    """:func:`vectors.add_rows` as the per-element kernels write it (``x += d``, then ``_largest`` of each)."""
+    for w in range(8):
+        for i in range(rows):
+            D[i, w] += A[i, w]
+        top_a = top_d = 0.0
+        for i in range(rows):
+            top_a = max(top_a, abs(A[i, w]))
+        for i in range(rows):
+            top_d = max(top_d, abs(D[i, w]))
+        T[0, w], T[1, w] = top_a, top_d
+
+
+def test_rows_added_with_their_largest_magnitudes_equal_the_scalar_loops_bit_for_bit():
+    """The sums, and the largest magnitudes with NaN passed over wherever it stands, infinities, signed zeros;
+    rows past ``rows`` untouched; no rows at all leaves zeros."""
+    rng = np.random.default_rng(1)
+    edges = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, 1e-310, 1e308])
+    for trial in range(100):
+        rows = int(rng.integers(0, 12))
+        A = rng.normal(size=(12, 8)) * 10.0 ** rng.integers(-8, 9, size=(12, 8))
+        D = rng.normal(size=(12, 8)) * 10.0 ** rng.integers(-8, 9, size=(12, 8))
+        if trial % 3 == 0:
+            A[rng.integers(0, 12, 8), np.arange(8)] = edges[rng.permutation(8)]
+            D[rng.integers(0, 12, 8), np.arange(8)] = edges[rng.permutation(8)]
+        got_D, want_D = D.copy(), D.copy()
+        got_T, want_T = np.full((2, 8), 7.0), np.full((2, 8), 7.0)
+        with np.errstate(all="ignore"):
+            _rows_added(got_D, A, got_T, np.int64(rows))
+            _rows_added_one_by_one(want_D, A, want_T, rows)
+        for got, want in ((got_D, want_D), (got_T, want_T)):
+            nan = np.isnan(want)
+            assert np.array_equal(np.isnan(got), nan)
+            assert np.array_equal(got[~nan].view(np.int64), want[~nan].view(np.int64))
+        assert np.array_equal(got_D[rows:], D[rows:], equal_nan=True)
