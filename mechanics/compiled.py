@@ -1114,16 +1114,83 @@ PENALTY_ROWS = 6  # the most rows of one penalty factor (a weld's)
 @njit(cache=True, inline="always")
 def lane_constraint_rows(pairs, m):
     """Rows of ``LANES`` that :func:`_lane_constraint_parts` carves for ``pairs`` link pairs, ``m`` rows."""
-    return 36 * pairs + m + 2 * PENALTY_ROWS
+    return 36 * pairs + 3 * m + 36 * pairs + PENALTY_ROWS + 3
 
 
 @njit(cache=True, inline="always")
 def _lane_constraint_parts(KC, pairs, m):
     """The constraints' rows in lanes, carved from ``KC``: each lane's ``Kbuf`` (row ``36 pair + 6 r + c`` its
-    ``Kbuf[pair, r, c]``), its measurements ``(m, LANES)``, and a penalty's residual rows ``e`` and
-    ``mu e`` (``2 PENALTY_ROWS``: :func:`_lane_factor_residuals`' scratch)."""
+    ``Kbuf[pair, r, c]``), its measurements, ``k`` and ``lambda`` (``m`` rows each), and the scratch of
+    :func:`_lane_fill_constraints` and :func:`_lane_factor_residuals` (``36 pairs + PENALTY_ROWS + 3``)."""
     K = 36 * pairs
-    return KC[:K], KC[K:K + m], KC[K + m:K + m + 2 * PENALTY_ROWS]
+    return KC[:K], KC[K:K + m], KC[K + m:K + 2 * m], KC[K + 2 * m:K + 3 * m], KC[K + 3 * m:]
+
+
+@njit(cache=True, inline="always")
+def _lane_fill_constraints(constraints, factors, KK, MEAS, Kk, LAM, E, mu, Fw, Lin, KL, MASK, TOP):
+    """:func:`_fill_constraints` of the lanes that take a new state (``KL``'s row ``MASK``), from their
+    ``Kbuf``, ``k`` and ``lambda`` in ``KK``, ``Kk``, ``LAM``: its operations, in its order, lane by lane, into
+    their columns of ``Fw``, ``Lin`` and their measurements ``MEAS``; the other lanes' columns keep their
+    values.  Each lane's largest diagonal magnitude into ``KL``'s row ``TOP`` (the links' there already).
+    ``E``'s rows: a value, ``mu``, ``mu`` times a penalty's measurements (``PENALTY_ROWS``), ``mu K`` of its
+    columns (:func:`_lane_constraint_parts`)."""
+    table = constraints[0]
+    T, MU, ME, MK = 0, 1, 2, 2 + PENALTY_ROWS
+    vectors.fill(E, MU, mu)
+    for f in range(factors.shape[0]):
+        kind, who, n = factors[ix(f), FKIND], factors[ix(f), WHO], factors[ix(f), FN]
+        if kind == PRIOR or kind == TORQUE or kind == TREE:  # (_lane_fill_links)
+            continue
+        mat, scl, lin = factors[ix(f), MAT], factors[ix(f), SCL], factors[ix(f), LIN]
+        vectors.fill(E, T, 0.0)
+        for i in range(n):
+            for j in range(0 if kind == PENALTY else n):
+                vectors.put(Fw, mat + i * n + j, E, T, KL, MASK)
+            vectors.put(Lin, lin + i, E, T, KL, MASK)
+        if kind == PENALTY:  # H = A' (mu A), g = A' (mu b), b = k - lambda / mu
+            m, r0, pair0 = table[ix(who), CDIM], table[ix(who), ROW0], table[ix(who), PAIR0]
+            for r in range(m):
+                vectors.div(E, T, LAM, r0 + r, E, MU)
+                vectors.copy(E, ME + r, Kk, r0 + r)
+                vectors.sub(E, ME + r, E, T)
+                vectors.put(MEAS, r0 + r, E, ME + r, KL, MASK)
+                vectors.scaled(E, ME + r, mu, E, ME + r)  # (mu e: _penalty_information's factor)
+                for c in range(n):
+                    vectors.scaled(E, MK + c * m + r, mu, KK, 36 * (pair0 + c // 6) + 6 * r + c % 6)
+            for a in range(n):
+                row_a = 36 * (pair0 + a // 6) + a % 6
+                for c in range(n):
+                    vectors.fill(E, T, 0.0)
+                    for r in range(m):
+                        vectors.add_mul(E, T, KK, row_a + 6 * r, E, MK + c * m + r)
+                    vectors.put(Fw, mat + a * n + c, E, T, KL, MASK)
+            for q in range(table[ix(who), NPAIR]):  # _penalty_information
+                for c in range(6):
+                    vectors.fill(E, T, 0.0)
+                    for r in range(m):
+                        vectors.add_mul(E, T, KK, 36 * (pair0 + q) + 6 * r + c, E, ME + r)
+                    vectors.put(Lin, lin + 6 * q + c, E, T, KL, MASK)
+        elif kind == LOOP:  # [[0, K], [K', 0]] on (lambda, a_l); -lambda' k carried by the first link's
+            m, r0, pair = table[ix(who), CDIM], table[ix(who), ROW0], factors[ix(f), PAIR]
+            for r in range(m):
+                for c in range(6):
+                    vectors.put(Fw, mat + r * n + m + c, KK, 36 * pair + 6 * r + c, KL, MASK)
+                    vectors.put(Fw, mat + (m + c) * n + r, KK, 36 * pair + 6 * r + c, KL, MASK)
+                if factors[ix(f), FIRST]:
+                    vectors.put(Lin, lin + r, Kk, r0 + r, KL, MASK)
+        else:  # PROXIMAL: -I / mu, g = -lambda / mu
+            r0 = table[ix(who), ROW0]
+            vectors.fill(E, T, -1.0 / mu)
+            for i in range(n):
+                vectors.put(Fw, mat + i * n + i, E, T, KL, MASK)
+            for i in range(n):
+                vectors.scaled(E, T, -1.0, LAM, r0 + i)
+                vectors.div(E, T, E, T, E, MU)
+                vectors.put(Lin, lin + i, E, T, KL, MASK)
+        for i in range(n):
+            vectors.absolute(E, T, Fw, mat + i * n + i)
+            vectors.put(Fw, scl + i, E, T, KL, MASK)
+            vectors.largest(KL, TOP, E, T)
 
 
 @njit(cache=True, inline="always")
@@ -1623,7 +1690,7 @@ def _lanes_solved(links, factors, scope, constraints, lk, KC, pairs, m, mu, smap
     if stepping == 0:
         lanes.solve_pairs(smaps, C, Lin, cache, X, slane, sscr)
         return
-    KK, MEAS, E = _lane_constraint_parts(KC, pairs, m)
+    KK, MEAS, _, _, E = _lane_constraint_parts(KC, pairs, m)
     for w in range(LANES):  # the measurements the outer iterations moved, into the lanes
         if need[w] and not fresh[w]:
             meas = _own_terms(lk, w, pairs, m)[2]
@@ -1750,8 +1817,8 @@ def _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, uni
             li, lk, Fw, Lin, Lmag, floor, flags, KL, kparts, KC):
     """The next states, from ``loaded`` on, into the idle lanes (``li[STATE] < 0``): their kinematics and their
     links' factors in lanes (:func:`_lane_kinematics`, :func:`_lane_fill_links`), then each one's constraint
-    terms and their factors into its lane, its ``Kbuf`` also into the lanes' ``KC``
-    (:func:`_lane_constraint_parts`) (``li[VALID]``: 1 where a state was loaded and the checks pass, its lane
+    terms into its lane and into the lanes' ``KC`` (:func:`_lane_constraint_parts`), and their factors in lanes
+    (:func:`_lane_fill_constraints`) (``li[VALID]``: 1 where a state was loaded and the checks pass, its lane
     then holding it).  Returns how many states are loaded now."""
     n = model[0].shape[0]
     R, p, vel = _kinematic_parts(ws, o, n)[:3]
@@ -1773,6 +1840,7 @@ def _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, uni
             KL[ix(VV + i), w] = V[ix(b), ix(i)]
     _lane_kinematics(model, KL, kparts)
     _lane_fill_links(model, factors, KL, kparts, TAU, li[STATE], Fw, Lin, Lmag)
+    KK, MEAS, Kk, LAM, E = _lane_constraint_parts(KC, pairs, m)
     for w in range(LANES):
         if li[VALID, w] == 0:
             continue
@@ -1780,8 +1848,14 @@ def _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, uni
         _lane_poses(constraints[0], KL, kparts, w, R, p, vel)
         _constraint_terms(constraints, general, model[6], R, p, vel, Kbuf, k, terms_scratch)
         for i in range(36 * pairs):
-            KC[ix(i), w] = lk[w, ix(i)]
-        largest = _fill_constraints(constraints, factors, Kbuf, k, lam, mu, Fw[:, w], Lin[:, w], meas,
-                                    KL[ix(TOP), w])
-        floor[0, w] = SCALE_FLOOR * largest
+            KK[ix(i), w] = lk[w, ix(i)]
+        for r in range(m):
+            Kk[ix(r), w], LAM[ix(r), w] = k[ix(r)], lam[ix(r)]
+    _lane_fill_constraints(constraints, factors, KK, MEAS, Kk, LAM, E, mu, Fw, Lin, KL, MASK, TOP)
+    for w in range(LANES):
+        if li[VALID, w] != 0:
+            meas = _own_terms(lk, w, pairs, m)[2]
+            for r in range(m):
+                meas[ix(r)] = MEAS[ix(r), w]
+            floor[0, w] = SCALE_FLOOR * KL[ix(TOP), w]
     return loaded
