@@ -285,3 +285,25 @@ def add_rows(typingctx, D, A, T, rows):
         return context.get_dummy_value()
 
     return types.void(D, A, T, rows), codegen
+
+
+@intrinsic
+def dot(typingctx, D, k, A, i, sa, B, j, sb, count):
+    """``D[k] = 0 + A[i] * B[j] + A[i + sa] * B[j + sb] + ...`` (``count`` products, added to zero in that
+    order): :func:`dot6` for any number of terms, its running value in a register."""
+
+    def codegen(context, builder, signature, args):
+        intp = lambda at: context.cast(builder, args[at], signature.args[at], types.intp)
+        k, i, sa, j, sb, n = intp(1), intp(3), intp(4), intp(6), intp(7), intp(8)
+        value = cgutils.alloca_once_value(builder, ir.Constant(_VECTOR, [0.0] * WIDTH))
+        with cgutils.for_range(builder, n) as loop:
+            q = loop.index
+            a = builder.load(_row(context, builder, signature.args[2], args[2], builder.add(i, builder.mul(q, sa))),
+                             align=8)
+            x = builder.load(_row(context, builder, signature.args[5], args[5], builder.add(j, builder.mul(q, sb))),
+                             align=8)
+            builder.store(builder.fadd(builder.load(value), builder.fmul(a, x)), value)
+        builder.store(builder.load(value), _row(context, builder, signature.args[0], args[0], k), align=8)
+        return context.get_dummy_value()
+
+    return types.void(D, k, A, i, sa, B, j, sb, count), codegen

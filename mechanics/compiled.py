@@ -1157,18 +1157,14 @@ def _lane_fill_constraints(constraints, factors, KK, MEAS, Kk, LAM, E, mu, Fw, L
                 vectors.scaled(E, ME + r, mu, E, ME + r)  # (mu e: _penalty_information's factor)
                 for c in range(n):
                     vectors.scaled(E, MK + c * m + r, mu, KK, 36 * (pair0 + c // 6) + 6 * r + c % 6)
-            for a in range(n):
+            for a in range(n):  # (the sums over the rows r: K's rows six apart)
                 row_a = 36 * (pair0 + a // 6) + a % 6
                 for c in range(n):
-                    vectors.fill(E, T, 0.0)
-                    for r in range(m):
-                        vectors.add_mul(E, T, KK, row_a + 6 * r, E, MK + c * m + r)
+                    vectors.dot(E, T, KK, row_a, 6, E, MK + c * m, 1, m)
                     vectors.put(Fw, mat + a * n + c, E, T, KL, MASK)
             for q in range(table[ix(who), NPAIR]):  # _penalty_information
                 for c in range(6):
-                    vectors.fill(E, T, 0.0)
-                    for r in range(m):
-                        vectors.add_mul(E, T, KK, 36 * (pair0 + q) + 6 * r + c, E, ME + r)
+                    vectors.dot(E, T, KK, 36 * (pair0 + q) + c, 6, E, ME, 1, m)
                     vectors.put(Lin, lin + 6 * q + c, E, T, KL, MASK)
         elif kind == LOOP:  # [[0, K], [K', 0]] on (lambda, a_l); -lambda' k carried by the first link's
             m, r0, pair = table[ix(who), CDIM], table[ix(who), ROW0], factors[ix(f), PAIR]
@@ -1214,9 +1210,7 @@ def _lane_factor_residuals(factors, scope, constraints, KK, MEAS, mu, Fw, Lin, X
                 vectors.scaled(E, PENALTY_ROWS + r, mu, E, r)
             for q in range(table[ix(j), NPAIR]):
                 for c in range(6):
-                    vectors.fill(Lres, lin + 6 * q + c, 0.0)
-                    for r in range(m):
-                        vectors.add_mul(Lres, lin + 6 * q + c, KK, 36 * (pair0 + q) + 6 * r + c, E, PENALTY_ROWS + r)
+                    vectors.dot(Lres, lin + 6 * q + c, KK, 36 * (pair0 + q) + c, 6, E, PENALTY_ROWS, 1, m)
             continue
         for i in range(n):
             vectors.copy(Lres, lin + i, Lin, lin + i)
