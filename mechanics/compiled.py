@@ -768,7 +768,7 @@ def _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas):
 # in the parts of _lane_kinematic_parts.  Each operation below is the scalar kinematics' (_kinematics, _fill_links)
 # on the lanes, in its order (elimination.vectors: no fused multiply-add), so every lane gets the per-state
 # kernel's bits; the joint's pose (sines, cosines) is computed lane by lane.
-LANE_TEMPS = 40  # KL's scratch rows
+LANE_TEMPS = 75  # KL's scratch rows (_lane_constraint_terms' 75)
 
 
 def lane_kinematic_rows(n: int, nq: int, nv: int) -> int:
@@ -1006,23 +1006,6 @@ def _lane_fill_links(model, factors, KL, parts, TAU, states, Fw, Lin, Lmag):
 
 
 @njit(cache=True, inline="always")
-def _lane_poses(table, KL, parts, w, R, p, vel):
-    """Lane ``w``'s poses and velocities of the constrained links (and the ground) into the per-state
-    ``R, p, vel`` that :func:`_constraint_terms` reads."""
-    for j in range(table.shape[0]):
-        if table[ix(j), CKIND] == GENERAL:
-            continue
-        for side in range(2):
-            l = table[ix(j), L1 + side]
-            for i in range(3):
-                p[ix(l), i] = KL[ix(parts[1] + 3 * l + i), w]
-                for k in range(3):
-                    R[ix(l), i, k] = KL[ix(parts[0] + 9 * l + 3 * i + k), w]
-            for i in range(6):
-                vel[ix(l), i] = KL[ix(parts[2] + 6 * l + i), w]
-
-
-@njit(cache=True, inline="always")
 def _link_residuals(links, factors, l, Fw, Lin, x, Lres):
     """``g - H x`` of link ``l``'s prior and torque, ``b - A x`` of its tree joint, in the operations of
     :func:`_residual_terms`' generic rows (the link's values contiguous at its ``ACC``, ``QDD`` columns)."""
@@ -1124,6 +1107,129 @@ def _lane_constraint_parts(KC, pairs, m):
     :func:`_lane_fill_constraints` and :func:`_lane_factor_residuals` (``36 pairs + PENALTY_ROWS + 3``)."""
     K = 36 * pairs
     return KC[:K], KC[K:K + m], KC[K + m:K + 2 * m], KC[K + 2 * m:K + 3 * m], KC[K + 3 * m:]
+
+
+@njit(cache=True, inline="always")
+def _lane_compose(KL, R1, p1, R2, p2, R, p):
+    """:func:`_compose` of lane rows ``R1`` (9, row-major), ``p1`` (3) with a constant ``R2 (3, 3)``, ``p2 (3,)``
+    into rows ``R``, ``p``: its operations, in its order."""
+    for i in range(3):
+        vectors.copy(KL, p + i, KL, p1 + i)
+        for k in range(3):
+            vectors.add_scaled(KL, p + i, KL, R1 + 3 * i + k, p2[k])
+        for j in range(3):
+            vectors.scaled(KL, R + 3 * i + j, R2[0, j], KL, R1 + 3 * i)
+            vectors.add_scaled(KL, R + 3 * i + j, KL, R1 + 3 * i + 1, R2[1, j])
+            vectors.add_scaled(KL, R + 3 * i + j, KL, R1 + 3 * i + 2, R2[2, j])
+
+
+@njit(cache=True, inline="always")
+def _lane_cross(KL, D, A, a, B, b):
+    """``KL[D] = KL[A] * KL[a] - KL[B] * KL[b]``: an entry of a cross product, as the scalar code writes it."""
+    vectors.mul(KL, D, KL, A, KL, a)
+    vectors.sub_mul(KL, D, KL, B, KL, b)
+
+
+@njit(cache=True, inline="always")
+def _lane_constraint_terms(constraints, general, root, ground, KL, parts, KK, Kk):
+    """:func:`_constraint_terms` of the lanes that take a new state (``KL``'s mask), from their poses and
+    velocities in ``KL`` (:func:`_lane_kinematic_parts`), into their rows of ``KK``, ``Kk``
+    (:func:`_lane_constraint_parts`); the other lanes' rows keep their values.  Its operations, in its order,
+    lane by lane (75 of ``KL``'s scratch rows: the frames, ``K``'s rows, the drift, ``k``)."""
+    table, axes = constraints[0], constraints[1]
+    place_R, place_p, K_const, k_const = general
+    R, P, VEL, T, MASK = parts[0], parts[1], parts[2], parts[9], parts[10]
+    R1, p1, R2, p2, KLr, D, k, t = T, T + 9, T + 12, T + 21, T + 24, T + 60, T + 66, T + 72
+    for j in range(table.shape[0]):
+        kind, m, r0, pair = table[ix(j), CKIND], table[ix(j), CDIM], table[ix(j), ROW0], table[ix(j), PAIR0]
+        if kind == GENERAL:
+            for q in range(table[ix(j), NPAIR]):
+                for r in range(6):
+                    for c in range(6):
+                        vectors.fill(KL, t, K_const[pair + q, r, c])
+                        vectors.put(KK, 36 * (pair + q) + 6 * r + c, KL, t, KL, MASK)
+            for r in range(m):
+                vectors.fill(KL, t, k_const[ix(r0 + r)])
+                vectors.put(Kk, r0 + r, KL, t, KL, MASK)
+            continue
+        a, b = table[ix(j), L1], table[ix(j), L2]
+        _lane_compose(KL, R + 9 * a, P + 3 * a, place_R[ix(j), 0], place_p[ix(j), 0], R1, p1)
+        for r in range(m):
+            vectors.fill(KL, k + r, 0.0)
+        for side in range(2):
+            link, sign = (a, 1.0) if side == 0 else (b, -1.0)
+            if kind == WELD:  # the rows of X^-1(R1, p1) (_inverse_transform), signed
+                for r in range(m):
+                    row = (axes[ix(j), ix(r)] + 3) % 6
+                    Kr = KLr + 6 * r
+                    if row < 3:  # [R', 0]
+                        for c in range(3):
+                            vectors.scaled(KL, Kr + c, sign, KL, R1 + 3 * c + row)
+                            vectors.fill(KL, Kr + 3 + c, 0.0)
+                            vectors.scaled(KL, Kr + 3 + c, sign, KL, Kr + 3 + c)
+                    else:  # [-R' [p]x, R']
+                        i = row - 3
+                        _lane_cross(KL, t, R1 + 3 + i, p1 + 2, R1 + 6 + i, p1 + 1)
+                        _lane_cross(KL, t + 1, R1 + 6 + i, p1, R1 + i, p1 + 2)
+                        _lane_cross(KL, t + 2, R1 + i, p1 + 1, R1 + 3 + i, p1)
+                        for c in range(3):
+                            vectors.scaled(KL, t + c, -1.0, KL, t + c)
+                            vectors.scaled(KL, Kr + c, sign, KL, t + c)
+                            vectors.scaled(KL, Kr + 3 + c, sign, KL, R1 + 3 * c + i)
+                if side == 0:  # the drift: v_1 x v_2 (_cross_motion)
+                    va, vb = VEL + 6 * a, VEL + 6 * b
+                    _lane_cross(KL, D, va + 1, vb + 2, va + 2, vb + 1)
+                    _lane_cross(KL, D + 1, va + 2, vb, va, vb + 2)
+                    _lane_cross(KL, D + 2, va, vb + 1, va + 1, vb)
+                    _lane_cross(KL, D + 3, va + 4, vb + 2, va + 5, vb + 1)
+                    vectors.add_mul(KL, D + 3, KL, va + 1, KL, vb + 5)
+                    vectors.sub_mul(KL, D + 3, KL, va + 2, KL, vb + 4)
+                    _lane_cross(KL, D + 4, va + 5, vb, va + 3, vb + 2)
+                    vectors.add_mul(KL, D + 4, KL, va + 2, KL, vb + 3)
+                    vectors.sub_mul(KL, D + 4, KL, va, KL, vb + 5)
+                    _lane_cross(KL, D + 5, va + 3, vb + 1, va + 4, vb)
+                    vectors.add_mul(KL, D + 5, KL, va, KL, vb + 4)
+                    vectors.sub_mul(KL, D + 5, KL, va + 1, KL, vb + 3)
+                    for r in range(m):
+                        vectors.dot6(KL, t, KL, KLr + 6 * r, 1, KL, D, 1)
+                        vectors.sub(KL, k + r, KL, t)
+            else:  # Connect: K = sign R1' [-p x, I], drift sign * w x (J v)
+                if side == 1:
+                    _lane_compose(KL, R + 9 * b, P + 3 * b, place_R[ix(j), 1], place_p[ix(j), 1], R2, p2)
+                pt, vl = (p1 if side == 0 else p2), VEL + 6 * link
+                for i in range(3):  # Jv = v + w x point, in D + 3 ..
+                    i1, i2 = (i + 1) % 3, (i + 2) % 3
+                    vectors.mul_add(KL, D + 3 + i, KL, vl + 3 + i, KL, vl + i1, KL, pt + i2)
+                    vectors.sub_mul(KL, D + 3 + i, KL, vl + i2, KL, pt + i1)
+                for i in range(3):  # d = w x Jv, in D ..
+                    i1, i2 = (i + 1) % 3, (i + 2) % 3
+                    _lane_cross(KL, D + i, vl + i1, D + 3 + i2, vl + i2, D + 3 + i1)
+                for r in range(m):
+                    e = R1 + axes[ix(j), ix(r)]  # row ax of R1': R1's column, rows three apart
+                    Kr = KLr + 6 * r
+                    for i in range(3):
+                        i1, i2 = (i + 1) % 3, (i + 2) % 3
+                        _lane_cross(KL, t, e + 3 * i1, pt + i2, e + 3 * i2, pt + i1)
+                        vectors.scaled(KL, Kr + i, -sign, KL, t)
+                        vectors.scaled(KL, Kr + 3 + i, sign, KL, e + 3 * i)
+                    vectors.mul(KL, t, KL, e, KL, D)
+                    vectors.add_mul(KL, t, KL, e + 3, KL, D + 1)
+                    vectors.add_mul(KL, t, KL, e + 6, KL, D + 2)
+                    vectors.scaled(KL, t, sign, KL, t)
+                    vectors.sub(KL, k + r, KL, t)
+            if link == ground:  # the ground's known acceleration to the right-hand side
+                for r in range(m):
+                    vectors.fill(KL, t, 0.0)
+                    for c in range(6):
+                        vectors.add_scaled(KL, t, KL, KLr + 6 * r + c, root[c])
+                    vectors.sub(KL, k + r, KL, t)
+            else:
+                for r in range(m):
+                    for c in range(6):
+                        vectors.put(KK, 36 * pair + 6 * r + c, KL, KLr + 6 * r + c, KL, MASK)
+                pair += 1
+        for r in range(m):
+            vectors.put(Kk, r0 + r, KL, k + r, KL, MASK)
 
 
 @njit(cache=True, inline="always")
@@ -1725,7 +1831,6 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
     rows_x, e = ws[o[10]:o[11]].reshape((3, np.int64(sizes[4]))), ws[o[11]:o[12]]
     dropped, qn = ws[o[15]:o[16]], ws[o[16]:o[17]]
     fscr, sscr = factorize_scratch_in(ws[o[17]:o[18]], wi, maxn), solve_scratch_in(ws[o[18]:o[19]], maxn)
-    terms_scratch = ws[o[19] + 6:o[20]]
     meas0, corrected, Lin0, Lres1, xn, corr = rows_m[2], rows_m[5], rows_L[1], rows_L[3], rows_x[1], rows_x[2]
     kparts = _lane_kinematic_parts(links.shape[0], Q.shape[1], nv)
     Fw, C, Lin, Lmag, cache, X, Lres, D, floor, ratio, tops, flane, slane, KL, KC = _lane_parts(
@@ -1743,8 +1848,8 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
         for w in range(LANES):
             idle += li[STATE, w] < 0
         if loaded < B and (idle >= refill or idle == LANES):
-            loaded = _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, unit, pairs, m, ws, o,
-                             qn, terms_scratch, li, lk, Fw, Lin, Lmag, floor, flags, KL, kparts, KC)
+            loaded = _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, unit, pairs, m, qn, li,
+                             lk, Fw, Lin, Lmag, floor, flags, KL, kparts, KC)
             lanes.factorize_pairs(fmaps, Fw, C, floor, fscr, flane, ratio, weak, failed)
             whole = idle == LANES  # (every lane new: the first solve straight into X)
             lanes.solve_pairs(smaps, C, Lin, cache, X if whole else D, slane, sscr)
@@ -1807,15 +1912,15 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
 
 
 @njit(cache=True, inline="always")
-def _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, unit, pairs, m, ws, o, qn, terms_scratch,
-            li, lk, Fw, Lin, Lmag, floor, flags, KL, kparts, KC):
-    """The next states, from ``loaded`` on, into the idle lanes (``li[STATE] < 0``): their kinematics and their
-    links' factors in lanes (:func:`_lane_kinematics`, :func:`_lane_fill_links`), then each one's constraint
-    terms into its lane and into the lanes' ``KC`` (:func:`_lane_constraint_parts`), and their factors in lanes
-    (:func:`_lane_fill_constraints`) (``li[VALID]``: 1 where a state was loaded and the checks pass, its lane
-    then holding it).  Returns how many states are loaded now."""
+def _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, unit, pairs, m, qn, li, lk, Fw, Lin,
+            Lmag, floor, flags, KL, kparts, KC):
+    """The next states, from ``loaded`` on, into the idle lanes (``li[STATE] < 0``), all in lanes: their
+    kinematics, their links' factors, their constraint terms and the constraints' factors
+    (:func:`_lane_kinematics`, :func:`_lane_fill_links`, :func:`_lane_constraint_terms`,
+    :func:`_lane_fill_constraints`: ``KC``'s rows, :func:`_lane_constraint_parts`), then each one's own
+    constraint terms copied to its lane's ``lk`` for its iterations (``li[VALID]``: 1 where a state was loaded
+    and the checks pass, its lane then holding it).  Returns how many states are loaded now."""
     n = model[0].shape[0]
-    R, p, vel = _kinematic_parts(ws, o, n)[:3]
     QN, VV, MASK, TOP = kparts[7], kparts[8], kparts[10], kparts[11]
     for w in range(LANES):
         li[VALID, w], KL[ix(MASK), w] = 0, 0.0
@@ -1835,21 +1940,19 @@ def _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, uni
     _lane_kinematics(model, KL, kparts)
     _lane_fill_links(model, factors, KL, kparts, TAU, li[STATE], Fw, Lin, Lmag)
     KK, MEAS, Kk, LAM, E = _lane_constraint_parts(KC, pairs, m)
-    for w in range(LANES):
-        if li[VALID, w] == 0:
-            continue
-        Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
-        _lane_poses(constraints[0], KL, kparts, w, R, p, vel)
-        _constraint_terms(constraints, general, model[6], R, p, vel, Kbuf, k, terms_scratch)
-        for i in range(36 * pairs):
-            KK[ix(i), w] = lk[w, ix(i)]
-        for r in range(m):
-            Kk[ix(r), w], LAM[ix(r), w] = k[ix(r)], lam[ix(r)]
-    _lane_fill_constraints(constraints, factors, KK, MEAS, Kk, LAM, E, mu, Fw, Lin, KL, MASK, TOP)
+    _lane_constraint_terms(constraints, general, model[6], n, KL, kparts, KK, Kk)
     for w in range(LANES):
         if li[VALID, w] != 0:
-            meas = _own_terms(lk, w, pairs, m)[2]
+            lam = _own_terms(lk, w, pairs, m)[3]
             for r in range(m):
-                meas[ix(r)] = MEAS[ix(r), w]
+                LAM[ix(r), w] = lam[ix(r)]
+    _lane_fill_constraints(constraints, factors, KK, MEAS, Kk, LAM, E, mu, Fw, Lin, KL, MASK, TOP)
+    for w in range(LANES):  # each new state's own terms, for its iterations lane by lane
+        if li[VALID, w] != 0:
+            Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
+            for i in range(36 * pairs):
+                lk[w, ix(i)] = KK[ix(i), w]
+            for r in range(m):
+                k[ix(r)], meas[ix(r)] = Kk[ix(r), w], MEAS[ix(r), w]
             floor[0, w] = SCALE_FLOOR * KL[ix(TOP), w]
     return loaded

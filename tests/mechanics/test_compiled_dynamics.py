@@ -403,6 +403,22 @@ def test_loops_in_lanes_equal_their_states_one_at_a_time_bit_for_bit(mech, seed,
     assert np.array_equal(flags, ref_flags) and np.array_equal(out[answered], ref_out[answered])
 
 
+@pytest.mark.parametrize("name", ["lcaba", "proxbbo"])
+def test_general_constraints_in_lanes_equal_their_states_one_at_a_time_bit_for_bit(name):
+    """General rows (constant K, k) on two links and on a link and the ground, beside fig4's loops: their terms
+    and factors filled in lanes (mechanics.compiled._lane_constraint_terms) are the per-state kernel's."""
+    mech = models.fig4()
+    rows = np.eye(6)[[1, 5]]
+    mech = mech.with_constraints(list(mech.constraints) + [General(("6", "8"), (rows, -rows), np.array([0.3, -0.2]), "pair"),
+                                                           General(("11", GROUND), (rows, -rows), np.zeros(2), "ground")])
+    prepared = mechanics.prepare(mech, name, mu=1e6, backend="numba")
+    assert prepared.compiled.lanes
+    q, v, tau = random_state(mech, np.random.default_rng(5), (13,))
+    (out, flags), (ref_out, ref_flags) = _lanes_and_states(prepared, q, v, tau)
+    assert np.all(ref_flags[:, STATUS] == OK)
+    assert np.array_equal(flags, ref_flags) and np.array_equal(out, ref_out)
+
+
 @pytest.mark.parametrize("robot, name", [("solo12_feet", "proxbbo"), ("allegro_cube", "proxbbo"),
                                          ("allegro_cube", "lcaba")])
 def test_a_floating_base_in_lanes_equals_its_states_one_at_a_time_bit_for_bit(robot, name):
