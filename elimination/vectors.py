@@ -257,6 +257,12 @@ def sub_dot6(typingctx, D, k, A, i, sa, B, j, sb):
 
 
 @intrinsic
+def add_dot6(typingctx, D, k, A, i, sa, B, j, sb):
+    """``D[k] = D[k] + A[i] * B[j] + A[i + sa] * B[j + sb] + ...`` (six products, added in that order)."""
+    return types.void(D, k, A, i, sa, B, j, sb), _dot6(subtract=False, from_zero=False)
+
+
+@intrinsic
 def dot6(typingctx, D, k, A, i, sa, B, j, sb):
     """``D[k] = 0 + A[i] * B[j] + A[i + sa] * B[j + sb] + ...`` (six products, added to zero in that order)."""
     return types.void(D, k, A, i, sa, B, j, sb), _dot6(subtract=False, from_zero=True)

@@ -1097,16 +1097,18 @@ PENALTY_ROWS = 6  # the most rows of one penalty factor (a weld's)
 @njit(cache=True, inline="always")
 def lane_constraint_rows(pairs, m):
     """Rows of ``LANES`` that :func:`_lane_constraint_parts` carves for ``pairs`` link pairs, ``m`` rows."""
-    return 36 * pairs + 3 * m + 36 * pairs + PENALTY_ROWS + 3
+    return 36 * pairs + 4 * m + 1 + 36 * pairs + PENALTY_ROWS + 3
 
 
 @njit(cache=True, inline="always")
 def _lane_constraint_parts(KC, pairs, m):
     """The constraints' rows in lanes, carved from ``KC``: each lane's ``Kbuf`` (row ``36 pair + 6 r + c`` its
-    ``Kbuf[pair, r, c]``), its measurements, ``k`` and ``lambda`` (``m`` rows each), and the scratch of
-    :func:`_lane_fill_constraints` and :func:`_lane_factor_residuals` (``36 pairs + PENALTY_ROWS + 3``)."""
+    ``Kbuf[pair, r, c]``), its measurements, ``k``, ``lambda`` and residual ``K a - k`` (``m`` rows each), the
+    mask of the lanes whose terms move (1), and the scratch of :func:`_lane_fill_constraints` and
+    :func:`_lane_factor_residuals` (``36 pairs + PENALTY_ROWS + 3``)."""
     K = 36 * pairs
-    return KC[:K], KC[K:K + m], KC[K + m:K + 2 * m], KC[K + 2 * m:K + 3 * m], KC[K + 3 * m:]
+    return (KC[:K], KC[K:K + m], KC[K + m:K + 2 * m], KC[K + 2 * m:K + 3 * m], KC[K + 3 * m:K + 4 * m],
+            K + 4 * m, KC[K + 4 * m + 1:])
 
 
 @njit(cache=True, inline="always")
@@ -1293,6 +1295,52 @@ def _lane_fill_constraints(constraints, factors, KK, MEAS, Kk, LAM, E, mu, Fw, L
             vectors.absolute(E, T, Fw, mat + i * n + i)
             vectors.put(Fw, scl + i, E, T, KL, MASK)
             vectors.largest(KL, TOP, E, T)
+
+
+@njit(cache=True, inline="always")
+def _lane_constraint_residual(constraints, KK, Kk, links, X, RES):
+    """:func:`_constraint_residual` on the lanes (``KK``, ``Kk``: each lane's ``Kbuf`` and ``k``, into ``RES``):
+    its operations, in its order, lane by lane."""
+    table, pairs = constraints[0], constraints[2]
+    for j in range(table.shape[0]):
+        m, r0, pair0 = table[ix(j), CDIM], table[ix(j), ROW0], table[ix(j), PAIR0]
+        for r in range(m):
+            vectors.scaled(RES, r0 + r, -1.0, Kk, r0 + r)
+            for q in range(table[ix(j), NPAIR]):
+                vectors.add_dot6(RES, r0 + r, KK, 36 * (pair0 + q) + 6 * r, 1, X, links[ix(pairs[pair0 + q, 1]), ACC], 1)
+
+
+@njit(cache=True, inline="always")
+def _lane_move(constraints, factors, KK, Kk, LAM, MEAS, E, mu, Lin, KC, MOVE):
+    """:func:`_move` of every iterating constraint (``alm``, ``prox``) in the lanes whose row ``MOVE`` of ``KC``
+    is not zero, from their ``lambda`` in ``LAM``: their measurements into ``MEAS``, their moving terms into
+    ``Lin``, under that mask; the other lanes keep theirs.  Its operations, in its order, lane by lane."""
+    table = constraints[0]
+    T, MU, ME = 0, 1, 2
+    vectors.fill(E, MU, mu)
+    for j in range(table.shape[0]):
+        policy = table[ix(j), POLICY]
+        if policy > 1:
+            continue
+        f, m, r0 = table[ix(j), MOVING], table[ix(j), CDIM], table[ix(j), ROW0]
+        lin = factors[ix(f), LIN]
+        if policy == 1:  # -lambda / mu
+            for r in range(m):
+                vectors.scaled(E, T, -1.0, LAM, r0 + r)
+                vectors.div(E, T, E, T, E, MU)
+                vectors.put(Lin, lin + r, E, T, KC, MOVE)
+            continue
+        pair0 = table[ix(j), PAIR0]
+        for r in range(m):  # k - lambda / mu, then A' (mu e) (_penalty_information)
+            vectors.div(E, T, LAM, r0 + r, E, MU)
+            vectors.copy(E, ME + r, Kk, r0 + r)
+            vectors.sub(E, ME + r, E, T)
+            vectors.put(MEAS, r0 + r, E, ME + r, KC, MOVE)
+            vectors.scaled(E, ME + r, mu, E, ME + r)
+        for q in range(table[ix(j), NPAIR]):
+            for c in range(6):
+                vectors.dot(E, T, KK, 36 * (pair0 + q) + c, 6, E, ME, 1, m)
+                vectors.put(Lin, lin + 6 * q + c, E, T, KC, MOVE)
 
 
 @njit(cache=True, inline="always")
@@ -1739,41 +1787,63 @@ def _refined(li, state, w, change, refine, ratio):
 
 
 @njit(cache=True, inline="always")
-def _advance(w, li, state, suspect, refine, links, factors, constraints, Kbuf, k, meas, lam, mu, Lin, x, res, qdd, tol,
-             max_iter):
+def _advance(w, li, state, suspect, refine, constraints, links, lam, mu, x, RES, res, moves, qdd, tol, max_iter):
     """Lane ``w``'s outer iterations (:func:`_answer`'s loop, where each re-solve starts from the last iterate)
     from where its last refined solve left them (``li[PHASE, w]``) to its next refined solve (:func:`_solving`),
     whose steps :func:`lanes_kernel` runs in lanes: whether it wants one (False: its iterations ended, at
     ``x``).  The first solve's refinement waits until its iterate may be the answer, unless the pivots are
     ``suspect``: then it is refined and verified first, as each re-solve is.  A re-solve refines the iterate in
     place: the per-state kernel refines a copy and copies it back, the same numbers.  ``state``: the lane's
-    last ``qdd`` step and its verification's last change."""
-    table = constraints[0]
+    last ``qdd`` step and its verification's last change.  ``RES``: its residual ``K x - k``, computed in
+    lanes (:func:`_lane_constraint_residual`); ``moves[w]``: set where its terms move for the re-solve, which
+    :func:`_lanes_moved` moves in lanes."""
     phase = li[PHASE, w]
     if phase == RESOLVED:  # a re-solve, refined: the next iterate
         state[0] = _qdd_step(links, x, qdd, True)
         li[ITERS, w] += 1
-        _constraint_residual(constraints, Kbuf, k, links, x, res)
+        _copy(RES, res)
     elif phase == REFINED:  # the first iterate, refined
         _qdd_step(links, x, qdd, True)
-        _constraint_residual(constraints, Kbuf, k, links, x, res)
+        _copy(RES, res)
     elif suspect:  # (HEAD) the first solve's refinement and verification (_solve)
         li[PHASE, w] = REFINED
         return _solving(li, state, w, 1, refine, 0)
     else:  # (HEAD) the first iterate: refined now where it may be the answer (refined solves only)
         _qdd_step(links, x, qdd, True)
-        _constraint_residual(constraints, Kbuf, k, links, x, res)
+        _copy(RES, res)
         if refine > 0 and (_largest(res) < tol or li[ITERS, w] >= max_iter):
             li[PHASE, w] = REFINED
             return _solving(li, state, w, 0, 0, 0)
     _update(constraints, x, res, mu, lam)
     if min(state[0], _largest(res)) < tol or li[ITERS, w] >= max_iter:
         return False
-    for j in range(table.shape[0]):
-        if table[ix(j), POLICY] <= 1:  # alm, prox
-            _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas)
+    moves[w] = 1.0  # alm's and prox's terms (_move)
     li[PHASE, w] = RESOLVED  # from the last iterate where the solves are refined (Factorization.startable)
     return _solving(li, state, w, 1 if suspect else 0, 0, 1 if refine == 0 else 0)
+
+
+@njit(cache=True, inline="always")
+def _lanes_moved(constraints, factors, lk, KC, pairs, m, mu, Lin):
+    """The iterating constraints' terms of the lanes whose outer iterations go on (``KC``'s row of moves, then
+    cleared), moved for their ``lambda`` in lanes (:func:`_lane_move`): their measurements back to each
+    lane's own too."""
+    KK, MEAS, Kk, LAM, RES, MOVE, E = _lane_constraint_parts(KC, pairs, m)
+    moving = 0
+    for w in range(LANES):
+        if KC[ix(MOVE), w] != 0.0:
+            moving += 1
+            lam = _own_terms(lk, w, pairs, m)[3]
+            for r in range(m):
+                LAM[ix(r), w] = lam[ix(r)]
+    if moving == 0:
+        return
+    _lane_move(constraints, factors, KK, Kk, LAM, MEAS, E, mu, Lin, KC, MOVE)
+    for w in range(LANES):
+        if KC[ix(MOVE), w] != 0.0:
+            meas = _own_terms(lk, w, pairs, m)[2]
+            for r in range(m):
+                meas[ix(r)] = MEAS[ix(r), w]
+            KC[ix(MOVE), w] = 0.0
 
 
 @njit(cache=True, inline="always")
@@ -1790,12 +1860,7 @@ def _lanes_solved(links, factors, scope, constraints, lk, KC, pairs, m, mu, smap
     if stepping == 0:
         lanes.solve_pairs(smaps, C, Lin, cache, X, slane, sscr)
         return
-    KK, MEAS, _, _, E = _lane_constraint_parts(KC, pairs, m)
-    for w in range(LANES):  # the measurements the outer iterations moved, into the lanes
-        if need[w] and not fresh[w]:
-            meas = _own_terms(lk, w, pairs, m)[2]
-            for r in range(m):
-                MEAS[ix(r), w] = meas[ix(r)]
+    KK, MEAS, _, _, _, _, E = _lane_constraint_parts(KC, pairs, m)  # (MEAS: as filled, or moved in lanes)
     for l in range(links.shape[0]):
         _lane_link_residuals(links, factors, l, Fw, Lin, X, Lres)
     _lane_factor_residuals(factors, scope, constraints, KK, MEAS, mu, Fw, Lin, X, Lres, E)
@@ -1836,6 +1901,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
     Fw, C, Lin, Lmag, cache, X, Lres, D, floor, ratio, tops, flane, slane, KL, KC = _lane_parts(
         lw, sizes, maxn, kparts[-1] + 1, lane_constraint_rows(pairs, m))
     weak, failed, valid, need = li[WEAK], li[FAILED], li[VALID], li[NEED]
+    KK, MEAS, Kk, LAM, RES, MOVE, E = _lane_constraint_parts(KC, pairs, m)
     has_soft = _has_soft(table)
     # the outer iterations in lanes: each re-solve refined from the last iterate (Factorization.startable) or a
     # fresh solve (refine == 0), the first solve's refinement deferred (_answer), a suspect pivot's verification
@@ -1853,6 +1919,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
             lanes.factorize_pairs(fmaps, Fw, C, floor, fscr, flane, ratio, weak, failed)
             whole = idle == LANES  # (every lane new: the first solve straight into X)
             lanes.solve_pairs(smaps, C, Lin, cache, X if whole else D, slane, sscr)
+            _lane_constraint_residual(constraints, KK, Kk, links, X if whole else D, RES)  # (the new lanes' read)
             for w in range(LANES):  # each new state's iterations: up to its next solve in lanes, or all in its lane
                 b = li[STATE, w]
                 if valid[w] == 0:
@@ -1868,9 +1935,8 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
                 rows = (k, meas, meas0, res, lam, corrected)
                 if in_lanes:
                     li[PHASE, w], li[ITERS, w], step[0] = HEAD, 1, np.inf
-                    need[w] = _advance(w, li, step, ratio[w] < PIVOT_SUSPECT_RTOL, refine, links, factors,
-                                       constraints, Kbuf, k, meas, lam, mu, Lin[:, w], X[:, w], res, out[ix(b)], tol,
-                                       max_iter)
+                    need[w] = _advance(w, li, step, ratio[w] < PIVOT_SUSPECT_RTOL, refine, constraints, links, lam,
+                                       mu, X[:, w], RES[:, w], res, KC[MOVE], out[ix(b)], tol, max_iter)
                     if need[w]:
                         li[STATE, w] = b
                     else:
@@ -1881,11 +1947,13 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
                 _copy(meas, meas0)
                 _answer(b, ratio[w], True, smaps, drops, sscr, work, C[:, w], Lmag[:, w], Lin0, rows, X[:, w], xn,
                         refine, iterating, has_soft, tol, max_iter, nv, out, flags)
+            _lanes_moved(constraints, factors, lk, KC, pairs, m, mu, Lin)
             continue
         if idle == LANES:
             break
         _lanes_solved(links, factors, scope, constraints, lk, KC, pairs, m, mu, smaps, sscr, slane, Fw, Lin, X, C,
                       cache, Lres, D, need, li[FRESH], tops)
+        _lane_constraint_residual(constraints, KK, Kk, links, X, RES)  # (read by the lanes whose solve is done)
         for w in range(LANES):  # each lane's iterations between its solves
             if need[w] == 0:
                 continue
@@ -1901,14 +1969,15 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
             if done == -1:  # left to the numpy path
                 need[w], li[STATE, w] = 0, -1
                 continue
-            need[w] = _advance(w, li, step, ratio[w] < PIVOT_SUSPECT_RTOL, refine, links, factors, constraints, Kbuf,
-                               k, meas, lam, mu, Lin[:, w], X[:, w], res, out[ix(b)], tol, max_iter)
+            need[w] = _advance(w, li, step, ratio[w] < PIVOT_SUSPECT_RTOL, refine, constraints, links, lam, mu,
+                               X[:, w], RES[:, w], res, KC[MOVE], out[ix(b)], tol, max_iter)
             if not need[w]:
                 li[STATE, w] = -1
                 work = (links, factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], Lres1, e, corr,
                         cache[:, w], dropped)
                 _conclude(b, li[ITERS, w], False, smaps, drops, sscr, work, C[:, w], Lmag[:, w], Lin0,
                           (k, meas, meas0, res, lam, corrected), X[:, w], xn, refine, has_soft, tol, nv, out, flags)
+        _lanes_moved(constraints, factors, lk, KC, pairs, m, mu, Lin)
 
 
 @njit(cache=True, inline="always")
@@ -1939,7 +2008,7 @@ def _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, uni
             KL[ix(VV + i), w] = V[ix(b), ix(i)]
     _lane_kinematics(model, KL, kparts)
     _lane_fill_links(model, factors, KL, kparts, TAU, li[STATE], Fw, Lin, Lmag)
-    KK, MEAS, Kk, LAM, E = _lane_constraint_parts(KC, pairs, m)
+    KK, MEAS, Kk, LAM, _, _, E = _lane_constraint_parts(KC, pairs, m)
     _lane_constraint_terms(constraints, general, model[6], n, KL, kparts, KK, Kk)
     for w in range(LANES):
         if li[VALID, w] != 0:

@@ -31,6 +31,7 @@ def _vector(D, A, B, s):
     v.put(D, 20, A, 10, B, 0)  # (where B's row is not zero)
     v.dot(D, 21, A, 11, -2, B, 1, 1, 5)  # rows 11, 9, ..., 3 of A against rows 1..5 of B
     v.dot(D, 22, A, 0, 1, B, 0, 1, 0)  # no terms: zero
+    v.add_dot6(D, 23, A, 1, 2, B, 0, 1)  # rows 1, 3, ..., 11 of A against rows 0..5 of B, added to D's row
 
 
 @njit(error_model="numpy")  # (as the lane kernels: a division by zero gives inf, not an exception)
@@ -71,6 +72,8 @@ def _scalar(D, A, B, s):
             t += A[11 - 2 * q, w] * B[1 + q, w]
         D[21, w] = t
         D[22, w] = 0.0
+        for q in range(6):
+            D[23, w] += A[1 + 2 * q, w] * B[q, w]
 
 
 def test_every_operation_equals_the_scalar_one_bit_for_bit():
@@ -81,7 +84,7 @@ def test_every_operation_equals_the_scalar_one_bit_for_bit():
     for trial in range(200):
         A = rng.normal(size=(12, 8)) * 10.0 ** rng.integers(-8, 9, size=(12, 8))
         B = rng.normal(size=(6, 8)) * 10.0 ** rng.integers(-8, 9, size=(6, 8))
-        D = rng.normal(size=(23, 8))
+        D = rng.normal(size=(24, 8))
         if trial % 4 == 0:  # edges in random places
             A[rng.integers(0, 11, 8), np.arange(8)] = edges[rng.permutation(8)]
             B[rng.integers(0, 6, 8), np.arange(8)] = edges[rng.permutation(8)]
