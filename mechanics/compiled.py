@@ -1235,6 +1235,34 @@ def _lane_constraint_terms(constraints, general, root, ground, KL, parts, KK, Kk
 
 
 @njit(cache=True, inline="always")
+def _lane_moving_term(table, j, lin, KK, Kk, LAM, MEAS, E, mu, Lin, M, mask):
+    """Constraint ``j``'s term that moves with ``lambda`` (:func:`_move`; the fill's own, as it writes them),
+    written at ``Lin``'s row ``lin`` in the lanes where row ``mask`` of ``M`` is not zero: the proximal
+    prior's ``-lambda / mu``, or the penalty's measurements ``k - lambda / mu`` (into ``MEAS``) and their
+    ``A' (mu e)`` (:func:`_penalty_information`).  ``E``'s rows: a value, ``mu`` (filled by the caller),
+    ``mu`` times the measurements."""
+    T, MU, ME = 0, 1, 2
+    m, r0 = table[ix(j), CDIM], table[ix(j), ROW0]
+    if table[ix(j), POLICY] == 1:  # prox
+        for r in range(m):
+            vectors.scaled(E, T, -1.0, LAM, r0 + r)
+            vectors.div(E, T, E, T, E, MU)
+            vectors.put(Lin, lin + r, E, T, M, mask)
+        return
+    for r in range(m):
+        vectors.div(E, T, LAM, r0 + r, E, MU)
+        vectors.copy(E, ME + r, Kk, r0 + r)
+        vectors.sub(E, ME + r, E, T)
+        vectors.put(MEAS, r0 + r, E, ME + r, M, mask)
+        vectors.scaled(E, ME + r, mu, E, ME + r)
+    pair0 = table[ix(j), PAIR0]
+    for q in range(table[ix(j), NPAIR]):
+        for c in range(6):
+            vectors.dot(E, T, KK, 36 * (pair0 + q) + c, 6, E, ME, 1, m)
+            vectors.put(Lin, lin + 6 * q + c, E, T, M, mask)
+
+
+@njit(cache=True, inline="always")
 def _lane_fill_constraints(constraints, factors, KK, MEAS, Kk, LAM, E, mu, Fw, Lin, KL, MASK, TOP):
     """:func:`_fill_constraints` of the lanes that take a new state (``KL``'s row ``MASK``), from their
     ``Kbuf``, ``k`` and ``lambda`` in ``KK``, ``Kk``, ``LAM``: its operations, in its order, lane by lane, into
@@ -1256,13 +1284,8 @@ def _lane_fill_constraints(constraints, factors, KK, MEAS, Kk, LAM, E, mu, Fw, L
                 vectors.put(Fw, mat + i * n + j, E, T, KL, MASK)
             vectors.put(Lin, lin + i, E, T, KL, MASK)
         if kind == PENALTY:  # H = A' (mu A), g = A' (mu b), b = k - lambda / mu
-            m, r0, pair0 = table[ix(who), CDIM], table[ix(who), ROW0], table[ix(who), PAIR0]
+            m, pair0 = table[ix(who), CDIM], table[ix(who), PAIR0]
             for r in range(m):
-                vectors.div(E, T, LAM, r0 + r, E, MU)
-                vectors.copy(E, ME + r, Kk, r0 + r)
-                vectors.sub(E, ME + r, E, T)
-                vectors.put(MEAS, r0 + r, E, ME + r, KL, MASK)
-                vectors.scaled(E, ME + r, mu, E, ME + r)  # (mu e: _penalty_information's factor)
                 for c in range(n):
                     vectors.scaled(E, MK + c * m + r, mu, KK, 36 * (pair0 + c // 6) + 6 * r + c % 6)
             for a in range(n):  # (the sums over the rows r: K's rows six apart)
@@ -1270,10 +1293,7 @@ def _lane_fill_constraints(constraints, factors, KK, MEAS, Kk, LAM, E, mu, Fw, L
                 for c in range(n):
                     vectors.dot(E, T, KK, row_a, 6, E, MK + c * m, 1, m)
                     vectors.put(Fw, mat + a * n + c, E, T, KL, MASK)
-            for q in range(table[ix(who), NPAIR]):  # _penalty_information
-                for c in range(6):
-                    vectors.dot(E, T, KK, 36 * (pair0 + q) + c, 6, E, ME, 1, m)
-                    vectors.put(Lin, lin + 6 * q + c, E, T, KL, MASK)
+            _lane_moving_term(table, who, lin, KK, Kk, LAM, MEAS, E, mu, Lin, KL, MASK)
         elif kind == LOOP:  # [[0, K], [K', 0]] on (lambda, a_l); -lambda' k carried by the first link's
             m, r0, pair = table[ix(who), CDIM], table[ix(who), ROW0], factors[ix(f), PAIR]
             for r in range(m):
@@ -1283,14 +1303,10 @@ def _lane_fill_constraints(constraints, factors, KK, MEAS, Kk, LAM, E, mu, Fw, L
                 if factors[ix(f), FIRST]:
                     vectors.put(Lin, lin + r, Kk, r0 + r, KL, MASK)
         else:  # PROXIMAL: -I / mu, g = -lambda / mu
-            r0 = table[ix(who), ROW0]
             vectors.fill(E, T, -1.0 / mu)
             for i in range(n):
                 vectors.put(Fw, mat + i * n + i, E, T, KL, MASK)
-            for i in range(n):
-                vectors.scaled(E, T, -1.0, LAM, r0 + i)
-                vectors.div(E, T, E, T, E, MU)
-                vectors.put(Lin, lin + i, E, T, KL, MASK)
+            _lane_moving_term(table, who, lin, KK, Kk, LAM, MEAS, E, mu, Lin, KL, MASK)
         for i in range(n):
             vectors.absolute(E, T, Fw, mat + i * n + i)
             vectors.put(Fw, scl + i, E, T, KL, MASK)
@@ -1313,34 +1329,13 @@ def _lane_constraint_residual(constraints, KK, Kk, links, X, RES):
 @njit(cache=True, inline="always")
 def _lane_move(constraints, factors, KK, Kk, LAM, MEAS, E, mu, Lin, KC, MOVE):
     """:func:`_move` of every iterating constraint (``alm``, ``prox``) in the lanes whose row ``MOVE`` of ``KC``
-    is not zero, from their ``lambda`` in ``LAM``: their measurements into ``MEAS``, their moving terms into
-    ``Lin``, under that mask; the other lanes keep theirs.  Its operations, in its order, lane by lane."""
+    is not zero, from their ``lambda`` in ``LAM`` (:func:`_lane_moving_term`); the other lanes keep theirs."""
     table = constraints[0]
-    T, MU, ME = 0, 1, 2
-    vectors.fill(E, MU, mu)
+    vectors.fill(E, 1, mu)  # (_lane_moving_term's MU)
     for j in range(table.shape[0]):
-        policy = table[ix(j), POLICY]
-        if policy > 1:
-            continue
-        f, m, r0 = table[ix(j), MOVING], table[ix(j), CDIM], table[ix(j), ROW0]
-        lin = factors[ix(f), LIN]
-        if policy == 1:  # -lambda / mu
-            for r in range(m):
-                vectors.scaled(E, T, -1.0, LAM, r0 + r)
-                vectors.div(E, T, E, T, E, MU)
-                vectors.put(Lin, lin + r, E, T, KC, MOVE)
-            continue
-        pair0 = table[ix(j), PAIR0]
-        for r in range(m):  # k - lambda / mu, then A' (mu e) (_penalty_information)
-            vectors.div(E, T, LAM, r0 + r, E, MU)
-            vectors.copy(E, ME + r, Kk, r0 + r)
-            vectors.sub(E, ME + r, E, T)
-            vectors.put(MEAS, r0 + r, E, ME + r, KC, MOVE)
-            vectors.scaled(E, ME + r, mu, E, ME + r)
-        for q in range(table[ix(j), NPAIR]):
-            for c in range(6):
-                vectors.dot(E, T, KK, 36 * (pair0 + q) + c, 6, E, ME, 1, m)
-                vectors.put(Lin, lin + 6 * q + c, E, T, KC, MOVE)
+        if table[ix(j), POLICY] <= 1:
+            lin = factors[ix(table[ix(j), MOVING]), LIN]
+            _lane_moving_term(table, j, lin, KK, Kk, LAM, MEAS, E, mu, Lin, KC, MOVE)
 
 
 @njit(cache=True, inline="always")
