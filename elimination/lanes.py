@@ -51,13 +51,12 @@ import numpy as np
 from numba import njit
 from numba.typed import List
 
-from .compiled import (A0, A1, B0, B1, CARRY, DS, G0, G1, H0, H1, HF_, IDENTITY, LINV, M, NF, NS, NZ, OUT_G, OUT_H,
-                       OUT_S, PAIR, PG0, PG1, PH0, PH1, PIVOT, PS0, PS1, PB0, PB1, RS, S0, S1, SINGULAR_RTOL, T_, TC,
-                       TN, TQ, TSIG, UNCOUNTED, UROW, XF0, XF1, XS0, XS1, Y_, YC,
+from .compiled import (A0, A1, B0, B1, CARRY, DS, G0, G1, H0, H1, HF_, IDENTITY, INDEFINITE, LINV, M, NF, NN, NS, NZ,
+                       OUT_G, OUT_H, OUT_S, PAIR, PG0, PG1, PH0, PH1, PIVOT, PS0, PS1, PB0, PB1, RS, S0, S1,
+                       SINGULAR_RTOL, T_, TC, TN, TQ, TSIG, UNCOUNTED, UROW, XF0, XF1, XS0, XS1, Y_, YC,
                        announce_first_compile, factorize_maps, max_front, solve_maps)
 from .compiled import _generic_step as generic_step, _parent_block as parent_block, _revolute
 from .compiled import _step_backward as step_backward, _step_forward as step_forward, _tree_pair as tree_pair
-from .compiled import _tree_pair_forward as tree_pair_forward
 from .compiled import drop_stale_cache
 from . import compiled, vectors as v
 from .program import JOINT_HALF, LINK_HALF, PIVOTS, WIDE_JOINT, WIDE_LINK
@@ -821,6 +820,69 @@ def _revolute_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp
     v.copy(cache, steps[joint, YC], tmp, 3)
 
 
+@njit(cache=True, inline="always", error_model="numpy")
+def _tree_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp):
+    """:func:`elimination.compiled._tree_pair_forward` on the lanes (its operations, lane by lane): a tree
+    pair whose joint is not one-dimensional (a free-flyer's, a spherical one)."""
+    nF, nS, nq = steps[st, NF], steps[st, NS], steps[st + 1, NF]
+    npar = nS - nq
+    tc = _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, nF + nS)
+    hf, ts = steps[st, HF_], steps[st, T_]
+    for i in range(nF):  # g_F -= H t
+        v.dot(tmp, 0, C, hf + i * nF, 1, cache, tc, 1, nF)
+        v.sub(g, i, tmp, 0)
+    for i in range(nF):  # g_S += T' g_F
+        for j in range(nS):
+            v.add_mul(g, nF + j, C, ts + i * nS + j, g, i)
+    for q in range(steps[st + 1, PG0], steps[st + 1, PG1]):  # the joint's own terms
+        v.add(g, nF + pgd[q], Lin, pgs[q])
+    li, yy, ds, yc = steps[st + 1, LINV], steps[st + 1, Y_], steps[st + 1, DS], steps[st + 1, YC]
+    for i in range(nq):  # y = Linv g_q
+        v.dot(cache, yc + i, C, li + i * nq, 1, g, nF, 1, nq)
+    for i in range(nq):  # g_parent -= Y' D y
+        v.mul(tmp, 0, C, ds + i, cache, yc + i)
+        for j in range(npar):
+            v.sub_mul(g, nF + nq + j, C, yy + i * npar + j, tmp, 0)
+    out = steps[st + 1, OUT_G]
+    for j in range(npar if out >= 0 else 0):
+        v.copy(Lin, out + j, g, nF + nq + j)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _step_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, g, gz):
+    """:func:`elimination.compiled._step_backward` on the lanes (its operations, lane by lane), for a step of
+    at most six pivots (``gz``: six rows)."""
+    nF, nS, m, nz = steps[st, NF], steps[st, NS], steps[st, M], steps[st, NZ]
+    for q in range(steps[st, XS0], steps[st, XS1]):
+        v.copy(xs, xsd[q], Xout, xss[q])
+    if nz:
+        li, yy, ds, yc = steps[st, LINV], steps[st, Y_], steps[st, DS], steps[st, YC]
+        for i in range(nz):  # z = D (y - Y x_S)
+            v.copy(gz, i, cache, yc + i)
+            _sub_dot(gz, i, C, yy + i * nS, xs, 0, nS)
+            v.mul(gz, i, C, ds + i, gz, i)
+        for i in range(nz):  # Linv' z, along the rows of Linv
+            v.fill(g, i, 0.0)
+        full = steps[st, PIVOT] == INDEFINITE
+        for q in range(nz):
+            for i in range(nz if full else q + 1):
+                v.add_mul(g, i, C, li + q * nz + i, gz, q)
+    if m:  # x = t + T x_S + N z
+        tc, ts, nn = steps[st, TC], steps[st, T_], steps[st, NN]
+        for i in range(nF):
+            v.copy(x, i, cache, tc + i)
+            for j in range(nS):
+                v.add_mul(x, i, C, ts + i * nS + j, xs, j)
+            if steps[st, IDENTITY] == 0:
+                for j in range(nz):
+                    v.add_mul(x, i, C, nn + i * nz + j, g, j)
+    else:
+        for i in range(nF):
+            v.copy(x, i, g, i)
+    for q in range(steps[st, XF0], steps[st, XF1]):
+        v.copy(Xout, xfs[q], x, xfd[q])
+
+
 @njit(cache=True, inline="always")
 def _sub_dot(D, k, A, i, B, j, n):
     """``D[k] -= A[i + q] * B[j + q]`` for ``q = 0..n-1``, one product at a time in that order (six at a time in
@@ -918,8 +980,7 @@ def solve_pairs(maps, C, Lin, cache, Xout, lane_scratch, scratch):
         elif _revolute(steps, st):
             _revolute_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp)
         else:
-            for w in range(LANES):
-                tree_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C[:, w], Lin[:, w], cache[:, w], gw)
+            _tree_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp)
         st += 2
     st = steps.shape[0]
     while st > 0:
@@ -930,6 +991,8 @@ def solve_pairs(maps, C, Lin, cache, Xout, lane_scratch, scratch):
         elif steps[st, PAIR] == WIDE_JOINT and steps[st - 1, TQ] >= 0:
             st -= 1
             _wide_revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, tmp)
+        elif steps[st, NZ] <= 6:
+            _step_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, g, tmp)
         else:
             for w in range(LANES):
                 step_backward(steps, st, xss, xsd, xfs, xfd, C[:, w], cache[:, w], Xout[:, w], xw, xsw, gw, gz)

@@ -1323,7 +1323,8 @@ def _lane_constraint_residual(constraints, KK, Kk, links, X, RES):
         for r in range(m):
             vectors.scaled(RES, r0 + r, -1.0, Kk, r0 + r)
             for q in range(table[ix(j), NPAIR]):
-                vectors.add_dot6(RES, r0 + r, KK, 36 * (pair0 + q) + 6 * r, 1, X, links[ix(pairs[pair0 + q, 1]), ACC], 1)
+                acc = links[ix(pairs[pair0 + q, 1]), ACC]
+                vectors.add_dot6(RES, r0 + r, KK, 36 * (pair0 + q) + 6 * r, 1, X, acc, 1)
 
 
 @njit(cache=True, inline="always")
