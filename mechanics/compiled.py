@@ -101,9 +101,10 @@ ITERATIONS, CONVERGED, STATUS = range(3)  # columns of the kernel's integer outp
 WEAK, FAILED, VALID, PHASE, COUNT, ITERS, MODE, NEED, STATE, PLAIN, SMALL, FRESH = range(12)
 LANE_ROWS = 12
 HEAD, REFINED, RESOLVED = range(3)
-REFILL = 5  # idle lanes that take the next states (one factorization of the lanes serves them; B = 1024, with the
-# kinematics in lanes: against 4, Solo12 LCABA 3% and Cassie proxBBO 3.5% faster, Cassie LCABA 1%; 6 slower on
-# Cassie, 8 -- a group at a time -- 1.5x slower there; every other robot within noise of 2..8)
+REFILL = 6  # idle lanes that take the next states (one factorization of the lanes serves them).  B = 1024, with
+# the constraints and the iterations' bookkeeping in lanes, 9 rounds interleaved: against 5, Solo12 LCABA 8.98 ->
+# 8.44 us a state (its lanes wait on a second refinement step: fewer refills of a few lanes), Cassie and Allegro
+# within 1%; 7 costs Cassie 10%, 8 -- a group at a time -- 1.5x there; Talos and two hands flat over 3..8
 
 
 drop_stale_cache(__file__, elimination_compiled.__file__, lanes.__file__, vectors.__file__)
