@@ -37,11 +37,12 @@ separator the loop's multipliers and other links), as vector operations; so
 are a free body's wide pair (a floating base or a grasped object whose link
 reads itself from its joint's ``+-I`` rows, then the joint's pivot:
 :func:`_wide_unit_link`) and a step that pivots its whole front (the
-contacts' multipliers: :func:`_pivot_step`).  Any other pair (a free-flyer
-or spherical joint in a tree pair) and the other generic steps run lane by
-lane through the per-element kernels, on the lanes of a workspace the caller
-fills (:func:`mechanics.compiled.lanes_kernel`: the states' kinematics in
-lanes too).  Bit for bit the per-element kernels' numbers again; on Talos's
+contacts' multipliers: :func:`_pivot_step`); the solve runs a tree pair of a
+free-flyer or spherical joint and every back-substitution of up to six pivots
+in lanes too (:func:`_tree_forward`, :func:`_step_backward`).  The other
+generic steps run lane by lane through the per-element kernels, on the lanes
+of a workspace the caller fills (:func:`mechanics.compiled.lanes_kernel`: the
+states' kinematics and constraints in lanes too).  Bit for bit the per-element kernels' numbers again; on Talos's
 tree a batch of eight took the pairs' factorization 1.7x and their solve 2.1x
 faster than eight states one at a time.
 """

@@ -807,17 +807,24 @@ def _lane_joint_poses(links, axis, KL, l, q0, qn, RJ):
 
 
 @njit(cache=True, inline="always")
+def _lane_compose(KL, R1, p1, R2, p2, R, p):
+    """:func:`_compose` of lane rows ``R1`` (9, row-major), ``p1`` (3) with a constant ``R2 (3, 3)``, ``p2 (3,)``
+    into rows ``R``, ``p``: its operations, in its order."""
+    for i in range(3):
+        vectors.copy(KL, p + i, KL, p1 + i)
+        for k in range(3):
+            vectors.add_scaled(KL, p + i, KL, R1 + 3 * i + k, p2[k])
+        for j in range(3):
+            vectors.scaled(KL, R + 3 * i + j, R2[0, j], KL, R1 + 3 * i)
+            vectors.add_scaled(KL, R + 3 * i + j, KL, R1 + 3 * i + 1, R2[1, j])
+            vectors.add_scaled(KL, R + 3 * i + j, KL, R1 + 3 * i + 2, R2[2, j])
+
+
+@njit(cache=True, inline="always")
 def _lane_link_pose(KL, R, P, l, parent, Pr, Pp, RJ, T):
     """:func:`_link_pose` on the lanes (``T``: three scratch rows)."""
-    Rl, pl, Rp, pp = R + 9 * l, P + 3 * l, R + 9 * parent, P + 3 * parent
-    for i in range(3):
-        vectors.copy(KL, pl + i, KL, pp + i)
-        for k in range(3):
-            vectors.add_scaled(KL, pl + i, KL, Rp + 3 * i + k, Pp[k])
-        for j in range(3):
-            vectors.scaled(KL, Rl + 3 * i + j, Pr[0, j], KL, Rp + 3 * i)
-            vectors.add_scaled(KL, Rl + 3 * i + j, KL, Rp + 3 * i + 1, Pr[1, j])
-            vectors.add_scaled(KL, Rl + 3 * i + j, KL, Rp + 3 * i + 2, Pr[2, j])
+    Rl, pl = R + 9 * l, P + 3 * l
+    _lane_compose(KL, R + 9 * parent, P + 3 * parent, Pr, Pp, Rl, pl)  # the parent's pose and the placement
     for i in range(3):  # then the joint's: p += R pj, R = R Rj
         for k in range(3):
             vectors.copy(KL, T + k, KL, Rl + 3 * i + k)
@@ -1113,24 +1120,30 @@ def _lane_constraint_parts(KC, pairs, m):
 
 
 @njit(cache=True, inline="always")
-def _lane_compose(KL, R1, p1, R2, p2, R, p):
-    """:func:`_compose` of lane rows ``R1`` (9, row-major), ``p1`` (3) with a constant ``R2 (3, 3)``, ``p2 (3,)``
-    into rows ``R``, ``p``: its operations, in its order."""
-    for i in range(3):
-        vectors.copy(KL, p + i, KL, p1 + i)
-        for k in range(3):
-            vectors.add_scaled(KL, p + i, KL, R1 + 3 * i + k, p2[k])
-        for j in range(3):
-            vectors.scaled(KL, R + 3 * i + j, R2[0, j], KL, R1 + 3 * i)
-            vectors.add_scaled(KL, R + 3 * i + j, KL, R1 + 3 * i + 1, R2[1, j])
-            vectors.add_scaled(KL, R + 3 * i + j, KL, R1 + 3 * i + 2, R2[2, j])
-
-
-@njit(cache=True, inline="always")
 def _lane_cross(KL, D, A, a, B, b):
     """``KL[D] = KL[A] * KL[a] - KL[B] * KL[b]``: an entry of a cross product, as the scalar code writes it."""
     vectors.mul(KL, D, KL, A, KL, a)
     vectors.sub_mul(KL, D, KL, B, KL, b)
+
+
+@njit(cache=True, inline="always")
+def _lane_weld_row(KL, Kr, row, sign, R1, p1, t):
+    """Row ``row`` of ``X^-1(R1, p1)`` (:func:`_inverse_transform`: ``[[R', 0], [-R' [p]x, R']]``) times
+    ``sign`` into rows ``Kr..Kr+5`` (``t``: three scratch rows)."""
+    if row < 3:  # [R', 0]
+        for c in range(3):
+            vectors.scaled(KL, Kr + c, sign, KL, R1 + 3 * c + row)
+            vectors.fill(KL, Kr + 3 + c, 0.0)
+            vectors.scaled(KL, Kr + 3 + c, sign, KL, Kr + 3 + c)  # (sign * 0.0: -0.0 on the second side)
+        return
+    i = row - 3  # [-R' [p]x, R']
+    _lane_cross(KL, t, R1 + 3 + i, p1 + 2, R1 + 6 + i, p1 + 1)
+    _lane_cross(KL, t + 1, R1 + 6 + i, p1, R1 + i, p1 + 2)
+    _lane_cross(KL, t + 2, R1 + i, p1 + 1, R1 + 3 + i, p1)
+    for c in range(3):
+        vectors.scaled(KL, t + c, -1.0, KL, t + c)
+        vectors.scaled(KL, Kr + c, sign, KL, t + c)
+        vectors.scaled(KL, Kr + 3 + c, sign, KL, R1 + 3 * c + i)
 
 
 @njit(cache=True, inline="always")
@@ -1161,38 +1174,11 @@ def _lane_constraint_terms(constraints, general, root, ground, KL, parts, KK, Kk
             vectors.fill(KL, k + r, 0.0)
         for side in range(2):
             link, sign = (a, 1.0) if side == 0 else (b, -1.0)
-            if kind == WELD:  # the rows of X^-1(R1, p1) (_inverse_transform), signed
+            if kind == WELD:
                 for r in range(m):
-                    row = (axes[ix(j), ix(r)] + 3) % 6
-                    Kr = KLr + 6 * r
-                    if row < 3:  # [R', 0]
-                        for c in range(3):
-                            vectors.scaled(KL, Kr + c, sign, KL, R1 + 3 * c + row)
-                            vectors.fill(KL, Kr + 3 + c, 0.0)
-                            vectors.scaled(KL, Kr + 3 + c, sign, KL, Kr + 3 + c)
-                    else:  # [-R' [p]x, R']
-                        i = row - 3
-                        _lane_cross(KL, t, R1 + 3 + i, p1 + 2, R1 + 6 + i, p1 + 1)
-                        _lane_cross(KL, t + 1, R1 + 6 + i, p1, R1 + i, p1 + 2)
-                        _lane_cross(KL, t + 2, R1 + i, p1 + 1, R1 + 3 + i, p1)
-                        for c in range(3):
-                            vectors.scaled(KL, t + c, -1.0, KL, t + c)
-                            vectors.scaled(KL, Kr + c, sign, KL, t + c)
-                            vectors.scaled(KL, Kr + 3 + c, sign, KL, R1 + 3 * c + i)
-                if side == 0:  # the drift: v_1 x v_2 (_cross_motion)
-                    va, vb = VEL + 6 * a, VEL + 6 * b
-                    _lane_cross(KL, D, va + 1, vb + 2, va + 2, vb + 1)
-                    _lane_cross(KL, D + 1, va + 2, vb, va, vb + 2)
-                    _lane_cross(KL, D + 2, va, vb + 1, va + 1, vb)
-                    _lane_cross(KL, D + 3, va + 4, vb + 2, va + 5, vb + 1)
-                    vectors.add_mul(KL, D + 3, KL, va + 1, KL, vb + 5)
-                    vectors.sub_mul(KL, D + 3, KL, va + 2, KL, vb + 4)
-                    _lane_cross(KL, D + 4, va + 5, vb, va + 3, vb + 2)
-                    vectors.add_mul(KL, D + 4, KL, va + 2, KL, vb + 3)
-                    vectors.sub_mul(KL, D + 4, KL, va, KL, vb + 5)
-                    _lane_cross(KL, D + 5, va + 3, vb + 1, va + 4, vb)
-                    vectors.add_mul(KL, D + 5, KL, va, KL, vb + 4)
-                    vectors.sub_mul(KL, D + 5, KL, va + 1, KL, vb + 3)
+                    _lane_weld_row(KL, KLr + 6 * r, (axes[ix(j), ix(r)] + 3) % 6, sign, R1, p1, t)
+                if side == 0:  # the drift: v_1 x v_2
+                    _lane_cross_motion(KL, D, VEL + 6 * a, VEL + 6 * b)
                     for r in range(m):
                         vectors.dot6(KL, t, KL, KLr + 6 * r, 1, KL, D, 1)
                         vectors.sub(KL, k + r, KL, t)
@@ -1240,10 +1226,11 @@ def _lane_moving_term(table, j, lin, KK, Kk, LAM, MEAS, E, mu, Lin, M, mask):
     """Constraint ``j``'s term that moves with ``lambda`` (:func:`_move`; the fill's own, as it writes them),
     written at ``Lin``'s row ``lin`` in the lanes where row ``mask`` of ``M`` is not zero: the proximal
     prior's ``-lambda / mu``, or the penalty's measurements ``k - lambda / mu`` (into ``MEAS``) and their
-    ``A' (mu e)`` (:func:`_penalty_information`).  ``E``'s rows: a value, ``mu`` (filled by the caller),
-    ``mu`` times the measurements."""
+    ``A' (mu e)`` (:func:`_penalty_information`).  ``E``'s rows: a value, ``mu``, ``mu`` times the
+    measurements."""
     T, MU, ME = 0, 1, 2
     m, r0 = table[ix(j), CDIM], table[ix(j), ROW0]
+    vectors.fill(E, MU, mu)
     if table[ix(j), POLICY] == 1:  # prox
         for r in range(m):
             vectors.scaled(E, T, -1.0, LAM, r0 + r)
@@ -1269,11 +1256,10 @@ def _lane_fill_constraints(constraints, factors, KK, MEAS, Kk, LAM, E, mu, Fw, L
     ``Kbuf``, ``k`` and ``lambda`` in ``KK``, ``Kk``, ``LAM``: its operations, in its order, lane by lane, into
     their columns of ``Fw``, ``Lin`` and their measurements ``MEAS``; the other lanes' columns keep their
     values.  Each lane's largest diagonal magnitude into ``KL``'s row ``TOP`` (the links' there already).
-    ``E``'s rows: a value, ``mu``, ``mu`` times a penalty's measurements (``PENALTY_ROWS``), ``mu K`` of its
+    ``E``'s rows: a value, :func:`_lane_moving_term`'s (``1 + PENALTY_ROWS``), ``mu K`` of a penalty's
     columns (:func:`_lane_constraint_parts`)."""
     table = constraints[0]
-    T, MU, ME, MK = 0, 1, 2, 2 + PENALTY_ROWS
-    vectors.fill(E, MU, mu)
+    T, MK = 0, 2 + PENALTY_ROWS  # (rows 1.. are _lane_moving_term's)
     for f in range(factors.shape[0]):
         kind, who, n = factors[ix(f), FKIND], factors[ix(f), WHO], factors[ix(f), FN]
         if kind == PRIOR or kind == TORQUE or kind == TREE:  # (_lane_fill_links)
@@ -1333,7 +1319,6 @@ def _lane_move(constraints, factors, KK, Kk, LAM, MEAS, E, mu, Lin, KC, MOVE):
     """:func:`_move` of every iterating constraint (``alm``, ``prox``) in the lanes whose row ``MOVE`` of ``KC``
     is not zero, from their ``lambda`` in ``LAM`` (:func:`_lane_moving_term`); the other lanes keep theirs."""
     table = constraints[0]
-    vectors.fill(E, 1, mu)  # (_lane_moving_term's MU)
     for j in range(table.shape[0]):
         if table[ix(j), POLICY] <= 1:
             lin = factors[ix(table[ix(j), MOVING]), LIN]
@@ -1829,17 +1814,13 @@ def _lanes_moved(constraints, factors, lk, KC, pairs, m, mu, Lin):
     for w in range(LANES):
         if KC[ix(MOVE), w] != 0.0:
             moving += 1
-            lam = _own_terms(lk, w, pairs, m)[3]
-            for r in range(m):
-                LAM[ix(r), w] = lam[ix(r)]
+            _copy(_own_terms(lk, w, pairs, m)[3], LAM[:, w])
     if moving == 0:
         return
     _lane_move(constraints, factors, KK, Kk, LAM, MEAS, E, mu, Lin, KC, MOVE)
     for w in range(LANES):
         if KC[ix(MOVE), w] != 0.0:
-            meas = _own_terms(lk, w, pairs, m)[2]
-            for r in range(m):
-                meas[ix(r)] = MEAS[ix(r), w]
+            _copy(MEAS[:, w], _own_terms(lk, w, pairs, m)[2])
             KC[ix(MOVE), w] = 0.0
 
 
@@ -2009,16 +1990,13 @@ def _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, uni
     _lane_constraint_terms(constraints, general, model[6], n, KL, kparts, KK, Kk)
     for w in range(LANES):
         if li[VALID, w] != 0:
-            lam = _own_terms(lk, w, pairs, m)[3]
-            for r in range(m):
-                LAM[ix(r), w] = lam[ix(r)]
+            _copy(_own_terms(lk, w, pairs, m)[3], LAM[:, w])
     _lane_fill_constraints(constraints, factors, KK, MEAS, Kk, LAM, E, mu, Fw, Lin, KL, MASK, TOP)
     for w in range(LANES):  # each new state's own terms, for its iterations lane by lane
         if li[VALID, w] != 0:
             Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
-            for i in range(36 * pairs):
-                lk[w, ix(i)] = KK[ix(i), w]
-            for r in range(m):
-                k[ix(r)], meas[ix(r)] = Kk[ix(r), w], MEAS[ix(r), w]
+            _copy(KK[:, w], lk[w, :36 * pairs])
+            _copy(Kk[:, w], k)
+            _copy(MEAS[:, w], meas)
             floor[0, w] = SCALE_FLOOR * KL[ix(TOP), w]
     return loaded
