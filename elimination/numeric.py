@@ -267,7 +267,7 @@ class Factorization:
 
     # -- solving --------------------------------------------------------------------
     def solve(self, g: Mapping | None = None, b: Mapping | None = None, refine: int = 1,
-              start: Mapping | None = None) -> dict:
+              start: Mapping | None = None, verified: bool = False) -> dict:
         """Solve, optionally with new linear terms, reusing every matrix factorization.
 
         Parameters
@@ -301,6 +301,16 @@ class Factorization:
             from scratch) where ``refine`` is 0, an element was re-planned, or
             the plan drops dependent rows (their consistency is checked on a
             solve from scratch).
+        verified : bool
+            An earlier solve with this factorization verified its suspect
+            pivots (refinement settled there; the solve would have raised
+            otherwise): a solve from ``start`` then stops an element's steps
+            as soon as the last may leave an error below ``WARM_RTOL``
+            (``started_error``), as on a factorization whose pivots are not
+            suspect, instead of verifying it again -- a refinement's
+            contraction belongs to the factorization, not to the right-hand
+            side.  Steps that do not contract are still refused.  The outer
+            iterations' re-solves pass it.  Ignored without ``start``.
 
         Returns
         -------
@@ -338,14 +348,15 @@ class Factorization:
         with np.errstate(over="ignore", invalid="ignore") if self.fallbacks else contextlib.nullcontext():
             values = self._start(start) if warm else self._sweeps(lin_g, lin_b)
             if warm and np.any(suspect):  # verified from the start: refinement steps until they settle
-                values = self._verified(values, lin_g, lin_b, measurements, suspect)
+                values = self._verified(values, lin_g, lin_b, measurements, suspect, verified)
             else:
                 for _ in range(refine):
                     values, correction = self._refined(values, lin_g, lin_b, measurements)
                 if warm and started_error(_relative_size(correction, values), float(np.min(self.pivot_ratio))) > WARM_RTOL:
                     values = self._refined(values, lin_g, lin_b, measurements)[0]  # a change too large for one step
-                if np.any(suspect):
-                    values = self._verified(values, lin_g, lin_b, measurements, suspect)
+                if np.any(suspect):  # the verification's steps go on from the last plain one's change
+                    values = self._verified(values, lin_g, lin_b, measurements, suspect,
+                                            previous=_change(correction, values) if refine else np.inf)
         return self._splice(values, g, b, refine) if self.fallbacks else values
 
     def _hand_on(self) -> dict:
@@ -392,7 +403,8 @@ class Factorization:
         correction = self._sweeps(*self._residual_terms(values, lin_g, lin_b, measurements), check=False)
         return {key: values[key] + correction[key] for key in values}, correction
 
-    def _verified(self, values: dict, lin_g: dict, lin_b: dict, measurements: dict, suspect: np.ndarray) -> dict:
+    def _verified(self, values: dict, lin_g: dict, lin_b: dict, measurements: dict, suspect: np.ndarray,
+                  verified: bool = False, previous=np.inf) -> dict:
         """Refine a solution whose pivots were suspect until refinement settles, or refuse it.
 
         A pivot far below the magnitude of its contributions is either the
@@ -405,16 +417,28 @@ class Factorization:
         ``SUSPECT_REFINE`` of them: a contracting refinement is not stopped at
         the first small correction -- the error left is about the last
         correction times the rate, 5e-8 on a saddle graph whose pivots had lost
-        every digit when its corrections first fell below 1e-6, 5e-10 two steps later.  The solution is refused when its last
-        correction still exceeds ``VERIFY_RTOL`` of it.  Past ``VERIFY_RTOL`` at most
-        ``FINISHING_REFINE`` more steps are taken: near round-off the corrections
-        of an ill-conditioned problem keep shrinking slowly, and each step is a
-        solve of the whole batch.
+        every digit when its corrections first fell below 1e-6, 5e-10 two
+        steps later.  So an element is done once a step contracted (at most
+        half the step before: ``previous``, the plain refinement's change
+        where one preceded) and that error, its change times the larger of
+        the rate seen and the one its pivots imply (``eps / ratio``:
+        ``started_error``), is below ``WARM_RTOL``; where an earlier solve
+        ``verified`` the factorization (:meth:`solve`) its contraction was
+        seen already, and the first such step ends it.  The solution is
+        refused when its last correction still exceeds ``VERIFY_RTOL`` of it.
+        Past ``VERIFY_RTOL`` at most ``FINISHING_REFINE`` more steps are taken:
+        near round-off the corrections of an ill-conditioned problem keep
+        shrinking slowly, and each step is a solve of the whole batch.
         """
-        previous, small = np.inf, 0
+        small = 0
         for _ in range(SUSPECT_REFINE):
             values, correction = self._refined(values, lin_g, lin_b, measurements)
-            change = _largest(correction.values()) / np.maximum(_largest(values.values()), np.finfo(float).tiny)
+            change = _change(correction, values)
+            # an element is done once a step contracted (or an earlier solve saw it) and left a small error
+            seen = verified | ((change <= 0.5 * previous) & (previous < np.inf))
+            suspect = suspect & ~(seen & (_error_left(change, previous, self.pivot_ratio) <= WARM_RTOL))
+            if not np.any(suspect):
+                return values
             contracting = suspect & (change > SETTLED_RTOL) & (change <= 0.5 * previous)
             if np.any(suspect & (change > VERIFY_RTOL) & ~contracting):
                 break  # large and not shrinking: refused below
@@ -545,14 +569,14 @@ class CompiledFactorization(Factorization):
         return f"CompiledFactorization({len(self.plan.steps)} steps, batch={self.graph.batch_shape})"
 
     def solve(self, g: Mapping | None = None, b: Mapping | None = None, refine: int = 1,
-              start: Mapping | None = None) -> dict:
+              start: Mapping | None = None, verified: bool = False) -> dict:
         # The graph's own terms, no refinement, nothing suspect: one trip into the solve kernel, without
         # tables of the graph's terms (reading 3000 factor objects into dicts cost more than the sweeps).
         refine = check_refine(refine)
         self._check_live()
         if g or b or (start is not None and refine) or np.any(self.suspect()) or (
                 refine and not self._laid_out_residuals()):
-            return super().solve(g, b, refine, start)
+            return super().solve(g, b, refine, start, verified)
         Lin, Lmag, full = self._linear(None, None)
         X = self._flat_sweeps(Lin, Lmag, full)
         for _ in range(refine):  # Factorization._refined, on the laid-out terms
@@ -863,6 +887,19 @@ SETTLED_RTOL = 64 * np.finfo(float).eps  # a correction this small is round-off:
 WARM_RTOL = 1e-13  # a solve started from given values refines once more where its error may exceed this
 SUSPECT_REFINE = 16  # refinement steps at most to settle a suspect factorization
 FINISHING_REFINE = 2  # of which at most this many once the corrections are below VERIFY_RTOL
+
+
+def _change(correction: dict, values: dict) -> np.ndarray:
+    """``max |correction| / max |values|`` of each element (shape ``batch``)."""
+    return _largest(correction.values()) / np.maximum(_largest(values.values()), np.finfo(float).tiny)
+
+
+def _error_left(change: np.ndarray, previous, ratio: np.ndarray) -> np.ndarray:
+    """The relative error a refinement step that changed the solution by ``change`` may leave (shape
+    ``batch``): ``change`` times the refinement's contraction rate, the larger of the one its pivots imply
+    (``eps / ratio``: ``started_error``) and the one seen from the step before (``change / previous``)."""
+    eps = np.finfo(float).eps
+    return change * np.maximum(eps / np.clip(ratio, eps, 1.0), change / np.maximum(previous, np.finfo(float).tiny))
 
 
 def _relative_size(correction: dict, values: dict) -> float:

@@ -96,7 +96,8 @@ ITERATIONS, CONVERGED, STATUS = range(3)  # columns of the kernel's integer outp
 # rows of lanes_kernel's integers, a column per lane: the factorization's weakest and failed step, whether a
 # state was loaded into it, where its outer iterations stand (PHASE: at their HEAD, its first iterate REFINED,
 # an iterate RESOLVED), its refinement steps so far in this solve, its iterations, the solve's MODE (0: a
-# started solve's steps, 1: PLAIN steps, then a verification with SMALL changes in a row so far), whether it
+# started solve's steps, 1: PLAIN steps, then a verification with SMALL changes in a row so far, 2: a
+# verification of a factorization an earlier solve verified), whether it
 # wants a solve, the STATE it holds (-1: idle), whether its solve is FRESH (of its linear terms, not a step)
 WEAK, FAILED, VALID, PHASE, COUNT, ITERS, MODE, NEED, STATE, PLAIN, SMALL, FRESH = range(12)
 LANE_ROWS = 12
@@ -1392,7 +1393,7 @@ def _started_solve(solve_maps, sscr, work, C, Lmag, x, refine, ratio):
 
 
 @njit(cache=True, **UNCOUNTED)
-def _solve(solve_maps, drops, sscr, work, C, Lmag, x, suspect, refine):
+def _solve(solve_maps, drops, sscr, work, C, Lmag, x, ratio, refine):
     """:meth:`elimination.Factorization.solve` for the linear terms in ``work``: the sweeps, the dropped
     rows' consistency, ``refine`` steps, and the verification of a suspect factorization.  False where the
     numpy path must answer (inconsistent dropped rows, refinement that does not settle).  One exit, no
@@ -1404,18 +1405,33 @@ def _solve(solve_maps, drops, sscr, work, C, Lmag, x, suspect, refine):
         off, d = drops[q, 0], drops[q, 1]
         for i in range(d):
             consistent = consistent and not abs(dropped[ix(off + i)]) > CONSISTENCY_RTOL * dropped[ix(off + d)]
+    change = np.inf  # the last plain step's, where the verification goes on from it
     for _ in range(refine if consistent else 0):
-        _refine_step(solve_maps, sscr, work, C, Lmag, x)
-    return consistent and (_verified(solve_maps, sscr, work, C, Lmag, x) if suspect else True)
+        change = _refine_step(solve_maps, sscr, work, C, Lmag, x)
+    suspect = ratio < PIVOT_SUSPECT_RTOL
+    return consistent and (_verified(solve_maps, sscr, work, C, Lmag, x, ratio, False, change) if suspect else True)
+
+
+@njit(cache=True, inline="always")
+def _settles(change, previous, ratio, verified):
+    """Whether a suspect factorization's refinement step that changed the solution by ``change`` (relative;
+    the step before by ``previous``) ends its verification: a contraction seen (by this step, or ``verified``
+    by an earlier solve) and an error left below ``WARM_RTOL`` (:func:`elimination.numeric._error_left`)."""
+    rate = max(started_error(1.0, ratio), change / max(previous, 2.2250738585072014e-308))
+    return (verified or change <= 0.5 * previous < np.inf) and change * rate <= WARM_RTOL
 
 
 @njit(cache=True, **UNCOUNTED)
-def _verified(solve_maps, sscr, work, C, Lmag, x):
-    """Refinement steps of ``x`` in place until they settle (:meth:`elimination.Factorization._verified`):
-    False where they do not (the numpy path then refuses the factorization)."""
-    settled, previous, small = True, np.inf, 0
+def _verified(solve_maps, sscr, work, C, Lmag, x, ratio, verified, previous):
+    """Refinement steps of ``x`` in place until they settle (:meth:`elimination.Factorization._verified`, from
+    a step that changed it by ``previous``; ``verified``: by an earlier solve): False where they do not (the
+    numpy path then refuses the factorization)."""
+    settled, small = True, 0
     for _ in range(SUSPECT_REFINE):
         change = _refine_step(solve_maps, sscr, work, C, Lmag, x)
+        if _settles(change, previous, ratio, verified):
+            settled = True
+            break
         contracting = change > SETTLED_RTOL and change <= 0.5 * previous
         settled = not change > VERIFY_RTOL  # the last step's verdict, if the steps run out
         if change > VERIFY_RTOL and not contracting:
@@ -1581,7 +1597,7 @@ def _answer(b, ratio, solved, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows
     deferred = startable and iterating and not suspect  # the first iterate's refinement (outer_iterations)
     # a solve without refinement made already (the lanes') is the first solve where it has no refinement to do
     presolved = solved and not suspect and (deferred or refine == 0) and drops.shape[0] == 0
-    if not presolved and not _solve(solve_maps, drops, sscr, work, C, Lmag, x, suspect, 0 if deferred else refine):
+    if not presolved and not _solve(solve_maps, drops, sscr, work, C, Lmag, x, ratio, 0 if deferred else refine):
         return
     _qdd_step(links, x, qdd, True)
     _constraint_residual(constraints, Kbuf, k, links, x, res)
@@ -1601,10 +1617,10 @@ def _answer(b, ratio, solved, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows
         if startable:  # from the last iterate (Factorization.solve)
             _copy(x, xn)
             if suspect:  # verified from there
-                ok = _verified(solve_maps, sscr, work, C, Lmag, xn)
+                ok = _verified(solve_maps, sscr, work, C, Lmag, xn, ratio, True, np.inf)  # the first solve did
             else:
                 _started_solve(solve_maps, sscr, work, C, Lmag, xn, refine, ratio)
-        elif not _solve(solve_maps, drops, sscr, work, C, Lmag, xn, suspect, refine):
+        elif not _solve(solve_maps, drops, sscr, work, C, Lmag, xn, ratio, refine):
             ok = False
         if not ok:  # the numpy path answers, or refuses
             break
@@ -1613,12 +1629,12 @@ def _answer(b, ratio, solved, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows
         _copy(xn, x)
         _constraint_residual(constraints, Kbuf, k, links, x, res)
     if ok:
-        _conclude(b, iterations, suspect, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows, x, xn, refine, has_soft,
+        _conclude(b, iterations, ratio, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows, x, xn, refine, has_soft,
                   tol, nv, out, flags)
 
 
 @njit(cache=True, **UNCOUNTED)
-def _conclude(b, iterations, suspect, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows, x, xn, refine, has_soft, tol,
+def _conclude(b, iterations, ratio, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows, x, xn, refine, has_soft, tol,
               nv, out, flags):
     """State ``b``'s answer after ``iterations`` outer iterations ended at ``x`` (:func:`_answer`): the
     convergence status (a soft row's halving checked by one ALM correction, solved into ``xn``), ``out[b]`` and
@@ -1636,7 +1652,7 @@ def _conclude(b, iterations, suspect, solve_maps, drops, sscr, work, C, Lmag, Li
         for j in range(table.shape[0]):
             if table[ix(j), POLICY] == 3:
                 _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas)
-        if not _solve(solve_maps, drops, sscr, work, C, Lmag, xn, suspect, refine):
+        if not _solve(solve_maps, drops, sscr, work, C, Lmag, xn, ratio, refine):
             return
         _constraint_residual(constraints, Kbuf, k, links, xn, corrected)
         converged = converged and _soft_norm(table, corrected) <= SOFT_CONTRACTION * _soft_norm(table, res)
@@ -1740,7 +1756,8 @@ def _own_terms(lk, w, pairs, m):
 @njit(cache=True, inline="always")
 def _solving(li, state, w, verify, plain, fresh):
     """Lane ``w`` starts a solve: of its linear terms (``fresh``) or from its values, then ``_started_solve``'s
-    refinement steps, or (``verify``) ``plain`` refinement steps and :func:`_verified`'s."""
+    refinement steps, or (``verify`` 1) ``plain`` refinement steps and :func:`_verified`'s, or (2) those of a
+    factorization an earlier solve verified."""
     li[MODE, w], li[PLAIN, w], li[COUNT, w], li[SMALL, w], li[FRESH, w], state[1] = verify, plain, 0, 0, fresh, np.inf
     return True
 
@@ -1749,13 +1766,17 @@ def _solving(li, state, w, verify, plain, fresh):
 def _refined(li, state, w, change, refine, ratio):
     """Lane ``w``'s solve after a refinement step that changed its values by ``change`` (relative): 0 where it
     wants another step, 1 where it is done, -1 where its verification did not settle (the numpy path then
-    answers).  The decisions of :func:`_started_solve`, and of ``refine`` plain steps then :func:`_verified`."""
+    answers).  The decisions of :func:`_started_solve`, and of ``refine`` plain steps then :func:`_verified`
+    (from the last plain step's change)."""
     li[COUNT, w] += 1
     c = li[COUNT, w]
     if li[MODE, w] == 0:  # _started_solve: refine steps, and one more where the change is large
         return 0 if c < refine or (c == refine and started_error(change, ratio) > WARM_RTOL) else 1
     if c <= li[PLAIN, w]:  # the plain steps, then at least one of the verification's
+        state[1] = change
         return 0
+    if _settles(change, state[1], ratio, li[MODE, w] == 2):
+        return 1
     contracting = change > SETTLED_RTOL and change <= 0.5 * state[1]
     if change > VERIFY_RTOL and not contracting:
         return -1
@@ -1774,8 +1795,9 @@ def _advance(w, li, state, suspect, refine, constraints, links, lam, mu, x, RES,
     from where its last refined solve left them (``li[PHASE, w]``) to its next refined solve (:func:`_solving`),
     whose steps :func:`lanes_kernel` runs in lanes: whether it wants one (False: its iterations ended, at
     ``x``).  The first solve's refinement waits until its iterate may be the answer, unless the pivots are
-    ``suspect``: then it is refined and verified first, as each re-solve is.  A re-solve refines the iterate in
-    place: the per-state kernel refines a copy and copies it back, the same numbers.  ``state``: the lane's
+    ``suspect``: then it is refined and verified first (a re-solve's verification then ends at a small error).
+    A re-solve refines the iterate in place: the per-state kernel refines a copy and copies it back, the same
+    numbers.  ``state``: the lane's
     last ``qdd`` step and its verification's last change.  ``RES``: its residual ``K x - k``, computed in
     lanes (:func:`_lane_constraint_residual`); ``moves[w]``: set where its terms move for the re-solve, which
     :func:`_lanes_moved` moves in lanes."""
@@ -1801,7 +1823,8 @@ def _advance(w, li, state, suspect, refine, constraints, links, lam, mu, x, RES,
         return False
     moves[w] = 1.0  # alm's and prox's terms (_move)
     li[PHASE, w] = RESOLVED  # from the last iterate where the solves are refined (Factorization.startable)
-    return _solving(li, state, w, 1 if suspect else 0, 0, 1 if refine == 0 else 0)
+    # a suspect factorization's started re-solve: the first solve verified it (a fresh one verifies again)
+    return _solving(li, state, w, (1 if refine == 0 else 2) if suspect else 0, 0, 1 if refine == 0 else 0)
 
 
 @njit(cache=True, inline="always")
@@ -1918,7 +1941,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
                     if need[w]:
                         li[STATE, w] = b
                     else:
-                        _conclude(b, li[ITERS, w], False, smaps, drops, sscr, work, C[:, w], Lmag[:, w], Lin0, rows,
+                        _conclude(b, li[ITERS, w], ratio[w], smaps, drops, sscr, work, C[:, w], Lmag[:, w], Lin0, rows,
                                   X[:, w], xn, refine, has_soft, tol, nv, out, flags)
                     continue
                 _copy(Lin[:, w], Lin0)
@@ -1953,7 +1976,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
                 li[STATE, w] = -1
                 work = (links, factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], Lres1, e, corr,
                         cache[:, w], dropped)
-                _conclude(b, li[ITERS, w], False, smaps, drops, sscr, work, C[:, w], Lmag[:, w], Lin0,
+                _conclude(b, li[ITERS, w], ratio[w], smaps, drops, sscr, work, C[:, w], Lmag[:, w], Lin0,
                           (k, meas, meas0, res, lam, corrected), X[:, w], xn, refine, has_soft, tol, nv, out, flags)
         _lanes_moved(constraints, factors, lk, KC, pairs, m, mu, Lin)
 

@@ -190,13 +190,14 @@ def _merge(active: np.ndarray, new, old):
 
 def _resolve(fact, gplc, policies: dict, mu: float, lam: dict, refine: int, moving, start: dict | None = None) -> dict:
     """A re-solve in which only the moving terms of the constraints ``moving`` selects change (the reduced two
-    sweeps), refined from ``start`` where given (``Factorization.solve``)."""
+    sweeps), refined from ``start`` where given (``Factorization.solve``: the first solve verified a suspect
+    factorization already)."""
     overrides = {"g": {}, "b": {}}
     for c, policy in policies.items():
         if moving(policy) and c in gplc.moving:
             which, value = policy.moving_term(gplc.terms[c], mu, lam[c])
             overrides[which][gplc.moving[c]] = value
-    return fact.solve(g=overrides["g"], b=overrides["b"], refine=refine, start=start)
+    return fact.solve(g=overrides["g"], b=overrides["b"], refine=refine, start=start, verified=start is not None)
 
 
 def outer_iterations(mechanism, gplc, fact, policies: dict, mu: float, lam: dict, tol: float, max_iter: int,

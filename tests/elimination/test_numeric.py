@@ -381,6 +381,57 @@ def test_a_started_solve_of_a_suspect_factorization_is_verified_from_the_start(m
         assert max_relative_error(started, exact) < 1e-13
 
 
+def _error_left(change: float, previous: float, ratio: float) -> float:
+    """A refinement step's change times the contraction rate: the larger of the digits the pivots lose
+    (eps / ratio) and the rate seen from the step before."""
+    eps = np.finfo(float).eps
+    return change * max(eps / min(max(ratio, eps), 1.0), change / previous)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_a_verification_ends_at_the_first_step_that_leaves_round_off(monkeypatch, backend):
+    """Suspect pivots (mu = 1e10): a solve from scratch refines once, then verifies until a step has contracted
+    (at most half the step before, the plain one included) and the error it leaves -- its change times the
+    contraction rate -- is below ``WARM_RTOL``; a re-solve from the last solution with ``verified=True`` (the
+    first solve verified the factorization: the outer iterations' re-solves) stops at the first step whose
+    error left is below it, fewer steps than verifying again.  Every answer is the dense KKT solve's to
+    round-off."""
+    rng = np.random.default_rng(3)
+    graph, penalty, g_of = _prox_loop(rng, mu=1e10)
+    fact = factorize(graph, analyze(graph, Ordering.from_keys(ORDER)), backend=backend)
+    ratio = float(np.min(fact.pivot_ratio))
+    assert np.all(fact.suspect())
+    changes = []
+    refined = type(fact)._refined
+
+    def recorded(self, *a, **k):
+        values, correction = refined(self, *a, **k)
+        changes.append(max(np.max(np.abs(c)) for c in correction.values())
+                       / max(np.max(np.abs(v)) for v in values.values()))
+        return values, correction
+
+    monkeypatch.setattr(type(fact), "_refined", recorded)
+    x = fact.solve(refine=1)
+    ends = [i for i in range(1, len(changes))
+            if changes[i] <= 0.5 * changes[i - 1] and _error_left(changes[i], changes[i - 1], ratio) <= 1e-13]
+    assert len(changes) >= 2 and ends[:1] == [len(changes) - 1]
+    g_new = g_of(x["lam"] + rng.normal(size=2))
+    changes.clear()
+    again = fact.solve(g={penalty: g_new}, refine=1, start=x)
+    verifying = len(changes)
+    changes.clear()
+    started = fact.solve(g={penalty: g_new}, refine=1, start=x, verified=True)
+    previous = [np.inf] + changes[:-1]
+    ends = [i for i, (c, p) in enumerate(zip(changes, previous)) if _error_left(c, p, ratio) <= 1e-13]
+    assert ends[:1] == [len(changes) - 1] and len(changes) < verifying
+    exact = _kkt_solution(graph)
+    assert max_relative_error(x, exact) < 1e-13
+    graph.factors[penalty].g[...] = g_new
+    exact = _kkt_solution(graph)
+    for answer in (again, started):
+        assert max_relative_error(answer, exact) < 1e-13
+
+
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
 def test_a_solve_started_from_a_nearby_solution_solves_for_the_change_once(monkeypatch, backend):
     """``solve(start=x)`` refines from ``x`` (the outer iterations' last iterate), on an order whose pivots lose
