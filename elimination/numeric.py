@@ -267,7 +267,7 @@ class Factorization:
 
     # -- solving --------------------------------------------------------------------
     def solve(self, g: Mapping | None = None, b: Mapping | None = None, refine: int = 1,
-              start: Mapping | None = None, verified: bool = False) -> dict:
+              start: Mapping | None = None, verified: bool = False, finish: bool = True) -> dict:
         """Solve, optionally with new linear terms, reusing every matrix factorization.
 
         Parameters
@@ -311,6 +311,11 @@ class Factorization:
             contraction belongs to the factorization, not to the right-hand
             side.  Steps that do not contract are still refused.  The outer
             iterations' re-solves pass it.  Ignored without ``start``.
+        finish : bool
+            A solve from ``start``: take the one more step where the last may
+            leave an error above ``WARM_RTOL`` (default).  ``False`` leaves it
+            to the caller: the outer iterations refine an iterate from itself
+            only where it may be the answer, the others need no more.
 
         Returns
         -------
@@ -352,7 +357,8 @@ class Factorization:
             else:
                 for _ in range(refine):
                     values, correction = self._refined(values, lin_g, lin_b, measurements)
-                if warm and started_error(_relative_size(correction, values), float(np.min(self.pivot_ratio))) > WARM_RTOL:
+                if warm and finish and started_error(_relative_size(correction, values),
+                                                     float(np.min(self.pivot_ratio))) > WARM_RTOL:
                     values = self._refined(values, lin_g, lin_b, measurements)[0]  # a change too large for one step
                 if np.any(suspect):  # the verification's steps go on from the last plain one's change
                     values = self._verified(values, lin_g, lin_b, measurements, suspect,
@@ -390,6 +396,15 @@ class Factorization:
         if wrong:
             raise ValueError(f"solve: start's values of {wrong} are not (..., dim) for their variables' dims")
         return values
+
+    def unfinished(self, values: Mapping, start: Mapping) -> np.ndarray:
+        """Elements (shape ``batch``) of a solve from ``start`` that ended at ``values`` without its one more
+        step (``solve(..., finish=False)``) whose error may exceed ``WARM_RTOL``: the change from ``start``
+        (the one refinement step's correction where ``refine`` is 1, at least the last step's above) times the
+        digits the pivots lose (``started_error``)."""
+        change = _largest(values[key] - start[key] for key in values) / np.maximum(_largest(values.values()),
+                                                                                  np.finfo(float).tiny)
+        return _error_left(change, np.inf, self.pivot_ratio) > WARM_RTOL
 
     def suspect(self) -> np.ndarray:
         """Elements (shape ``batch``) whose smallest pivot is suspect: their solutions are verified by
@@ -569,14 +584,14 @@ class CompiledFactorization(Factorization):
         return f"CompiledFactorization({len(self.plan.steps)} steps, batch={self.graph.batch_shape})"
 
     def solve(self, g: Mapping | None = None, b: Mapping | None = None, refine: int = 1,
-              start: Mapping | None = None, verified: bool = False) -> dict:
+              start: Mapping | None = None, verified: bool = False, finish: bool = True) -> dict:
         # The graph's own terms, no refinement, nothing suspect: one trip into the solve kernel, without
         # tables of the graph's terms (reading 3000 factor objects into dicts cost more than the sweeps).
         refine = check_refine(refine)
         self._check_live()
         if g or b or (start is not None and refine) or np.any(self.suspect()) or (
                 refine and not self._laid_out_residuals()):
-            return super().solve(g, b, refine, start, verified)
+            return super().solve(g, b, refine, start, verified, finish)
         Lin, Lmag, full = self._linear(None, None)
         X = self._flat_sweeps(Lin, Lmag, full)
         for _ in range(refine):  # Factorization._refined, on the laid-out terms

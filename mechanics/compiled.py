@@ -24,10 +24,11 @@ It is the numpy path's arithmetic, not a new one: the tests compare the two on
 every algorithm.  Two differences of scope: the scale floor of a variable with
 no information is taken per state here (``SCALE_FLOOR`` times the state's
 largest diagonal magnitude), over the whole batch on the numpy path; and the
-outer iterations decide per state here, per batch there: a re-solve from the
-last iterate refines once more where the change is large (the state's here, the
-batch's there), the first solve's refinement waits until its iterate may be the
-answer unless a pivot is suspect (the state's, any element's).  Only states of
+outer iterations decide per state here, per batch there: the first solve's
+refinement, and a re-solve's one more step where its change is large, wait until
+the iterate may be the answer unless a pivot is suspect (the state's, any
+element's); that change is the last refinement step's correction here, the
+change from the last iterate there (the same where ``refine`` is 1).  Only states of
 such batches can see either, at round-off.  Where the kernel meets
 what only the numpy path can report or repair -- a pivot it refuses, hard rows
 found dependent (re-planned there), a suspect factorization whose refinement
@@ -97,11 +98,11 @@ ITERATIONS, CONVERGED, STATUS = range(3)  # columns of the kernel's integer outp
 # state was loaded into it, where its outer iterations stand (PHASE: at their HEAD, its first iterate REFINED,
 # an iterate RESOLVED), its refinement steps so far in this solve, its iterations, the solve's MODE (0: a
 # started solve's steps, 1: PLAIN steps, then a verification with SMALL changes in a row so far, 2: a
-# verification of a factorization an earlier solve verified), whether it
+# verification of a factorization an earlier solve verified, 3: a re-solve's PLAIN steps alone), whether it
 # wants a solve, the STATE it holds (-1: idle), whether its solve is FRESH (of its linear terms, not a step)
 WEAK, FAILED, VALID, PHASE, COUNT, ITERS, MODE, NEED, STATE, PLAIN, SMALL, FRESH = range(12)
 LANE_ROWS = 12
-HEAD, REFINED, RESOLVED = range(3)
+HEAD, REFINED, RESOLVED, FINISHED = range(4)  # (FINISHED: a re-solve's one more step taken, _unfinished)
 REFILL = 6  # idle lanes that take the next states (one factorization of the lanes serves them).  B = 1024, with
 # the constraints and the iterations' bookkeeping in lanes, 9 rounds interleaved: against 5, Solo12 LCABA 8.98 ->
 # 8.44 us a state (its lanes wait on a second refinement step: fewer refills of a few lanes), Cassie and Allegro
@@ -1421,6 +1422,15 @@ def _settles(change, previous, ratio, verified):
     return (verified or change <= 0.5 * previous < np.inf) and change * rate <= WARM_RTOL
 
 
+@njit(cache=True, inline="always")
+def _unfinished(step, res, iterations, change, ratio, tol, max_iter):
+    """Whether a re-solve's iterate (its ``qdd`` step, its residual ``res``, after its refinement steps, the last
+    of which changed it by ``change``) takes one more step before it is judged: it may be the answer (it meets
+    the tolerance, or ``iterations`` reach ``max_iter``) and the change may leave an error above ``WARM_RTOL``
+    (:func:`_started_solve`'s step, deferred: :func:`mechanics.dynamics.outer_iterations`)."""
+    return (min(step, _largest(res)) < tol or iterations >= max_iter) and started_error(change, ratio) > WARM_RTOL
+
+
 @njit(cache=True, **UNCOUNTED)
 def _verified(solve_maps, sscr, work, C, Lmag, x, ratio, verified, previous):
     """Refinement steps of ``x`` in place until they settle (:meth:`elimination.Factorization._verified`, from
@@ -1618,8 +1628,13 @@ def _answer(b, ratio, solved, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows
             _copy(x, xn)
             if suspect:  # verified from there
                 ok = _verified(solve_maps, sscr, work, C, Lmag, xn, ratio, True, np.inf)  # the first solve did
-            else:
-                _started_solve(solve_maps, sscr, work, C, Lmag, xn, refine, ratio)
+            else:  # _started_solve, its one more step only where the iterate may be the answer (outer_iterations)
+                change = 0.0
+                for _ in range(refine):
+                    change = _refine_step(solve_maps, sscr, work, C, Lmag, xn)
+                _constraint_residual(constraints, Kbuf, k, links, xn, res)
+                if _unfinished(_qdd_step(links, xn, qdd, False), res, iterations + 1, change, ratio, tol, max_iter):
+                    _refine_step(solve_maps, sscr, work, C, Lmag, xn)
         elif not _solve(solve_maps, drops, sscr, work, C, Lmag, xn, ratio, refine):
             ok = False
         if not ok:  # the numpy path answers, or refuses
@@ -1772,6 +1787,9 @@ def _refined(li, state, w, change, refine, ratio):
     c = li[COUNT, w]
     if li[MODE, w] == 0:  # _started_solve: refine steps, and one more where the change is large
         return 0 if c < refine or (c == refine and started_error(change, ratio) > WARM_RTOL) else 1
+    if li[MODE, w] == 3:  # a re-solve's PLAIN steps alone, the last one's change kept (_unfinished reads it)
+        state[1] = change
+        return 0 if c < li[PLAIN, w] else 1
     if c <= li[PLAIN, w]:  # the plain steps, then at least one of the verification's
         state[1] = change
         return 0
@@ -1790,19 +1808,23 @@ def _refined(li, state, w, change, refine, ratio):
 
 
 @njit(cache=True, inline="always")
-def _advance(w, li, state, suspect, refine, constraints, links, lam, mu, x, RES, res, moves, qdd, tol, max_iter):
+def _advance(w, li, state, ratio, refine, constraints, links, lam, mu, x, RES, res, moves, qdd, tol, max_iter):
     """Lane ``w``'s outer iterations (:func:`_answer`'s loop, where each re-solve starts from the last iterate)
     from where its last refined solve left them (``li[PHASE, w]``) to its next refined solve (:func:`_solving`),
     whose steps :func:`lanes_kernel` runs in lanes: whether it wants one (False: its iterations ended, at
     ``x``).  The first solve's refinement waits until its iterate may be the answer, unless the pivots are
-    ``suspect``: then it is refined and verified first (a re-solve's verification then ends at a small error).
+    suspect (``ratio``): then it is refined and verified first (a re-solve's verification then ends at a
+    small error); a re-solve's one more step where its change is large waits the same way (:func:`_unfinished`).
     A re-solve refines the iterate in place: the per-state kernel refines a copy and copies it back, the same
-    numbers.  ``state``: the lane's
-    last ``qdd`` step and its verification's last change.  ``RES``: its residual ``K x - k``, computed in
+    numbers.  ``state``: the lane's last ``qdd`` step and its verification's (or re-solve's) last change.  ``RES``: its residual ``K x - k``, computed in
     lanes (:func:`_lane_constraint_residual`); ``moves[w]``: set where its terms move for the re-solve, which
     :func:`_lanes_moved` moves in lanes."""
-    phase = li[PHASE, w]
-    if phase == RESOLVED:  # a re-solve, refined: the next iterate
+    phase, suspect = li[PHASE, w], ratio < PIVOT_SUSPECT_RTOL
+    if phase == RESOLVED and li[MODE, w] == 3 and _unfinished(_qdd_step(links, x, qdd, False), RES, li[ITERS, w] + 1,
+                                                              state[1], ratio, tol, max_iter):
+        li[PHASE, w] = FINISHED
+        return _solving(li, state, w, 3, 1, 0)
+    if phase == RESOLVED or phase == FINISHED:  # a re-solve, refined: the next iterate
         state[0] = _qdd_step(links, x, qdd, True)
         li[ITERS, w] += 1
         _copy(RES, res)
@@ -1823,8 +1845,10 @@ def _advance(w, li, state, suspect, refine, constraints, links, lam, mu, x, RES,
         return False
     moves[w] = 1.0  # alm's and prox's terms (_move)
     li[PHASE, w] = RESOLVED  # from the last iterate where the solves are refined (Factorization.startable)
-    # a suspect factorization's started re-solve: the first solve verified it (a fresh one verifies again)
-    return _solving(li, state, w, (1 if refine == 0 else 2) if suspect else 0, 0, 1 if refine == 0 else 0)
+    if refine == 0:  # a fresh solve (verified where suspect)
+        return _solving(li, state, w, 1 if suspect else 0, 0, 1)
+    # started: a suspect factorization's verified by the first solve, the others' steps alone (_unfinished)
+    return _solving(li, state, w, 2 if suspect else 3, 0 if suspect else refine, 0)
 
 
 @njit(cache=True, inline="always")
@@ -1936,7 +1960,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
                 rows = (k, meas, meas0, res, lam, corrected)
                 if in_lanes:
                     li[PHASE, w], li[ITERS, w], step[0] = HEAD, 1, np.inf
-                    need[w] = _advance(w, li, step, ratio[w] < PIVOT_SUSPECT_RTOL, refine, constraints, links, lam,
+                    need[w] = _advance(w, li, step, ratio[w], refine, constraints, links, lam,
                                        mu, X[:, w], RES[:, w], res, KC[MOVE], out[ix(b)], tol, max_iter)
                     if need[w]:
                         li[STATE, w] = b
@@ -1970,7 +1994,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
             if done == -1:  # left to the numpy path
                 need[w], li[STATE, w] = 0, -1
                 continue
-            need[w] = _advance(w, li, step, ratio[w] < PIVOT_SUSPECT_RTOL, refine, constraints, links, lam, mu,
+            need[w] = _advance(w, li, step, ratio[w], refine, constraints, links, lam, mu,
                                X[:, w], RES[:, w], res, KC[MOVE], out[ix(b)], tol, max_iter)
             if not need[w]:
                 li[STATE, w] = -1

@@ -188,16 +188,24 @@ def _merge(active: np.ndarray, new, old):
     return np.where(active[..., None], new, old)
 
 
-def _resolve(fact, gplc, policies: dict, mu: float, lam: dict, refine: int, moving, start: dict | None = None) -> dict:
+def _resolve(fact, gplc, policies: dict, mu: float, lam: dict, refine: int, moving, start: dict | None = None,
+             finish: bool = True) -> dict:
     """A re-solve in which only the moving terms of the constraints ``moving`` selects change (the reduced two
     sweeps), refined from ``start`` where given (``Factorization.solve``: the first solve verified a suspect
-    factorization already)."""
+    factorization already; ``finish`` as there)."""
     overrides = {"g": {}, "b": {}}
     for c, policy in policies.items():
         if moving(policy) and c in gplc.moving:
             which, value = policy.moving_term(gplc.terms[c], mu, lam[c])
             overrides[which][gplc.moving[c]] = value
-    return fact.solve(g=overrides["g"], b=overrides["b"], refine=refine, start=start, verified=start is not None)
+    return fact.solve(g=overrides["g"], b=overrides["b"], refine=refine, start=start, verified=start is not None,
+                      finish=finish)
+
+
+def _finished(fact, gplc, policies: dict, mu: float, lam: dict, x: dict) -> dict:
+    """A re-solve's one more refinement step from its iterate ``x`` (``Factorization.solve``'s ``finish``, taken
+    by :func:`outer_iterations` where the iterate may be the answer)."""
+    return _resolve(fact, gplc, policies, mu, lam, 1, moving=lambda p: p.iterates, start=x, finish=False)
 
 
 def outer_iterations(mechanism, gplc, fact, policies: dict, mu: float, lam: dict, tol: float, max_iter: int,
@@ -216,11 +224,15 @@ def outer_iterations(mechanism, gplc, fact, policies: dict, mu: float, lam: dict
     ``start``), which also corrects what the last solve left: so where
     re-solves may follow, the first solve is not refined until its iterate
     may be the answer (it meets the tolerance, or ``max_iter`` is 1), one
-    solve fewer per call.
+    solve fewer per call; and a re-solve's one more step where its change
+    is large (``Factorization.solve``'s ``finish``) waits the same way: an
+    iterate that may be the answer is refined from itself before it is
+    judged, the others are corrected by the next re-solve.
     """
     iterating = any(p.iterates for p in policies.values())
-    # the first iterate's refinement, deferred (not a suspect factorization's: verified by its first solve)
-    deferred = bool(iterating and refine and fact.startable() and not np.any(fact.suspect()))
+    # refinement deferred to the iterates that may be the answer (not a suspect factorization's: verified)
+    started = bool(refine and fact.startable() and not np.any(fact.suspect()))
+    deferred = iterating and started  # the first iterate's
     x = fact.solve(refine=0 if deferred else refine)
     qdd, residual = _qdd(mechanism, x, batch), _residuals(gplc, x)
     iterations, step = np.ones(batch, dtype=int), np.full(batch, np.inf)
@@ -240,12 +252,22 @@ def outer_iterations(mechanism, gplc, fact, policies: dict, mu: float, lam: dict
         if not iterating or not active.any() or np.max(iterations[active]) >= max_iter:
             return x, qdd, lam, residual, iterations
         # from the last iterate: with refinement, one solve of the change (Factorization.solve's start)
-        new_x = _resolve(fact, gplc, policies, mu, lam, refine, moving=lambda p: p.iterates, start=x)
-        new_qdd = _qdd(mechanism, new_x, batch)
-        step = np.where(active, element_max([new_qdd - qdd], batch), step)
+        new_x = _resolve(fact, gplc, policies, mu, lam, refine, moving=lambda p: p.iterates, start=x,
+                         finish=not started)
+        new_qdd, new_residual = _qdd(mechanism, new_x, batch), _residuals(gplc, new_x)
+        new_step = element_max([new_qdd - qdd], batch)
+        final = active & ((np.minimum(new_step, element_max(new_residual.values(), batch)) < tol)
+                          | (iterations + 1 >= max_iter))
+        final &= fact.unfinished(new_x, x) if started else False
+        if final.any():  # the iterate may be the answer and the change was large: one more step before it is judged
+            finished = _finished(fact, gplc, policies, mu, lam, new_x)
+            new_x, new_qdd = _merge(final, finished, new_x), _merge(final, _qdd(mechanism, finished, batch), new_qdd)
+            new_residual = _merge(final, _residuals(gplc, finished), new_residual)
+            new_step = element_max([new_qdd - qdd], batch)
+        step = np.where(active, new_step, step)
         iterations += active
         x, qdd = _merge(active, new_x, x), _merge(active, new_qdd, qdd)
-        residual = _merge(active, _residuals(gplc, new_x), residual)
+        residual = _merge(active, new_residual, residual)
 
 
 def _soft_holds(fact, gplc, policies: dict, mu: float, lam: dict, residual: dict, tolerance: np.ndarray, refine: int,

@@ -437,8 +437,9 @@ def test_a_solve_started_from_a_nearby_solution_solves_for_the_change_once(monke
     """``solve(start=x)`` refines from ``x`` (the outer iterations' last iterate), on an order whose pivots lose
     eight digits (a multiplier first, mu = 1e8): from the solution of a nearby problem one refinement step is
     one solve, not two; from far (half the last solution: a change too large for the digits the pivots keep)
-    it refines once more; both as accurate as a refined solve from scratch against the dense KKT solve.  Where the plan
-    drops rows it is a solve from scratch."""
+    it refines once more (``finish=False`` leaves that step out, and ``unfinished`` says it is wanted: the
+    outer iterations take it where the iterate may be the answer); both as accurate as a refined solve from
+    scratch against the dense KKT solve.  Where the plan drops rows it is a solve from scratch."""
     rng = np.random.default_rng(3)
     graph, penalty, g_of = _prox_loop(rng, mu=1e8)
     fact = factorize(graph, analyze(graph, Ordering.from_keys(ORDER)), backend=backend)
@@ -451,8 +452,11 @@ def test_a_solve_started_from_a_nearby_solution_solves_for_the_change_once(monke
     monkeypatch.setattr(type(fact), "_sweeps", lambda self, *a, **k: sweeps.append(1) or original(self, *a, **k))
     near = fact.solve(g={penalty: g_new}, refine=1, start=nearby)
     assert len(sweeps) == 1
-    far = fact.solve(g={penalty: g_new}, refine=1, start={key: 0.5 * value for key, value in x.items()})
+    half = {key: 0.5 * value for key, value in x.items()}
+    far = fact.solve(g={penalty: g_new}, refine=1, start=half)
     assert len(sweeps) == 3
+    unfinished = fact.solve(g={penalty: g_new}, refine=1, start=half, finish=False)  # its one more step left out
+    assert len(sweeps) == 4 and fact.unfinished(unfinished, half) and not fact.unfinished(near, nearby)
     cold = fact.solve(g={penalty: g_new}, refine=1)
     unrefined = fact.solve(g={penalty: g_new}, refine=0)
     graph.factors[penalty].g[...] = g_new
