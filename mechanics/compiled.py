@@ -103,10 +103,12 @@ ITERATIONS, CONVERGED, STATUS = range(3)  # columns of the kernel's integer outp
 WEAK, FAILED, VALID, PHASE, COUNT, ITERS, MODE, NEED, STATE, PLAIN, SMALL, FRESH = range(12)
 LANE_ROWS = 12
 HEAD, REFINED, RESOLVED, FINISHED = range(4)  # (FINISHED: a re-solve's one more step taken, _unfinished)
-REFILL = 6  # idle lanes that take the next states (one factorization of the lanes serves them).  B = 1024, with
-# the constraints and the iterations' bookkeeping in lanes, 9 rounds interleaved: against 5, Solo12 LCABA 8.98 ->
-# 8.44 us a state (its lanes wait on a second refinement step: fewer refills of a few lanes), Cassie and Allegro
-# within 1%; 7 costs Cassie 10%, 8 -- a group at a time -- 1.5x there; Talos and two hands flat over 3..8
+REFILL, PATIENCE = 5, 1  # a refill waits until this many lanes idle, and then one round more (the busy lanes may
+# be about to finish: one factorization of the lanes serves them all).  B = 1024, 7 rounds interleaved, us a state,
+# against (6, 0): Solo12 LCABA 7.73 -> 7.42 (its states finish within a round of each other), Allegro and two
+# hands 0.5-1% less, Cassie LCABA 30.09 -> 30.51 and proxBBO 26.35 -> 26.51 (its states take 3-50 iterations: a
+# round's wait is a round of idle lanes); (6, 1), (5, 2), (4, 2) within 1% of it; (8, 0) -- a group at a time --
+# costs Cassie 1.35x
 
 
 drop_stale_cache(__file__, elimination_compiled.__file__, lanes.__file__, vectors.__file__)
@@ -152,7 +154,7 @@ class CompiledDynamics:
         # a batch of a program of tree pairs runs LANES states at a time (lanes_kernel), bit for bit as one by one
         self.lanes = lanes.covers_pairs(program)
         self.lane_floats = self.lane_ints = self.lane_own = None
-        self.refill = REFILL
+        self.refill, self.patience = REFILL, PATIENCE
         hard = np.concatenate([np.full(c.dim, layout.policies[c.name].name == "hard")
                                for c in mechanism.constraints] or [np.zeros(0, bool)])
         self.hard_rows = hard if hard.any() else None  # constraint rows under the hard policy (None: no such rows)
@@ -205,7 +207,7 @@ class CompiledDynamics:
             self.lane_ints, self.lane_own = np.zeros(ints, np.int64), np.zeros(own)
         out, flags = np.empty((q.shape[0], self.width)), np.empty((q.shape[0], 3), dtype=np.int64)
         lanes_kernel(*self.tables, q, v, tau, forces0, float(mu), float(tol), int(max_iter), int(refine), self.iterating,
-                     self.refill, self.floats, self.ints, self.lane_floats, self.lane_ints, self.lane_own, out, flags)
+                     self.refill, self.patience, self.floats, self.ints, self.lane_floats, self.lane_ints, self.lane_own, out, flags)
         return out, flags
 
     def _run_states(self, q, v, tau, forces0, mu, tol, max_iter, refine) -> tuple:
@@ -1900,16 +1902,16 @@ def _lanes_solved(links, factors, scope, constraints, lk, KC, pairs, m, mu, smap
 
 
 @njit(cache=True, **UNCOUNTED)
-def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, iterating, refill, ws, wi, lw, li, lk, out,
-                 flags):
+def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, iterating, refill, patience, ws, wi, lw, li,
+                 lk, out, flags):
     """:func:`dynamics_kernel` for a program of mostly tree and wide pairs (:func:`elimination.lanes.covers_pairs`),
     ``LANES`` states at a time: the new states' kinematics and link factors in lanes, each one's constraint
     terms and their factors into its lane (:func:`_refill`), one factorization of the lanes and their first solve without refinement
     (:func:`elimination.lanes.factorize_pairs`, :func:`~elimination.lanes.solve_pairs`).  Then, where the
     program iterates, every lane's outer iterations advance to their next solve (:func:`_advance`: a
     refinement step, a fresh solve, a suspect pivot's verification step) and the solves run in lanes
-    (:func:`_lanes_solved`); a lane whose state has its answer idles until ``refill`` lanes do, and they take
-    the next states (the lanes' factorization again: the busy lanes' own conditionals come out as they were).
+    (:func:`_lanes_solved`); a lane whose state has its answer idles until ``refill`` lanes do and ``patience``
+    rounds more have run, and they take the next states (the lanes' factorization again: the busy lanes' own conditionals come out as they were).
     Where the program does not iterate, or has soft rows, each state runs :func:`_answer` on its lane's
     columns after the first solve.  The numbers of :func:`dynamics_kernel` bit for bit.  ``lw``, ``li``,
     ``lk``: the lanes' workspace, integers and each state's own constraint terms (:func:`_lane_sizes`), zeroed
@@ -1933,12 +1935,13 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
     in_lanes = iterating and drops.shape[0] == 0 and not has_soft
     for w in range(LANES):
         li[STATE, w], need[w] = -1, 0
-    loaded = 0
+    loaded, waited = 0, 0
     while True:
         idle = 0
         for w in range(LANES):
             idle += li[STATE, w] < 0
-        if loaded < B and (idle >= refill or idle == LANES):
+        if loaded < B and (idle == LANES or (idle >= refill and waited >= patience)):
+            waited = 0
             loaded = _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, unit, pairs, m, qn, li,
                              lk, Fw, Lin, Lmag, floor, flags, KL, kparts, KC)
             lanes.factorize_pairs(fmaps, Fw, C, floor, fscr, flane, ratio, weak, failed)
@@ -1976,6 +1979,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
             continue
         if idle == LANES:
             break
+        waited += idle >= refill
         _lanes_solved(links, factors, scope, constraints, lk, KC, pairs, m, mu, smaps, sscr, slane, Fw, Lin, X, C,
                       cache, Lres, D, need, li[FRESH], tops)
         _lane_constraint_residual(constraints, KK, Kk, links, X, RES)  # (read by the lanes whose solve is done)
