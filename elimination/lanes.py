@@ -341,6 +341,29 @@ def factorize_graph(program, matrices: list, batch: tuple, floor_rtol: float, C:
 # solve
 
 
+@njit(cache=True, inline="always", error_model="numpy")
+def _pivot_forward(steps, st, gs, gd, C, Lin, cache, g, T):
+    """The forward sweep of a step that pivots its whole frontal block, with no rows to substitute
+    (:func:`elimination.compiled._step_forward`'s operations, lane by lane): ``g`` gathered, ``y = Linv g_F``
+    into the cache, ``g_S - Y' D y`` into the generated linear term.  ``T``: a scratch row."""
+    nF, nS, nz = steps[st, NF], steps[st, NS], steps[st, NZ]
+    li, yy, ds, yc = steps[st, LINV], steps[st, Y_], steps[st, DS], steps[st, YC]
+    for i in range(nF + nS):
+        v.fill(g, i, 0.0)
+    for q in range(steps[st, G0], steps[st, G1]):
+        v.add(g, gd[q], Lin, gs[q])
+    for i in range(nz):  # y = Linv g_z, g_z = g_F (Linv lower triangular)
+        v.dot(cache, yc + i, C, li + i * nz, 1, g, 0, 1, i + 1)
+    for i in range(nz):  # g_S -= Y' D y
+        v.mul(T, 0, C, ds + i, cache, yc + i)
+        for j in range(nS):
+            v.sub_mul(g, nF + j, C, yy + i * nS + j, T, 0)
+    out = steps[st, OUT_G]
+    if out >= 0:
+        for j in range(nS):
+            v.copy(Lin, out + j, g, nF + j)
+
+
 @njit(cache=True, error_model="numpy", **UNCOUNTED)
 def solve_group(maps, C, Lin, cache, Xout, scratch):
     """Forward sweep of the lanes' linear terms ``Lin (linear_size, LANES)`` through their conditionals ``C``
@@ -349,27 +372,7 @@ def solve_group(maps, C, Lin, cache, Xout, scratch):
     steps, gs, gd, xfs, xfd, xss, xsd = maps[0], maps[1], maps[2], maps[5], maps[6], maps[7], maps[8]
     g, xs, gz, T = scratch  # T: rows 0 and 1, scratch
     for st in range(steps.shape[0]):
-        nF, nS, nz = steps[st, NF], steps[st, NS], steps[st, NZ]
-        li, yy, ds, yc = steps[st, LINV], steps[st, Y_], steps[st, DS], steps[st, YC]
-        for i in range(nF + nS):
-            v.fill(g, i, 0.0)
-        for q in range(steps[st, G0], steps[st, G1]):
-            v.add(g, gd[q], Lin, gs[q])
-        for j in range(nz):
-            v.copy(gz, j, g, j)
-        for i in range(nz):  # y = Linv g_z (Linv lower triangular)
-            v.fill(T, 0, 0.0)
-            for q in range(i + 1):
-                v.add_mul(T, 0, C, li + i * nz + q, gz, q)
-            v.copy(cache, yc + i, T, 0)
-        for i in range(nz):  # g_S -= Y' D y
-            v.mul(T, 1, C, ds + i, cache, yc + i)
-            for j in range(nS):
-                v.sub_mul(g, nF + j, C, yy + i * nS + j, T, 1)
-        out = steps[st, OUT_G]
-        if out >= 0:
-            for j in range(nS):
-                v.copy(Lin, out + j, g, nF + j)
+        _pivot_forward(steps, st, gs, gd, C, Lin, cache, g, T)
     for st in range(steps.shape[0] - 1, -1, -1):
         nF, nS, nz = steps[st, NF], steps[st, NS], steps[st, NZ]
         li, yy, ds, yc = steps[st, LINV], steps[st, Y_], steps[st, DS], steps[st, YC]
@@ -962,7 +965,9 @@ def solve_pairs(maps, C, Lin, cache, Xout, lane_scratch, scratch):
     """Forward sweep of the lanes' linear terms ``Lin (linear_size, LANES)`` through the conditionals ``C`` of
     :func:`factorize_pairs` and back-substitution into ``Xout (value_size, LANES)``: the operations of
     :func:`elimination.compiled.solve_one` (a tree's pairs have no dropped rows, no size of right-hand sides
-    to pass on).  ``scratch``: :func:`elimination.compiled.solve_scratch_in`'s, for the pairs run lane by lane."""
+    to pass on).  A step that pivots its whole frontal block (:func:`_whole_pivot`: a loop's or the contacts'
+    multipliers) runs in lanes (:func:`_pivot_forward`), as do the pairs and a back-substitution of at most six
+    pivots; ``scratch``: :func:`elimination.compiled.solve_scratch_in`'s, for the steps run lane by lane."""
     steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, pgs, pgd = maps
     g, x, xs, tmp = lane_scratch
     gw, bl, bm, xw, xsw, gz = scratch
@@ -972,6 +977,10 @@ def solve_pairs(maps, C, Lin, cache, Xout, lane_scratch, scratch):
             _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g, tmp)
         elif steps[st, PAIR] != LINK_HALF:  # generic steps, lane by lane (each lane's run of them at once); no
             end = _run_end(steps, st)  # hard rows (covers_pairs): the sizes and dropped rows are neither read
+            if end == st + 1 and _whole_pivot(steps, st, 0):  # a contact's or a loop's multipliers: in lanes
+                _pivot_forward(steps, st, gs, gd, C, Lin, cache, g, tmp)
+                st = end
+                continue
             for w in range(LANES):  # nor written -- Lin stands in for them
                 for s in range(st, end):
                     step_forward(steps, s, gs, gd, bs, bd, C[:, w], Lin[:, w], Lin[:, w], cache[:, w], Lin[:, w], gw,

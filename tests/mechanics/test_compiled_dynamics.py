@@ -456,7 +456,7 @@ def test_a_floating_base_in_lanes_equals_its_states_one_at_a_time_bit_for_bit(ro
 
 def test_which_programs_and_batches_run_in_lanes(monkeypatch):
     """The lanes take a program of mostly tree and wide pairs -- a tree's, LCABA's with links held to the ground
-    or a four-bar's loop, proxBBO's there (one generic step, lane by lane), not proxLTL's joint-space order --
+    or a four-bar's loop, proxBBO's there (one generic step, its multipliers' pivot), not proxLTL's joint-space order --
     and a batch of eight states or more runs in them where nothing follows the first solve (a tree's) or its
     iterations' re-solves run in lanes too (LCABA's, proxBBO's), not where soft rows' iterations would run
     lane by lane."""
