@@ -305,9 +305,10 @@ class Factorization:
             An earlier solve with this factorization verified its suspect
             pivots (refinement settled there; the solve would have raised
             otherwise): a solve from ``start`` then stops an element's steps
-            as soon as the last may leave an error below ``WARM_RTOL``
-            (``started_error``), as on a factorization whose pivots are not
-            suspect, instead of verifying it again -- a refinement's
+            as soon as the last may leave an error below ``WARM_RTOL`` (its
+            change times the larger of the rate seen and ``started_error``'s),
+            as on a factorization whose pivots are not suspect, instead of
+            verifying it again -- a refinement's
             contraction belongs to the factorization, not to the right-hand
             side.  Steps that do not contract are still refused.  The outer
             iterations' re-solves pass it.  Ignored without ``start``.
@@ -398,10 +399,34 @@ class Factorization:
         return values
 
     def unfinished(self, values: Mapping, start: Mapping) -> np.ndarray:
-        """Elements (shape ``batch``) of a solve from ``start`` that ended at ``values`` without its one more
-        step (``solve(..., finish=False)``) whose error may exceed ``WARM_RTOL``: the change from ``start``
-        (the one refinement step's correction where ``refine`` is 1, at least the last step's above) times the
-        digits the pivots lose (``started_error``)."""
+        """Elements of a solve from ``start`` that ended at ``values`` without its one more step
+        (``solve(..., finish=False)``) whose error may exceed ``WARM_RTOL``: the change from ``start`` (the
+        one refinement step's correction where ``refine`` is 1, at least the last step's above) times the
+        digits the pivots lose (``started_error``).  The outer iterations take that step where the iterate
+        may be the answer.
+
+        Parameters
+        ----------
+        values, start : dict
+            Variable key -> value, shape ``batch + (dim,)``: the solve's answer and where it started.
+
+        Returns
+        -------
+        np.ndarray
+            Booleans, shape ``batch``.
+
+        Examples
+        --------
+        >>> from factorgraph import FactorGraph, Variable, Quadratic
+        >>> import elimination
+        >>> fg = FactorGraph(); fg.add_variable(Variable("x", 1))
+        >>> i = fg.add(Quadratic(["x"], [[2.0]], [2.0]))
+        >>> fact = elimination.factorize(fg, elimination.analyze(fg, elimination.natural(fg)))
+        >>> x = fact.solve()
+        >>> far = fact.solve(g={i: [6.0]}, start=x, finish=False)  # pivots that lose no digits: one step is enough
+        >>> far["x"], bool(fact.unfinished(far, x))
+        (array([3.]), False)
+        """
         change = _largest(values[key] - start[key] for key in values) / np.maximum(_largest(values.values()),
                                                                                   np.finfo(float).tiny)
         return _error_left(change, np.inf, self.pivot_ratio) > WARM_RTOL
