@@ -102,7 +102,7 @@ ITERATIONS, CONVERGED, STATUS = range(3)  # columns of the kernel's integer outp
 # wants a solve, the STATE it holds (-1: idle), whether its solve is FRESH (of its linear terms, not a step)
 WEAK, FAILED, VALID, PHASE, COUNT, ITERS, MODE, NEED, STATE, PLAIN, SMALL, FRESH = range(12)
 LANE_ROWS = 12
-HEAD, REFINED, RESOLVED, FINISHED = range(4)  # (FINISHED: a re-solve's one more step taken, _unfinished)
+HEAD, REFINED, RESOLVED, FINISHED = range(4)  # (FINISHED: a re-solve's one more step taken, _may_be_answer)
 REFILL, PATIENCE = 5, 1  # a refill waits until this many lanes idle, and then one round more (the busy lanes may
 # be about to finish: one factorization of the lanes serves them all).  B = 1024, 7 rounds interleaved, us a state,
 # against (6, 0): Solo12 LCABA 7.73 -> 7.42 (its states finish within a round of each other), Allegro and two
@@ -207,7 +207,8 @@ class CompiledDynamics:
             self.lane_ints, self.lane_own = np.zeros(ints, np.int64), np.zeros(own)
         out, flags = np.empty((q.shape[0], self.width)), np.empty((q.shape[0], 3), dtype=np.int64)
         lanes_kernel(*self.tables, q, v, tau, forces0, float(mu), float(tol), int(max_iter), int(refine), self.iterating,
-                     self.refill, self.patience, self.floats, self.ints, self.lane_floats, self.lane_ints, self.lane_own, out, flags)
+                     self.refill, self.patience, self.floats, self.ints, self.lane_floats, self.lane_ints,
+                     self.lane_own, out, flags)
         return out, flags
 
     def _run_states(self, q, v, tau, forces0, mu, tol, max_iter, refine) -> tuple:
@@ -1385,14 +1386,20 @@ def _refine_step(solve_maps, sscr, work, C, Lmag, x):
 
 
 @njit(cache=True, **UNCOUNTED)
+def _refine_steps(solve_maps, sscr, work, C, Lmag, x, steps):
+    """``steps`` refinement steps of ``x`` in place; the last one's change (0 without a step)."""
+    change = 0.0
+    for _ in range(steps):
+        change = _refine_step(solve_maps, sscr, work, C, Lmag, x)
+    return change
+
+
+@njit(cache=True, **UNCOUNTED)
 def _started_solve(solve_maps, sscr, work, C, Lmag, x, refine, ratio):
     """:meth:`elimination.Factorization.solve` from the values ``x`` (its ``start``), in place: ``refine``
     refinement steps, and one more where the last may leave an error above ``WARM_RTOL``."""
-    change = 0.0
-    for _ in range(refine):
-        change = _refine_step(solve_maps, sscr, work, C, Lmag, x)
-    if started_error(change, ratio) > WARM_RTOL:  # a change too large for one step
-        _refine_step(solve_maps, sscr, work, C, Lmag, x)
+    if started_error(_refine_steps(solve_maps, sscr, work, C, Lmag, x, refine), ratio) > WARM_RTOL:
+        _refine_step(solve_maps, sscr, work, C, Lmag, x)  # a change too large for one step
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -1425,12 +1432,11 @@ def _settles(change, previous, ratio, verified):
 
 
 @njit(cache=True, inline="always")
-def _unfinished(step, res, iterations, change, ratio, tol, max_iter):
-    """Whether a re-solve's iterate (its ``qdd`` step, its residual ``res``, after its refinement steps, the last
-    of which changed it by ``change``) takes one more step before it is judged: it may be the answer (it meets
-    the tolerance, or ``iterations`` reach ``max_iter``) and the change may leave an error above ``WARM_RTOL``
-    (:func:`_started_solve`'s step, deferred: :func:`mechanics.dynamics.outer_iterations`)."""
-    return (min(step, _largest(res)) < tol or iterations >= max_iter) and started_error(change, ratio) > WARM_RTOL
+def _may_be_answer(links, x, qdd, res, iterations, tol, max_iter):
+    """Whether the iterate ``x`` (its residual ``res``; the last iterate's ``qdd``) may be the answer: it meets
+    the tolerance, or ``iterations`` reach ``max_iter``.  A re-solve's one more step where its change is large
+    (:func:`_started_solve`'s) waits for this (:func:`mechanics.dynamics.outer_iterations`)."""
+    return iterations >= max_iter or min(_qdd_step(links, x, qdd, False), _largest(res)) < tol
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -1630,12 +1636,9 @@ def _answer(b, ratio, solved, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows
             _copy(x, xn)
             if suspect:  # verified from there
                 ok = _verified(solve_maps, sscr, work, C, Lmag, xn, ratio, True, np.inf)  # the first solve did
-            else:  # _started_solve, its one more step only where the iterate may be the answer (outer_iterations)
-                change = 0.0
-                for _ in range(refine):
-                    change = _refine_step(solve_maps, sscr, work, C, Lmag, xn)
-                _constraint_residual(constraints, Kbuf, k, links, xn, res)
-                if _unfinished(_qdd_step(links, xn, qdd, False), res, iterations + 1, change, ratio, tol, max_iter):
+            elif started_error(_refine_steps(solve_maps, sscr, work, C, Lmag, xn, refine), ratio) > WARM_RTOL:
+                _constraint_residual(constraints, Kbuf, k, links, xn, res)  # _started_solve's one more step,
+                if _may_be_answer(links, xn, qdd, res, iterations + 1, tol, max_iter):  # where it may be the answer
                     _refine_step(solve_maps, sscr, work, C, Lmag, xn)
         elif not _solve(solve_maps, drops, sscr, work, C, Lmag, xn, ratio, refine):
             ok = False
@@ -1789,7 +1792,7 @@ def _refined(li, state, w, change, refine, ratio):
     c = li[COUNT, w]
     if li[MODE, w] == 0:  # _started_solve: refine steps, and one more where the change is large
         return 0 if c < refine or (c == refine and started_error(change, ratio) > WARM_RTOL) else 1
-    if li[MODE, w] == 3:  # a re-solve's PLAIN steps alone, the last one's change kept (_unfinished reads it)
+    if li[MODE, w] == 3:  # a re-solve's PLAIN steps alone, the last one's change kept (_advance reads it)
         state[1] = change
         return 0 if c < li[PLAIN, w] else 1
     if c <= li[PLAIN, w]:  # the plain steps, then at least one of the verification's
@@ -1816,14 +1819,15 @@ def _advance(w, li, state, ratio, refine, constraints, links, lam, mu, x, RES, r
     whose steps :func:`lanes_kernel` runs in lanes: whether it wants one (False: its iterations ended, at
     ``x``).  The first solve's refinement waits until its iterate may be the answer, unless the pivots are
     suspect (``ratio``): then it is refined and verified first (a re-solve's verification then ends at a
-    small error); a re-solve's one more step where its change is large waits the same way (:func:`_unfinished`).
-    A re-solve refines the iterate in place: the per-state kernel refines a copy and copies it back, the same
-    numbers.  ``state``: the lane's last ``qdd`` step and its verification's (or re-solve's) last change.  ``RES``: its residual ``K x - k``, computed in
-    lanes (:func:`_lane_constraint_residual`); ``moves[w]``: set where its terms move for the re-solve, which
+    small error); a re-solve's one more step where its change is large waits the same way
+    (:func:`_may_be_answer`).  A re-solve refines the iterate in place: the per-state kernel refines a copy and
+    copies it back, the same numbers.  ``state``: the lane's last ``qdd`` step and its verification's (or
+    re-solve's) last change.  ``RES``: its residual ``K x - k``, computed in lanes
+    (:func:`_lane_constraint_residual`); ``moves[w]``: set where its terms move for the re-solve, which
     :func:`_lanes_moved` moves in lanes."""
     phase, suspect = li[PHASE, w], ratio < PIVOT_SUSPECT_RTOL
-    if phase == RESOLVED and li[MODE, w] == 3 and _unfinished(_qdd_step(links, x, qdd, False), RES, li[ITERS, w] + 1,
-                                                              state[1], ratio, tol, max_iter):
+    if (phase == RESOLVED and li[MODE, w] == 3 and started_error(state[1], ratio) > WARM_RTOL
+            and _may_be_answer(links, x, qdd, RES, li[ITERS, w] + 1, tol, max_iter)):  # _started_solve's one more
         li[PHASE, w] = FINISHED
         return _solving(li, state, w, 3, 1, 0)
     if phase == RESOLVED or phase == FINISHED:  # a re-solve, refined: the next iterate
@@ -1849,7 +1853,7 @@ def _advance(w, li, state, ratio, refine, constraints, links, lam, mu, x, RES, r
     li[PHASE, w] = RESOLVED  # from the last iterate where the solves are refined (Factorization.startable)
     if refine == 0:  # a fresh solve (verified where suspect)
         return _solving(li, state, w, 1 if suspect else 0, 0, 1)
-    # started: a suspect factorization's verified by the first solve, the others' steps alone (_unfinished)
+    # started: a suspect factorization's verified by the first solve, the others' steps alone (then _advance)
     return _solving(li, state, w, 2 if suspect else 3, 0 if suspect else refine, 0)
 
 
@@ -1911,7 +1915,8 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
     program iterates, every lane's outer iterations advance to their next solve (:func:`_advance`: a
     refinement step, a fresh solve, a suspect pivot's verification step) and the solves run in lanes
     (:func:`_lanes_solved`); a lane whose state has its answer idles until ``refill`` lanes do and ``patience``
-    rounds more have run, and they take the next states (the lanes' factorization again: the busy lanes' own conditionals come out as they were).
+    rounds more have run, and they take the next states (the lanes' factorization again: the busy lanes' own
+    conditionals come out as they were).
     Where the program does not iterate, or has soft rows, each state runs :func:`_answer` on its lane's
     columns after the first solve.  The numbers of :func:`dynamics_kernel` bit for bit.  ``lw``, ``li``,
     ``lk``: the lanes' workspace, integers and each state's own constraint terms (:func:`_lane_sizes`), zeroed
