@@ -37,9 +37,11 @@ separator the loop's multipliers and other links), as vector operations; so
 are a free body's wide pair (a floating base or a grasped object whose link
 reads itself from its joint's ``+-I`` rows, then the joint's pivot:
 :func:`_wide_unit_link`) and a step that pivots its whole front (the
-contacts' multipliers: :func:`_pivot_step`); the solve runs a tree pair of a
-free-flyer or spherical joint and every back-substitution of up to six pivots
-in lanes too (:func:`_tree_forward`, :func:`_step_backward`).  The other
+contacts' multipliers: :func:`_pivot_step`), and a tree pair of a free-flyer or
+spherical or planar joint (:func:`_tree_pair`, :func:`_tree_forward`: a floating base
+under ABA or LCABA, one state at a time 70% of Solo12's factorization); the
+solve runs every back-substitution of up to six pivots in lanes too
+(:func:`_step_backward`).  The other
 generic steps run lane by lane through the per-element kernels, on the lanes
 of a workspace the caller fills (:func:`mechanics.compiled.lanes_kernel`: the
 states' kinematics and constraints in lanes too).  Bit for bit the per-element kernels' numbers again; on Talos's
@@ -541,11 +543,10 @@ def _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, maxn, scale,
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6, tmp, r):
-    """:func:`elimination.compiled._revolute_pair` on the lanes of ``Fw``, ``C`` (its operations, lane by
-    lane), each lane with its own scale floor (``floor (1, LANES)``); the pivot ratios into ``r``."""
-    joint = st + 1
-    for i in range(36):  # the link's block, its factors summed whole (compiled._link_block)
+def _link_block(steps, st, pbH, pbs, Fw, H, scale, floor):
+    """:func:`elimination.compiled._link_block` of a 6-dimensional link on the lanes: its block ``H`` (36 rows,
+    row-major), its factors summed whole, and its scales raised to each lane's floor ``floor (1, LANES)``."""
+    for i in range(36):
         v.fill(H, i, 0.0)
     for i in range(6):
         v.fill(scale, i, 0.0)
@@ -556,6 +557,14 @@ def _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6
             for j in range(6):
                 v.add(H, i * 6 + j, Fw, h + i * 6 + j)
     _floored(scale, 6, floor)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6, tmp, r):
+    """:func:`elimination.compiled._revolute_pair` on the lanes of ``Fw``, ``C`` (its operations, lane by
+    lane), each lane with its own scale floor (``floor (1, LANES)``); the pivot ratios into ``r``."""
+    joint = st + 1
+    _link_block(steps, st, pbH, pbs, Fw, H, scale, floor)
     sigma, hf, npar = float(steps[st, TSIG]), steps[st, HF_], steps[st, NS] - 1
     _revolute_T(steps, st, Fw, C, t6, npar)  # T = [t, sigma I], HF = [H; 0]
     for i in range(36):
@@ -575,6 +584,105 @@ def _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6
             v.half_sum_sub_mul(tmp, 5, H, i * 6 + j, H, j * 6 + i, u6, i, u6, j)
             v.copy(Fw, out + i * 6 + j, tmp, 5)
             v.copy(Fw, out + j * 6 + i, tmp, 5)
+
+
+@njit(cache=True, inline="always")
+def _tree_pair_in_lanes(steps, st, H, scale):
+    """Whether :func:`_tree_pair` takes the tree pair whose link half is step ``st`` -- a joint of more than one
+    degree of freedom (a free flyer's, a spherical or planar one's) on a 6-dimensional link, pivoted definite or
+    negative, its blocks held by the scratch ``H`` and ``scale`` -- or it runs lane by lane."""
+    kind, nq = steps[st + 1, PIVOT], steps[st + 1, NF]
+    return (steps[st, NF] == 6 and nq <= 6 and steps[st, NS] - nq <= 6 and (kind == DEFINITE or kind == NEGATIVE)
+            and H.shape[0] >= 72 and scale.shape[0] >= 6 + nq)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, H, scale, A, T, HFT, tmp, r):
+    """:func:`elimination.compiled._tree_pair` on the lanes (its operations, lane by lane) for a pair
+    :func:`_tree_pair_in_lanes` takes: ``U = H T_q``, the pivot block ``T_q' U`` (+ the joint's own factors),
+    its Cholesky factor, ``Y = Linv (sigma U)'`` and the parent's ``H - Y' D Y``; the pivot ratios into
+    ``r`` (-1 where the per-element kernel refuses the pivot).  Its blocks at rows ``i * 6 + j`` of the
+    scratch ``H`` (the link's, then ``U``), ``A`` (the pivot block, then ``sigma U'``), ``T`` (``T_q``, then
+    ``L``) and ``HFT`` (``Linv``, then ``Y``); the pivot's scales in ``scale[6:]``.  A lane whose pivot fails
+    goes on with meaningless numbers, as in :func:`factorize_pairs`."""
+    joint = st + 1
+    nS, nq = steps[st, NS], steps[joint, NF]
+    npar = nS - nq
+    U, Hz, Hzs, Tq, L, Li, X, sz = H[36:72], A[:36], A[36:72], T[:36], T[36:72], HFT[:36], HFT[36:72], scale[6:]
+    _link_block(steps, st, pbH, pbs, Fw, H, scale, floor)
+    sgn, sigma, tq, tn = -float(steps[st, IDENTITY]), float(steps[st, TSIG]), steps[st, TQ], steps[st, TN]
+    ts, hf = steps[st, T_], steps[st, HF_]
+    for i in range(6):
+        for c in range(nq):  # T_q = -+D, straight from the hard factor
+            v.scaled(Tq, i * 6 + c, sgn, Fw, tq + i * tn + c)
+            v.copy(C, ts + i * nS + c, Tq, i * 6 + c)
+        for c in range(npar):
+            v.fill(C, ts + i * nS + nq + c, sigma if i == c else 0.0)
+        for j in range(6):  # HF = [H; 0]
+            v.copy(C, hf + i * 6 + j, H, i * 6 + j)
+    for i in range(6):  # U = H T_q
+        for c in range(nq):
+            v.fill(U, i * 6 + c, 0.0)
+            for q in range(6):
+                v.add_mul(U, i * 6 + c, H, i * 6 + q, Tq, q * 6 + c)
+    v.fill(tmp, 2, sigma)
+    for a in range(nq):  # the pivot block T_q' U, its scales, and sigma U' towards the parent
+        for b in range(a, nq):
+            v.fill(Hz, a * 6 + b, 0.0)
+            for q in range(6):
+                v.add_mul(Hz, a * 6 + b, Tq, q * 6 + a, U, q * 6 + b)
+            v.copy(Hz, b * 6 + a, Hz, a * 6 + b)
+        v.fill(tmp, 0, 0.0)  # grown
+        for q in range(6):
+            v.mul(tmp, 1, Tq, q * 6 + a, Tq, q * 6 + a)
+            v.add_mul(tmp, 0, tmp, 1, scale, q)
+        v.copy(sz, a, floor, 0)
+        v.add(sz, a, tmp, 0)
+        for j in range(npar):
+            v.mul(Hzs, a * 6 + j, tmp, 2, U, j * 6 + a)
+    for q in range(steps[joint, PH0], steps[joint, PH1]):  # the joint's own factors (the torque's, a damping)
+        v.add(Hz, (phd[q] // nq) * 6 + phd[q] % nq, Fw, phs[q])
+    for q in range(steps[joint, PS0], steps[joint, PS1]):
+        v.add(sz, psd[q], Fw, pss[q])
+    _floored(sz, nq, floor)
+    d = 1.0 if steps[joint, PIVOT] == DEFINITE else -1.0
+    ok = tmp[5].view(np.bool_)  # (a row of the float scratch: the kernel allocates nothing)
+    for w in range(LANES):
+        ok[w] = True
+    _cholesky(Hz, d, nq, 6, L, ok, tmp)
+    _step_ratio(L, sz, nq, 6, d, r)
+    for w in range(LANES):
+        if not ok[w]:
+            r[w] = -1.0
+    _lower_inverse(L, nq, 6, Li, tmp)
+    li, ds, yy, out, outs = steps[joint, LINV], steps[joint, DS], steps[joint, Y_], steps[joint, OUT_H], \
+        steps[joint, OUT_S]
+    for i in range(nq):
+        v.fill(C, ds + i, d)
+        for j in range(nq):
+            v.copy(C, li + i * nq + j, Li, i * 6 + j)
+    for i in range(nq):  # Y = Linv sigma U' (every column of Linv, its zeros too: the per-element sum's terms)
+        for j in range(npar):
+            v.fill(X, i * 6 + j, 0.0)
+            for q in range(nq):
+                v.add_mul(X, i * 6 + j, Li, i * 6 + q, Hzs, q * 6 + j)
+            v.copy(C, yy + i * npar + j, X, i * 6 + j)
+    for i in range(npar if out >= 0 else 0):  # the parent's H - Y' D Y, and its scales: floor + H's, then Y's
+        v.fill(tmp, 0, 0.0)
+        for q in range(nq):
+            v.add_mul(tmp, 0, X, q * 6 + i, X, q * 6 + i)
+        v.copy(Fw, outs + i, scale, i)
+        v.add(Fw, outs + i, floor, 0)
+        v.add(Fw, outs + i, tmp, 0)
+        for j in range(i, npar):
+            v.fill(tmp, 0, 0.0)
+            for q in range(nq):
+                v.mul(tmp, 1, X, q * 6 + i, C, ds + q)
+                v.add_mul(tmp, 0, tmp, 1, X, q * 6 + j)
+            v.half_sum(tmp, 3, H, i * 6 + j, H, j * 6 + i)
+            v.sub(tmp, 3, tmp, 0)
+            v.copy(Fw, out + i * npar + j, tmp, 3)
+            v.copy(Fw, out + j * npar + i, tmp, 3)
 
 
 @njit(cache=True, inline="always")
@@ -740,6 +848,8 @@ def factorize_pairs(maps, Fw, C, floor, scratch, lane_scratch, ratio, weak, fail
             continue
         elif _revolute(steps, st):
             _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6, tmp, r)
+        elif _tree_pair_in_lanes(steps, st, H, scale):  # a free flyer's, a spherical joint's
+            _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, H, scale, A, T, HFT, tmp, r)
         else:
             for w in range(LANES):
                 r[w] = tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw[:, w], C[:, w], floor[0, w], scratch)

@@ -365,10 +365,9 @@ def grounded(draw):
        st.sampled_from([1, 2, 50]))
 def test_a_batch_of_tree_pairs_in_lanes_equals_its_states_one_at_a_time_bit_for_bit(mech, seed, B, name, max_iter):
     """A program of tree pairs alone (ABA's; LCABA's on links held to the ground) runs eight states at a time
-    (lanes_kernel: revolute and prismatic pairs as vector operations, the other joints lane by lane; LCABA's
-    iterations each to its next refinement step, the steps in lanes, each lane stopping at its own iteration;
-    a suspect pivot's verification in its lane; the batch's tail padded): every answer and iteration count is
-    the per-state kernel's bit for bit, within ``max_iter`` or stopped by it, and a state that is not finite
+    (lanes_kernel: every joint's pair as vector operations; LCABA's iterations each to its next refinement
+    step, the steps in lanes, each lane stopping at its own iteration; a suspect pivot's verification in its
+    lane; the batch's tail padded): every answer and iteration count is the per-state kernel's bit for bit, within ``max_iter`` or stopped by it, and a state that is not finite
     is refused in its lane alone."""
     algorithm = name if mech.constraints else "aba"
     prepared = mechanics.prepare(mech, algorithm, mu=1e6, max_iter=max_iter, backend="numba")
@@ -541,13 +540,25 @@ def _finger_on_cube() -> Mechanism:
     return Mechanism(links, [Connect("f3", "cube", at(0.2), at(0.1), None, "touch")], name="finger_on_cube")
 
 
+def _walker() -> Mechanism:
+    """A free torso, a spherical hip, a knee and a point foot on the ground: under LCABA the torso's and the
+    hip's tree pairs (joints of six and three degrees of freedom, the hip's with a parent) run in lanes."""
+    links = [Link("torso", GROUND, Joint("free"), at(0.0), 5.0, (0.0, 0.0, 0.1), 0.1 * np.eye(3)),
+             Link("thigh", "torso", Joint("spherical"), at(z=-0.2), 1.0, (0.0, 0.0, -0.2), 0.01 * np.eye(3)),
+             Link("shin", "thigh", Joint("revolute", "y"), at(z=-0.4), 0.5, (0.0, 0.0, -0.2), 0.005 * np.eye(3))]
+    foot = Connect("shin", GROUND, at(z=-0.4), at(z=-1.0), None, "foot")
+    return Mechanism(links, [foot], name="walker")
+
+
 @pytest.mark.parametrize("mech, name", [(models.four_bar(), "lcaba"), (models.cycle(), "lcaba"),
                                         (models.serial_chain(5).without_constraints(), "aba"),
-                                        (models.four_bar(), "proxbbo"), (_finger_on_cube(), "lcaba")])
+                                        (models.four_bar(), "proxbbo"), (_finger_on_cube(), "lcaba"),
+                                        (_walker(), "lcaba"), (_walker().without_constraints(), "aba")])
 def test_the_pair_kernels_in_lanes_are_the_per_element_kernels_lane_by_lane(mech, name):
     """elimination.lanes' factorization and solve of a program of tree and wide pairs (a few generic steps and
-    non-revolute pairs among them, lane by lane), on eight lanes filled with eight states' factors (each lane its own scale floor) and arbitrary linear terms: every lane's
-    conditionals, pivot ratio, weakest and failed step and values are the per-element kernels' on its column,
+    non-revolute wide pairs among them, lane by lane; a free flyer's and a spherical joint's tree pairs in lanes),
+    on eight lanes filled with eight states' factors (each lane its own scale floor) and arbitrary linear terms:
+    every lane's conditionals, pivot ratio, weakest and failed step and values are the per-element kernels' on its column,
     bit for bit -- the ratios too, which no answer shows but the suspect-pivot decisions read."""
     prepared = mechanics.prepare(mech, name, mu=1e6, backend="numba")
     c, rng = prepared.compiled, np.random.default_rng(5)
