@@ -314,9 +314,12 @@ class Factorization:
             iterations' re-solves pass it.  Ignored without ``start``.
         finish : bool
             A solve from ``start``: take the one more step where the last may
-            leave an error above ``WARM_RTOL`` (default).  ``False`` leaves it
-            to the caller: the outer iterations refine an iterate from itself
-            only where it may be the answer, the others need no more.
+            leave an error above ``WARM_RTOL`` (default), or on a ``verified``
+            suspect factorization the steps until they settle.  ``False``
+            leaves them to the caller (``refine`` steps alone; :meth:`unfinished`
+            says where more are wanted): the outer iterations refine an iterate
+            from itself only where it may be the answer, the next re-solve
+            corrects the others.
 
         Returns
         -------
@@ -353,15 +356,15 @@ class Factorization:
         warm = start is not None and refine and self.startable()
         with np.errstate(over="ignore", invalid="ignore") if self.fallbacks else contextlib.nullcontext():
             values = self._start(start) if warm else self._sweeps(lin_g, lin_b)
-            if warm and np.any(suspect):  # verified from the start: refinement steps until they settle
-                values = self._verified(values, lin_g, lin_b, measurements, suspect, verified)
+            if warm and np.any(suspect) and (finish or not verified):  # verified from the start: refinement
+                values = self._verified(values, lin_g, lin_b, measurements, suspect, verified)  # until it settles
             else:
                 for _ in range(refine):
                     values, correction = self._refined(values, lin_g, lin_b, measurements)
                 if warm and finish and started_error(_relative_size(correction, values),
                                                      float(np.min(self.pivot_ratio))) > WARM_RTOL:
                     values = self._refined(values, lin_g, lin_b, measurements)[0]  # a change too large for one step
-                if np.any(suspect):  # the verification's steps go on from the last plain one's change
+                if not warm and np.any(suspect):  # the verification's steps go on from the last plain one's change
                     values = self._verified(values, lin_g, lin_b, measurements, suspect,
                                             previous=_change(correction, values) if refine else np.inf)
         return self._splice(values, g, b, refine) if self.fallbacks else values
@@ -399,11 +402,11 @@ class Factorization:
         return values
 
     def unfinished(self, values: Mapping, start: Mapping) -> np.ndarray:
-        """Elements of a solve from ``start`` that ended at ``values`` without its one more step
-        (``solve(..., finish=False)``) whose error may exceed ``WARM_RTOL``: the change from ``start`` (the
-        one refinement step's correction where ``refine`` is 1, at least the last step's above) times the
-        digits the pivots lose (``started_error``).  The outer iterations take that step where the iterate
-        may be the answer.
+        """Elements of a solve from ``start`` that ended at ``values`` without its one more step, or its
+        verification (``solve(..., finish=False)``), whose error may exceed ``WARM_RTOL``: the change from
+        ``start`` (the one refinement step's correction where ``refine`` is 1, at least the last step's
+        above) times the digits the pivots lose (``started_error``).  The outer iterations take those steps
+        where the iterate may be the answer.
 
         Parameters
         ----------

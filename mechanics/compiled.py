@@ -25,9 +25,10 @@ every algorithm.  Two differences of scope: the scale floor of a variable with
 no information is taken per state here (``SCALE_FLOOR`` times the state's
 largest diagonal magnitude), over the whole batch on the numpy path; and the
 outer iterations decide per state here, per batch there: the first solve's
-refinement, and a re-solve's one more step where its change is large, wait until
-the iterate may be the answer unless a pivot is suspect (the state's, any
-element's); that change is the last refinement step's correction here, the
+refinement waits until the iterate may be the answer unless a pivot is suspect
+(the state's, any element's), and a re-solve's one more step where its change
+is large (a suspect factorization's steps until they settle) waits the same way,
+the finishing steps per state here, per batch there; that change is the last refinement step's correction here, the
 change from the last iterate there (the same where ``refine`` is 1).  Only states of
 such batches can see either, at round-off.  Where the kernel meets
 what only the numpy path can report or repair -- a pivot it refuses, hard rows
@@ -1634,12 +1635,13 @@ def _answer(b, ratio, solved, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows
                 _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas)
         if startable:  # from the last iterate (Factorization.solve)
             _copy(x, xn)
-            if suspect:  # verified from there
-                ok = _verified(solve_maps, sscr, work, C, Lmag, xn, ratio, True, np.inf)  # the first solve did
-            elif started_error(_refine_steps(solve_maps, sscr, work, C, Lmag, xn, refine), ratio) > WARM_RTOL:
-                _constraint_residual(constraints, Kbuf, k, links, xn, res)  # _started_solve's one more step,
-                if _may_be_answer(links, xn, qdd, res, iterations + 1, tol, max_iter):  # where it may be the answer
-                    _refine_step(solve_maps, sscr, work, C, Lmag, xn)
+            if started_error(_refine_steps(solve_maps, sscr, work, C, Lmag, xn, refine), ratio) > WARM_RTOL:
+                _constraint_residual(constraints, Kbuf, k, links, xn, res)  # _started_solve's one more step, or
+                if _may_be_answer(links, xn, qdd, res, iterations + 1, tol, max_iter):  # a suspect factorization's
+                    if suspect:  # steps until they settle (the first solve verified that they contract), where
+                        ok = _verified(solve_maps, sscr, work, C, Lmag, xn, ratio, True, np.inf)  # it may be the
+                    else:  # answer
+                        _refine_step(solve_maps, sscr, work, C, Lmag, xn)
         elif not _solve(solve_maps, drops, sscr, work, C, Lmag, xn, ratio, refine):
             ok = False
         if not ok:  # the numpy path answers, or refuses
@@ -1818,8 +1820,8 @@ def _advance(w, li, state, ratio, refine, constraints, links, lam, mu, x, RES, r
     from where its last refined solve left them (``li[PHASE, w]``) to its next refined solve (:func:`_solving`),
     whose steps :func:`lanes_kernel` runs in lanes: whether it wants one (False: its iterations ended, at
     ``x``).  The first solve's refinement waits until its iterate may be the answer, unless the pivots are
-    suspect (``ratio``): then it is refined and verified first (a re-solve's verification then ends at a
-    small error); a re-solve's one more step where its change is large waits the same way
+    suspect (``ratio``): then it is refined and verified first; a re-solve's one more step where its change is
+    large -- on a suspect factorization its steps until they settle -- waits the same way
     (:func:`_may_be_answer`).  A re-solve refines the iterate in place: the per-state kernel refines a copy and
     copies it back, the same numbers.  ``state``: the lane's last ``qdd`` step and its verification's (or
     re-solve's) last change.  ``RES``: its residual ``K x - k``, computed in lanes
@@ -1828,8 +1830,8 @@ def _advance(w, li, state, ratio, refine, constraints, links, lam, mu, x, RES, r
     phase, suspect = li[PHASE, w], ratio < PIVOT_SUSPECT_RTOL
     if (phase == RESOLVED and li[MODE, w] == 3 and started_error(state[1], ratio) > WARM_RTOL
             and _may_be_answer(links, x, qdd, RES, li[ITERS, w] + 1, tol, max_iter)):  # _started_solve's one more
-        li[PHASE, w] = FINISHED
-        return _solving(li, state, w, 3, 1, 0)
+        li[PHASE, w] = FINISHED  # step, or a suspect factorization's steps until they settle
+        return _solving(li, state, w, 2, 0, 0) if suspect else _solving(li, state, w, 3, 1, 0)
     if phase == RESOLVED or phase == FINISHED:  # a re-solve, refined: the next iterate
         state[0] = _qdd_step(links, x, qdd, True)
         li[ITERS, w] += 1
@@ -1853,8 +1855,8 @@ def _advance(w, li, state, ratio, refine, constraints, links, lam, mu, x, RES, r
     li[PHASE, w] = RESOLVED  # from the last iterate where the solves are refined (Factorization.startable)
     if refine == 0:  # a fresh solve (verified where suspect)
         return _solving(li, state, w, 1 if suspect else 0, 0, 1)
-    # started: a suspect factorization's verified by the first solve, the others' steps alone (then _advance)
-    return _solving(li, state, w, 2 if suspect else 3, 0 if suspect else refine, 0)
+    # started: the steps alone (then _advance), a suspect factorization's too (the first solve verified it)
+    return _solving(li, state, w, 3, refine, 0)
 
 
 @njit(cache=True, inline="always")

@@ -203,9 +203,11 @@ def _resolve(fact, gplc, policies: dict, mu: float, lam: dict, refine: int, movi
 
 
 def _finished(fact, gplc, policies: dict, mu: float, lam: dict, x: dict) -> dict:
-    """A re-solve's one more refinement step from its iterate ``x`` (``Factorization.solve``'s ``finish``, taken
-    by :func:`outer_iterations` where the iterate may be the answer)."""
-    return _resolve(fact, gplc, policies, mu, lam, 1, moving=lambda p: p.iterates, start=x, finish=False)
+    """A re-solve's one more refinement step from its iterate ``x``, or on a suspect factorization the steps
+    until they settle (``Factorization.solve``'s ``finish``, taken by :func:`outer_iterations` where the iterate
+    may be the answer)."""
+    return _resolve(fact, gplc, policies, mu, lam, 1, moving=lambda p: p.iterates, start=x,
+                    finish=bool(np.any(fact.suspect())))
 
 
 def outer_iterations(mechanism, gplc, fact, policies: dict, mu: float, lam: dict, tol: float, max_iter: int,
@@ -227,12 +229,16 @@ def outer_iterations(mechanism, gplc, fact, policies: dict, mu: float, lam: dict
     solve fewer per call; and a re-solve's one more step where its change
     is large (``Factorization.solve``'s ``finish``) waits the same way: an
     iterate that may be the answer is refined from itself before it is
-    judged, the others are corrected by the next re-solve.
+    judged, the others are corrected by the next re-solve.  So does a
+    re-solve's verification where the pivots are suspect: the first solve
+    verified that refinement contracts (it is not deferred), each re-solve
+    takes its ``refine`` steps, and an iterate that may be the answer is
+    refined until the steps settle before it is judged.
     """
     iterating = any(p.iterates for p in policies.values())
-    # refinement deferred to the iterates that may be the answer (not a suspect factorization's: verified)
-    started = bool(refine and fact.startable() and not np.any(fact.suspect()))
-    deferred = iterating and started  # the first iterate's
+    # refinement deferred to the iterates that may be the answer (a suspect factorization's first solve: verified)
+    started = bool(refine and fact.startable())
+    deferred = iterating and started and not np.any(fact.suspect())  # the first iterate's
     x = fact.solve(refine=0 if deferred else refine)
     qdd, residual = _qdd(mechanism, x, batch), _residuals(gplc, x)
     iterations, step = np.ones(batch, dtype=int), np.full(batch, np.inf)

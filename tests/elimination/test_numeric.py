@@ -394,7 +394,8 @@ def test_a_verification_ends_at_the_first_step_that_leaves_round_off(monkeypatch
     (at most half the step before, the plain one included) and the error it leaves -- its change times the
     contraction rate -- is below ``WARM_RTOL``; a re-solve from the last solution with ``verified=True`` (the
     first solve verified the factorization: the outer iterations' re-solves) stops at the first step whose
-    error left is below it, fewer steps than verifying again.  Every answer is the dense KKT solve's to
+    error left is below it, fewer steps than verifying again; with ``finish=False`` it takes its one step and
+    leaves the rest to a solve from there (``unfinished``).  Every answer is the dense KKT solve's to
     round-off."""
     rng = np.random.default_rng(3)
     graph, penalty, g_of = _prox_loop(rng, mu=1e10)
@@ -424,11 +425,21 @@ def test_a_verification_ends_at_the_first_step_that_leaves_round_off(monkeypatch
     previous = [np.inf] + changes[:-1]
     ends = [i for i, (c, p) in enumerate(zip(changes, previous)) if _error_left(c, p, ratio) <= 1e-13]
     assert ends[:1] == [len(changes) - 1] and len(changes) < verifying
+    half = {key: 0.5 * value for key, value in x.items()}  # from far: a change too large for one step
+    changes.clear()  # finish=False: the refine steps alone, the verification left to the caller ...
+    deferred = fact.solve(g={penalty: g_new}, refine=1, start=half, verified=True, finish=False)
+    assert len(changes) == 1 and fact.unfinished(deferred, half)
+    changes.clear()  # ... which takes it from there where the iterate may be the answer
+    finished = fact.solve(g={penalty: g_new}, refine=1, start=deferred, verified=True)
+    previous = [np.inf] + changes[:-1]
+    ends = [i for i, (c, p) in enumerate(zip(changes, previous)) if _error_left(c, p, ratio) <= 1e-13]
+    assert ends[:1] == [len(changes) - 1]
     exact = _kkt_solution(graph)
     assert max_relative_error(x, exact) < 1e-13
     graph.factors[penalty].g[...] = g_new
     exact = _kkt_solution(graph)
-    for answer in (again, started):
+    assert max_relative_error(deferred, exact) > 1e-13  # (what the verification is for)
+    for answer in (again, started, finished):
         assert max_relative_error(answer, exact) < 1e-13
 
 

@@ -504,8 +504,8 @@ def test_an_ill_conditioned_batch_refines_and_verifies_in_lanes_as_state_by_stat
     """LCABA and proxBBO where the pivots lose digits: the far point mass's (pivot ratios near 1e-10) and a
     four-bar's under mu = 1e10.  LCABA's re-solves from the last iterate take a second refinement step where
     the change is large (Factorization.solve's started error), proxBBO's are fresh solves; suspect
-    factorizations refine and verify their first solve and each re-solve, some settling, some (the loops')
-    left to the numpy path.  The lanes take each lane's solves, steps and verdicts as the per-state kernel
+    factorizations refine and verify their first solve and each re-solve's iterate that may be the answer,
+    some settling, some (the loops') left to the numpy path.  The lanes take each lane's solves, steps and verdicts as the per-state kernel
     does, through up to 50 iterations, bit for bit."""
     prepared = mechanics.prepare(mech, name, mu=mu, backend="numba")
     assert prepared.compiled.lanes
