@@ -605,11 +605,20 @@ def _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, H, scale, 
     scratch ``H`` (the link's, then ``U``), ``A`` (the pivot block, then ``sigma U'``), ``T`` (``T_q``, then
     ``L``) and ``HFT`` (``Linv``, then ``Y``); the pivot's scales in ``scale[6:]``.  A lane whose pivot fails
     goes on with meaningless numbers, as in :func:`factorize_pairs`."""
+    U, Hz, Hzs, Tq, L, Li, Y, sz = H[36:72], A[:36], A[36:72], T[:36], T[36:72], HFT[:36], HFT[36:72], scale[6:]
+    _link_block(steps, st, pbH, pbs, Fw, H, scale, floor)
+    _tree_pivot_block(steps, st, phs, phd, pss, psd, Fw, C, floor, H, scale, Tq, U, Hz, Hzs, sz, tmp)
+    _tree_pivot(steps, st, C, Hz, Hzs, sz, L, Li, Y, tmp, r)
+    _tree_parent(steps, st, Fw, C, floor, H, scale, Y, tmp)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _tree_pivot_block(steps, st, phs, phd, pss, psd, Fw, C, floor, H, scale, Tq, U, Hz, Hzs, sz, tmp):
+    """:func:`_tree_pair`'s ``T_q`` and ``HF = [H; 0]`` into ``C``, ``U = H T_q``, the pivot block
+    ``Hz = T_q' U`` with the joint's own factors, its floored scales ``sz``, and ``Hzs = sigma U'``."""
     joint = st + 1
     nS, nq = steps[st, NS], steps[joint, NF]
     npar = nS - nq
-    U, Hz, Hzs, Tq, L, Li, X, sz = H[36:72], A[:36], A[36:72], T[:36], T[36:72], HFT[:36], HFT[36:72], scale[6:]
-    _link_block(steps, st, pbH, pbs, Fw, H, scale, floor)
     sgn, sigma, tq, tn = -float(steps[st, IDENTITY]), float(steps[st, TSIG]), steps[st, TQ], steps[st, TN]
     ts, hf = steps[st, T_], steps[st, HF_]
     for i in range(6):
@@ -645,6 +654,16 @@ def _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, H, scale, 
     for q in range(steps[joint, PS0], steps[joint, PS1]):
         v.add(sz, psd[q], Fw, pss[q])
     _floored(sz, nq, floor)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _tree_pivot(steps, st, C, Hz, Hzs, sz, L, Li, Y, tmp, r):
+    """:func:`_tree_pair`'s pivot (its joint half, after step ``st``): ``Hz = L D L'`` (``D = +-I``) per lane,
+    the pivot ratios into ``r`` (-1 where a pivot is not of its sign, or a negative one's ratio falls below
+    round-off), ``D`` and ``Linv`` into ``C``, and ``Y = Linv Hzs`` into ``Y`` and ``C``."""
+    joint = st + 1
+    nq = steps[joint, NF]
+    npar = steps[st, NS] - nq
     d = 1.0 if steps[joint, PIVOT] == DEFINITE else -1.0
     ok = tmp[5].view(np.bool_)  # (a row of the float scratch: the kernel allocates nothing)
     for w in range(LANES):
@@ -655,30 +674,38 @@ def _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, H, scale, 
         if not ok[w]:
             r[w] = -1.0
     _lower_inverse(L, nq, 6, Li, tmp)
-    li, ds, yy, out, outs = steps[joint, LINV], steps[joint, DS], steps[joint, Y_], steps[joint, OUT_H], \
-        steps[joint, OUT_S]
+    li, ds, yy = steps[joint, LINV], steps[joint, DS], steps[joint, Y_]
     for i in range(nq):
         v.fill(C, ds + i, d)
         for j in range(nq):
             v.copy(C, li + i * nq + j, Li, i * 6 + j)
     for i in range(nq):  # Y = Linv sigma U' (every column of Linv, its zeros too: the per-element sum's terms)
         for j in range(npar):
-            v.fill(X, i * 6 + j, 0.0)
+            v.fill(Y, i * 6 + j, 0.0)
             for q in range(nq):
-                v.add_mul(X, i * 6 + j, Li, i * 6 + q, Hzs, q * 6 + j)
-            v.copy(C, yy + i * npar + j, X, i * 6 + j)
-    for i in range(npar if out >= 0 else 0):  # the parent's H - Y' D Y, and its scales: floor + H's, then Y's
+                v.add_mul(Y, i * 6 + j, Li, i * 6 + q, Hzs, q * 6 + j)
+            v.copy(C, yy + i * npar + j, Y, i * 6 + j)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _tree_parent(steps, st, Fw, C, floor, H, scale, Y, tmp):
+    """:func:`_tree_pair`'s generated factor on the parent (where the plan keeps one): ``H - Y' D Y``,
+    symmetrized, and its scales, the link's floored ones plus the floor, then ``Y``'s."""
+    joint = st + 1
+    nq = steps[joint, NF]
+    npar, ds, out, outs = steps[st, NS] - nq, steps[joint, DS], steps[joint, OUT_H], steps[joint, OUT_S]
+    for i in range(npar if out >= 0 else 0):
         v.fill(tmp, 0, 0.0)
         for q in range(nq):
-            v.add_mul(tmp, 0, X, q * 6 + i, X, q * 6 + i)
+            v.add_mul(tmp, 0, Y, q * 6 + i, Y, q * 6 + i)
         v.copy(Fw, outs + i, scale, i)
         v.add(Fw, outs + i, floor, 0)
         v.add(Fw, outs + i, tmp, 0)
         for j in range(i, npar):
             v.fill(tmp, 0, 0.0)
             for q in range(nq):
-                v.mul(tmp, 1, X, q * 6 + i, C, ds + q)
-                v.add_mul(tmp, 0, tmp, 1, X, q * 6 + j)
+                v.mul(tmp, 1, Y, q * 6 + i, C, ds + q)
+                v.add_mul(tmp, 0, tmp, 1, Y, q * 6 + j)
             v.half_sum(tmp, 3, H, i * 6 + j, H, j * 6 + i)
             v.sub(tmp, 3, tmp, 0)
             v.copy(Fw, out + i * npar + j, tmp, 3)
