@@ -248,14 +248,22 @@ def _pivoted(steps, st, H, scale, L, Li, X, C, Fw, maxn, ok, T, r, ratio, weak, 
     and ``r``: scratch rows."""
     nF, nS = steps[st, NF], steps[st, NS]
     sgn = 1.0 if steps[st, PIVOT] == DEFINITE else -1.0
-    for w in range(LANES):
-        ok[w] = True
-    _cholesky(H, sgn, nF, maxn, L, ok, T)
-    _step_ratio(L, scale, nF, maxn, sgn, r)
+    _pivot_block(H, sgn, nF, maxn, scale, L, Li, ok, T, r)
     for w in range(LANES):
         _record(w, r[w], st if not ok[w] or r[w] < 0.0 else -1, st, ratio, weak, failed)
-    _lower_inverse(L, nF, maxn, Li, T)
     _eliminate(steps, st, H, scale, Li, X, C, Fw, sgn, nF, nS, maxn)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _pivot_block(H, sgn, nz, maxn, scale, L, Li, ok, T, r):
+    """``sgn H[:nz, :nz] = L L'`` per lane (rows ``i * maxn + j``), ``Linv`` into ``Li``, the pivot ratios
+    against ``scale`` into ``r`` (:func:`_step_ratio`); ``ok[w]`` False where a pivot is not positive
+    (:func:`elimination.compiled._pivot`'s definite and negative pivots).  ``T``: a scratch row."""
+    for w in range(LANES):
+        ok[w] = True
+    _cholesky(H, sgn, nz, maxn, L, ok, T)
+    _step_ratio(L, scale, nz, maxn, sgn, r)
+    _lower_inverse(L, nz, maxn, Li, T)
 
 
 @njit(cache=True, error_model="numpy")  # (counted: a typed list's items are)
@@ -666,14 +674,10 @@ def _tree_pivot(steps, st, C, Hz, Hzs, sz, L, Li, Y, tmp, r):
     npar = steps[st, NS] - nq
     d = 1.0 if steps[joint, PIVOT] == DEFINITE else -1.0
     ok = tmp[5].view(np.bool_)  # (a row of the float scratch: the kernel allocates nothing)
-    for w in range(LANES):
-        ok[w] = True
-    _cholesky(Hz, d, nq, 6, L, ok, tmp)
-    _step_ratio(L, sz, nq, 6, d, r)
+    _pivot_block(Hz, d, nq, 6, sz, L, Li, ok, tmp, r)
     for w in range(LANES):
         if not ok[w]:
             r[w] = -1.0
-    _lower_inverse(L, nq, 6, Li, tmp)
     li, ds, yy = steps[joint, LINV], steps[joint, DS], steps[joint, Y_]
     for i in range(nq):
         v.fill(C, ds + i, d)

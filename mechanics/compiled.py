@@ -1441,6 +1441,19 @@ def _may_be_answer(links, x, qdd, res, iterations, tol, max_iter):
 
 
 @njit(cache=True, **UNCOUNTED)
+def _finished(solve_maps, sscr, work, C, Lmag, x, ratio):
+    """A re-solve's finishing steps of ``x`` in place, taken where its iterate may be the answer
+    (:func:`mechanics.dynamics._finished`): :func:`_started_solve`'s one more step, or on a suspect factorization
+    the steps until they settle (the first solve verified that they contract).  False where those do not."""
+    settled = True
+    if ratio < PIVOT_SUSPECT_RTOL:
+        settled = _verified(solve_maps, sscr, work, C, Lmag, x, ratio, True, np.inf)
+    else:
+        _refine_step(solve_maps, sscr, work, C, Lmag, x)
+    return settled
+
+
+@njit(cache=True, **UNCOUNTED)
 def _verified(solve_maps, sscr, work, C, Lmag, x, ratio, verified, previous):
     """Refinement steps of ``x`` in place until they settle (:meth:`elimination.Factorization._verified`, from
     a step that changed it by ``previous``; ``verified``: by an earlier solve): False where they do not (the
@@ -1636,12 +1649,9 @@ def _answer(b, ratio, solved, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows
         if startable:  # from the last iterate (Factorization.solve)
             _copy(x, xn)
             if started_error(_refine_steps(solve_maps, sscr, work, C, Lmag, xn, refine), ratio) > WARM_RTOL:
-                _constraint_residual(constraints, Kbuf, k, links, xn, res)  # _started_solve's one more step, or
-                if _may_be_answer(links, xn, qdd, res, iterations + 1, tol, max_iter):  # a suspect factorization's
-                    if suspect:  # steps until they settle (the first solve verified that they contract), where
-                        ok = _verified(solve_maps, sscr, work, C, Lmag, xn, ratio, True, np.inf)  # it may be the
-                    else:  # answer
-                        _refine_step(solve_maps, sscr, work, C, Lmag, xn)
+                _constraint_residual(constraints, Kbuf, k, links, xn, res)
+                if _may_be_answer(links, xn, qdd, res, iterations + 1, tol, max_iter):
+                    ok = _finished(solve_maps, sscr, work, C, Lmag, xn, ratio)
         elif not _solve(solve_maps, drops, sscr, work, C, Lmag, xn, ratio, refine):
             ok = False
         if not ok:  # the numpy path answers, or refuses
