@@ -481,8 +481,7 @@ def _pivot(steps, joint, H, stride, scale, t6, u6, floor, Fw, C, hsrc, h0, h1, s
     """:func:`elimination.compiled._revolute_pivot` on the lanes (its operations, lane by lane), the link's block
     ``H[:6, :6]`` at rows ``i * stride + j``: ``u = H t`` into ``u6``, ``D``, ``Linv`` into ``C``, ``Linv`` into
     ``tmp[4]``, the pivot ratios into ``r``."""
-    for i in range(6):
-        v.dot6(u6, i, H, i * stride, 1, t6, 0, 1)
+    v.dots6(u6, 0, H, 0, stride, 1, t6, 0, 6)
     v.dot6(tmp, 0, t6, 0, 1, u6, 0, 1)  # d
     v.fill(tmp, 1, 0.0)
     for k in range(6):
@@ -524,8 +523,7 @@ def _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, maxn, scale,
     _pivot(steps, joint, H, maxn, scale, t6, u6, floor, Fw, C, hs, steps[joint, H0], steps[joint, H1], ss,
            steps[joint, S0], steps[joint, S1], tmp, r)
     v.fill(tmp, 5, float(steps[st, TSIG]))  # sigma
-    for j in range(m):  # y = (t'H_aS + sigma E_p' u) / sqrt(d)
-        v.dot6(y, j, t6, 0, 1, H, 7 + j, maxn)
+    v.dots6(y, 0, H, 7, 1, maxn, t6, 0, m)  # y = (t'H_aS + sigma E_p' u) / sqrt(d)
     for i in range(npar):
         v.add_mul(y, tp + i, tmp, 5, u6, i)
     yy = steps[joint, Y_]
@@ -553,17 +551,27 @@ def _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, maxn, scale,
 @njit(cache=True, inline="always", error_model="numpy")
 def _link_block(steps, st, pbH, pbs, Fw, H, scale, floor):
     """:func:`elimination.compiled._link_block` of a 6-dimensional link on the lanes: its block ``H`` (36 rows,
-    row-major), its factors summed whole, and its scales raised to each lane's floor ``floor (1, LANES)``."""
-    for i in range(36):
-        v.fill(H, i, 0.0)
-    for i in range(6):
-        v.fill(scale, i, 0.0)
-    for b in range(steps[st, PB0], steps[st, PB1]):
+    row-major), its factors summed whole, and its scales raised to each lane's floor ``floor (1, LANES)``.  The
+    first factor is added to zero as it is loaded (``+ 0.0``: the scalar sum's signed zeros), without a zeroed
+    block to load back."""
+    b0, b1 = steps[st, PB0], steps[st, PB1]
+    if b0 == b1:
+        for i in range(36):
+            v.fill(H, i, 0.0)
+        for i in range(6):
+            v.fill(scale, i, 0.0)
+    for b in range(b0, b1):
         h, s = pbH[b], pbs[b]
         for i in range(6):
-            v.add(scale, i, Fw, s + i)
+            if b == b0:
+                v.add_scalar(scale, i, Fw, s + i, 0.0)
+            else:
+                v.add(scale, i, Fw, s + i)
             for j in range(6):
-                v.add(H, i * 6 + j, Fw, h + i * 6 + j)
+                if b == b0:
+                    v.add_scalar(H, i * 6 + j, Fw, h + i * 6 + j, 0.0)
+                else:
+                    v.add(H, i * 6 + j, Fw, h + i * 6 + j)
     _floored(scale, 6, floor)
 
 
@@ -948,8 +956,8 @@ def _revolute_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp
     tc = _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, 7 + npar)
     hf, ts, sigma = steps[st, HF_], steps[st, T_], float(steps[st, TSIG])
     v.copy(tmp, 0, g, 6)  # g_q
-    for i in range(6):  # g_F -= H t, then carried into the joint and the parent
-        v.sub_dot6(g, i, C, hf + i * 6, 1, cache, tc, 1)
+    v.sub_matvec6(g, 0, g, 0, C, hf, 6, cache, tc, 6)  # g_F -= H t, then carried into the joint and the parent
+    for i in range(6):
         v.add_mul(tmp, 0, C, ts + i * (npar + 1), g, i)
     v.copy(g, 6, tmp, 0)
     v.fill(tmp, 2, sigma)
@@ -1065,10 +1073,8 @@ def _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g, tmp):
     p0 = 7 + tp
     tc = _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, n)
     hf, ts = steps[st, HF_], steps[st, T_]
-    for i in range(n):  # g -= HF t (the joint's row of HF is zero)
-        if i != 6:
-            v.dot6(tmp, 0, C, hf + i * 6, 1, cache, tc, 1)
-            v.sub(g, i, tmp, 0)
+    v.sub_dots6(g, 0, g, 0, C, hf, 6, cache, tc, 6)  # g -= HF t (the joint's row of HF is zero)
+    v.sub_dots6(g, 7, g, 7, C, hf + 42, 6, cache, tc, n - 7)
     v.dot6(tmp, 0, C, ts, m + 1, g, 0, 1)  # g_q += t' g_a, g_parent += sigma g_a
     v.add(g, 6, tmp, 0)
     v.fill(tmp, 1, float(steps[st, TSIG]))

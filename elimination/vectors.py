@@ -268,6 +268,112 @@ def dot6(typingctx, D, k, A, i, sa, B, j, sb):
     return types.void(D, k, A, i, sa, B, j, sb), _dot6(subtract=False, from_zero=True)
 
 
+def _six_rows(context, builder, signature, args, at: int, first):
+    """The six rows ``first .. first + 5`` of the array at argument ``at``, loaded once (held in registers)."""
+    return [builder.load(_row(context, builder, signature.args[at], args[at],
+                              builder.add(first, context.get_constant(types.intp, q))), align=8) for q in range(6)]
+
+
+def _matvec6(from_zero: bool):
+    """An intrinsic ``(D, k, A, i, M, j, sm, X, x, rows)`` storing, for each ``r < rows``, into row ``k + r`` of
+    ``D`` six products ``M[j + r sm + q] * X[x + q]`` (``q = 0..5``) subtracted from ``A[i + r]`` one at a time
+    in that order, or (``from_zero``) summed from zero and the sum subtracted: :func:`sub_dot6` row after row,
+    its six rows of ``X`` loaded once for every row."""
+
+    def codegen(context, builder, signature, args):
+        intp = lambda at: context.cast(builder, args[at], signature.args[at], types.intp)
+        k, i, j, sm, x, rows = intp(1), intp(3), intp(5), intp(6), intp(8), intp(9)
+        xs = _six_rows(context, builder, signature, args, 7, x)
+        with cgutils.for_range(builder, rows) as loop:
+            r = loop.index
+            start = builder.load(_row(context, builder, signature.args[2], args[2], builder.add(i, r)), align=8)
+            value = ir.Constant(_VECTOR, [0.0] * WIDTH) if from_zero else start
+            base = builder.add(j, builder.mul(r, sm))
+            for q in range(6):
+                m = builder.load(_row(context, builder, signature.args[4], args[4],
+                                      builder.add(base, context.get_constant(types.intp, q))), align=8)
+                product = builder.fmul(m, xs[q])
+                value = builder.fadd(value, product) if from_zero else builder.fsub(value, product)
+            if from_zero:
+                value = builder.fsub(start, value)
+            builder.store(value, _row(context, builder, signature.args[0], args[0], builder.add(k, r)), align=8)
+        return context.get_dummy_value()
+
+    return codegen
+
+
+@intrinsic
+def sub_matvec6(typingctx, D, k, A, i, M, j, sm, X, x, rows):
+    """``D[k + r] = A[i + r] - M[j + r sm] * X[x] - ... - M[j + r sm + 5] * X[x + 5]`` for ``r < rows`` (six
+    products subtracted in that order: :func:`sub_dot6` from ``A``'s row), ``X``'s rows read once.  ``D`` may
+    be ``A``."""
+    return types.void(D, k, A, i, M, j, sm, X, x, rows), _matvec6(from_zero=False)
+
+
+@intrinsic
+def sub_dots6(typingctx, D, k, A, i, M, j, sm, X, x, rows):
+    """``D[k + r] = A[i + r] - (0 + M[j + r sm] * X[x] + ... + M[j + r sm + 5] * X[x + 5])`` for ``r < rows``
+    (:func:`dot6` then :func:`sub`, with one store), ``X``'s rows read once.  ``D`` may be ``A``."""
+    return types.void(D, k, A, i, M, j, sm, X, x, rows), _matvec6(from_zero=True)
+
+
+@intrinsic
+def dots6(typingctx, D, k, M, j, sr, sq, X, x, rows):
+    """``D[k + r] = 0 + M[j + r sr] * X[x] + M[j + r sr + sq] * X[x + 1] + ... + M[j + r sr + 5 sq] * X[x + 5]``
+    for ``r < rows`` (:func:`dot6` row after row, the products added to zero in that order), ``X``'s six rows
+    read once."""
+
+    def codegen(context, builder, signature, args):
+        intp = lambda at: context.cast(builder, args[at], signature.args[at], types.intp)
+        k, j, sr, sq, x, rows = intp(1), intp(3), intp(4), intp(5), intp(7), intp(8)
+        xs = _six_rows(context, builder, signature, args, 6, x)
+        with cgutils.for_range(builder, rows) as loop:
+            r = loop.index
+            value = ir.Constant(_VECTOR, [0.0] * WIDTH)
+            base = builder.add(j, builder.mul(r, sr))
+            for q in range(6):
+                at = builder.add(base, builder.mul(context.get_constant(types.intp, q), sq))
+                m = builder.load(_row(context, builder, signature.args[2], args[2], at), align=8)
+                value = builder.fadd(value, builder.fmul(m, xs[q]))
+            builder.store(value, _row(context, builder, signature.args[0], args[0], builder.add(k, r)), align=8)
+        return context.get_dummy_value()
+
+    return types.void(D, k, M, j, sr, sq, X, x, rows), codegen
+
+
+@intrinsic
+def joint_rows(typingctx, D, k, A, i, X, a, p, M, j, n, q, nv):
+    """A tree joint's residual rows ``[I, -I, -S] (a, a_parent, qdd) = A``: for ``r < 6``, ``D[k + r] =
+    (A[i + r] - X[a + r]) + X[p + r]`` (the parent's term only where ``p >= 0``) ``- M[j + r n] * X[q] - ...
+    - M[j + r n + nv - 1] * X[q + nv - 1]``, in that order (``copy``, ``sub``, ``add``, ``sub_mul``s, with one
+    store a row)."""
+
+    def codegen(context, builder, signature, args):
+        intp = lambda at: context.cast(builder, args[at], signature.args[at], types.intp)
+        k, i, a, p, j, n, q, nv = intp(1), intp(3), intp(5), intp(6), intp(8), intp(9), intp(10), intp(11)
+        has_parent = builder.icmp_signed(">=", p, context.get_constant(types.intp, 0))
+        value = cgutils.alloca_once(builder, _VECTOR)
+        for r in range(6):
+            row = context.get_constant(types.intp, r)
+            load = lambda at, first: builder.load(_row(context, builder, signature.args[at], args[at],
+                                                       builder.add(first, row)), align=8)
+            builder.store(builder.fsub(load(2, i), load(4, a)), value)
+            with builder.if_then(has_parent):
+                builder.store(builder.fadd(builder.load(value), load(4, p)), value)
+            base = builder.add(j, builder.mul(row, n))
+            with cgutils.for_range(builder, nv) as loop:
+                m = builder.load(_row(context, builder, signature.args[7], args[7], builder.add(base, loop.index)),
+                                 align=8)
+                xq = builder.load(_row(context, builder, signature.args[4], args[4], builder.add(q, loop.index)),
+                                  align=8)
+                builder.store(builder.fsub(builder.load(value), builder.fmul(m, xq)), value)
+            builder.store(builder.load(value), _row(context, builder, signature.args[0], args[0], builder.add(k, row)),
+                          align=8)
+        return context.get_dummy_value()
+
+    return types.void(D, k, A, i, X, a, p, M, j, n, q, nv), codegen
+
+
 @intrinsic
 def add_rows(typingctx, D, A, T, rows):
     """``D[i] = D[i] + A[i]`` for ``i < rows``, then ``T[0] = max_i |A[i]|`` and ``T[1] = max_i |D[i]|`` (the

@@ -1049,21 +1049,14 @@ def _lane_link_residuals(links, factors, l, Fw, Lin, X, Lres):
     ground, acc, nv = links.shape[0], links[ix(l), ACC], links[ix(l), NV]
     f = links[ix(l), PRIOR_F]
     mat, lin = factors[ix(f), MAT], factors[ix(f), LIN]
-    for i in range(6):
-        vectors.copy(Lres, lin + i, Lin, lin + i)
-        vectors.sub_dot6(Lres, lin + i, Fw, mat + i * 6, 1, X, acc, 1)
+    vectors.sub_matvec6(Lres, lin, Lin, lin, Fw, mat, 6, X, acc, 6)
     f = links[ix(l), TORQUE_F]
     for i in range(nv if f >= 0 else 0):
         vectors.copy(Lres, factors[ix(f), LIN] + i, Lin, factors[ix(f), LIN] + i)
     f, parent = links[ix(l), TREE_F], links[ix(l), PARENT]
     mat, lin, n, c0, qdd = factors[ix(f), MAT], factors[ix(f), LIN], factors[ix(f), FN], factors[ix(f), JOINT0], links[ix(l), QDD]
-    for r in range(6):
-        vectors.copy(Lres, lin + r, Lin, lin + r)
-        vectors.sub(Lres, lin + r, X, acc + r)
-        if parent != ground:
-            vectors.add(Lres, lin + r, X, links[ix(parent), ACC] + r)
-        for j in range(nv):
-            vectors.sub_mul(Lres, lin + r, Fw, mat + r * n + c0 + j, X, qdd + j)
+    parent_acc = links[ix(parent), ACC] if parent != ground else -1
+    vectors.joint_rows(Lres, lin, Lin, lin, X, acc, parent_acc, Fw, mat + c0, n, qdd, nv)
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -1960,7 +1953,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
         if loaded < B and (idle == LANES or (idle >= refill and waited >= patience)):
             waited = 0
             loaded = _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, unit, pairs, m, qn, li,
-                             lk, Fw, Lin, Lmag, floor, flags, KL, kparts, KC)
+                             lk, Fw, Lin, Lmag, floor, flags, KL, kparts, KC, in_lanes)
             lanes.factorize_pairs(fmaps, Fw, C, floor, fscr, flane, ratio, weak, failed)
             whole = idle == LANES  # (every lane new: the first solve straight into X)
             lanes.solve_pairs(smaps, C, Lin, cache, X if whole else D, slane, sscr)
@@ -2028,13 +2021,14 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
 
 @njit(cache=True, inline="always")
 def _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, unit, pairs, m, qn, li, lk, Fw, Lin,
-            Lmag, floor, flags, KL, kparts, KC):
+            Lmag, floor, flags, KL, kparts, KC, in_lanes):
     """The next states, from ``loaded`` on, into the idle lanes (``li[STATE] < 0``), all in lanes: their
     kinematics, their links' factors, their constraint terms and the constraints' factors
     (:func:`_lane_kinematics`, :func:`_lane_fill_links`, :func:`_lane_constraint_terms`,
     :func:`_lane_fill_constraints`: ``KC``'s rows, :func:`_lane_constraint_parts`), then each one's own
     constraint terms copied to its lane's ``lk`` for its iterations (``li[VALID]``: 1 where a state was loaded
-    and the checks pass, its lane then holding it).  Returns how many states are loaded now."""
+    and the checks pass, its lane then holding it) -- its ``K`` only where they run lane by lane (not
+    ``in_lanes``).  Returns how many states are loaded now."""
     n = model[0].shape[0]
     QN, VV, MASK, TOP = kparts[7], kparts[8], kparts[10], kparts[11]
     for w in range(LANES):
@@ -2063,7 +2057,8 @@ def _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, uni
     for w in range(LANES):  # each new state's own terms, for its iterations lane by lane
         if li[VALID, w] != 0:
             Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
-            _copy(KK[:, w], lk[w, :36 * pairs])
+            if not in_lanes:  # (the iterations in lanes read the lanes' K; its answer, k)
+                _copy(KK[:, w], lk[w, :36 * pairs])
             _copy(Kk[:, w], k)
             _copy(MEAS[:, w], meas)
             floor[0, w] = SCALE_FLOOR * KL[ix(TOP), w]

@@ -159,3 +159,58 @@ def test_rows_added_with_their_largest_magnitudes_equal_the_scalar_loops_bit_for
             assert np.array_equal(np.isnan(got), nan)
             assert np.array_equal(got[~nan].view(np.int64), want[~nan].view(np.int64))
         assert np.array_equal(got_D[rows:], D[rows:], equal_nan=True)
+
+
+@njit(error_model="numpy")
+def _matrix_rows(D, A, M, X, rows, p, nv):
+    """The row-after-row operations: ``X``'s rows read once for all the rows (in place where D is A)."""
+    v.sub_matvec6(D, 0, A, 0, M, 0, 6, X, 0, rows)  # M's rows 0..6 rows - 1, six a row, against X's 0..5
+    v.sub_dots6(D, 8, D, 8, M, 1, 7, X, 1, rows)  # in place: rows 1, 8, ... of M (seven apart), X's 1..6
+    v.dots6(D, 16, M, 2, 1, 9, X, 0, rows)  # M's columns: rows 2 + r + 9 q
+    v.joint_rows(D, 24, A, 2, X, 0, p, M, 3, 7, 6, nv)
+
+
+@njit(error_model="numpy")
+def _matrix_rows_one_by_one(D, A, M, X, rows, p, nv):
+    """The same with the operations they replace (sub_dot6, dot6 then sub, dot6, copy sub add sub_mul)."""
+    for r in range(rows):
+        v.copy(D, r, A, r)
+        v.sub_dot6(D, r, M, 6 * r, 1, X, 0, 1)
+    for r in range(rows):
+        v.dot6(D, 30, M, 1 + 7 * r, 1, X, 1, 1)
+        v.sub(D, 8 + r, D, 30)
+    for r in range(rows):
+        v.dot6(D, 16 + r, M, 2 + r, 9, X, 0, 1)
+    for r in range(6):
+        v.copy(D, 24 + r, A, 2 + r)
+        v.sub(D, 24 + r, X, r)
+        if p >= 0:
+            v.add(D, 24 + r, X, p + r)
+        for j in range(nv):
+            v.sub_mul(D, 24 + r, M, 3 + 7 * r + j, X, 6 + j)
+
+
+def test_matrix_rows_equal_the_row_operations_they_fuse_bit_for_bit():
+    """:func:`vectors.sub_matvec6`, ``sub_dots6``, ``dots6`` (any number of rows, none included, in place) and
+    ``joint_rows`` (with and without a parent, zero to six joint columns): the operations they replace, in
+    their order, with their values in registers between them."""
+    rng = np.random.default_rng(2)
+    edges = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, 1e-310, 1e308])
+    for trial in range(120):
+        rows, nv = int(rng.integers(0, 7)), int(rng.integers(0, 7))
+        p = int(rng.choice([-1, 6]))
+        A = rng.normal(size=(8, 8)) * 10.0 ** rng.integers(-8, 9, size=(8, 8))
+        M = rng.normal(size=(64, 8)) * 10.0 ** rng.integers(-8, 9, size=(64, 8))
+        X = rng.normal(size=(12, 8)) * 10.0 ** rng.integers(-8, 9, size=(12, 8))
+        D = rng.normal(size=(31, 8))
+        if trial % 3 == 0:
+            M[rng.integers(0, 64, 8), np.arange(8)] = edges[rng.permutation(8)]
+            X[rng.integers(0, 12, 8), np.arange(8)] = edges[rng.permutation(8)]
+        got, want = D.copy(), D.copy()
+        with np.errstate(all="ignore"):
+            _matrix_rows(got, A, M, X, np.int64(rows), np.int64(p), np.int64(nv))
+            _matrix_rows_one_by_one(want, A, M, X, rows, p, nv)
+        got[30], want[30] = 0.0, 0.0  # (the one-by-one version's scratch row)
+        nan = np.isnan(want)
+        assert np.array_equal(np.isnan(got), nan)
+        assert np.array_equal(got[~nan].view(np.int64), want[~nan].view(np.int64))
