@@ -274,32 +274,47 @@ def _six_rows(context, builder, signature, args, at: int, first):
                               builder.add(first, context.get_constant(types.intp, q))), align=8) for q in range(6)]
 
 
-def _matvec6(from_zero: bool):
-    """An intrinsic ``(D, k, A, i, M, j, sm, X, x, rows)`` storing, for each ``r < rows``, into row ``k + r`` of
-    ``D`` six products ``M[j + r sm + q] * X[x + q]`` (``q = 0..5``) subtracted from ``A[i + r]`` one at a time
-    in that order, or (``from_zero``) summed from zero and the sum subtracted: :func:`sub_dot6` row after row,
-    its six rows of ``X`` loaded once for every row."""
+def _products6(context, builder, signature, args, at: int, first, stride, xs, value, subtract: bool):
+    """``value`` with the six products ``M[first + q stride] * xs[q]`` (``M``: the array at argument ``at``)
+    added, or subtracted, one at a time in that order."""
+    for q in range(6):
+        row = builder.add(first, builder.mul(context.get_constant(types.intp, q), stride))
+        product = builder.fmul(builder.load(_row(context, builder, signature.args[at], args[at], row), align=8), xs[q])
+        value = builder.fsub(value, product) if subtract else builder.fadd(value, product)
+    return value
+
+
+def _matrix_rows(x_at: int, rows_at: int, row_value):
+    """An intrinsic's code storing ``row_value(context, builder, signature, args, intp, r, xs)`` into row
+    ``k + r`` of ``D`` (arguments 0, 1) for each ``r <`` argument ``rows_at``, ``xs`` the six rows of ``X``
+    from row ``x`` (arguments ``x_at``, ``x_at + 1``), loaded once for all the rows."""
 
     def codegen(context, builder, signature, args):
         intp = lambda at: context.cast(builder, args[at], signature.args[at], types.intp)
-        k, i, j, sm, x, rows = intp(1), intp(3), intp(5), intp(6), intp(8), intp(9)
-        xs = _six_rows(context, builder, signature, args, 7, x)
-        with cgutils.for_range(builder, rows) as loop:
-            r = loop.index
-            start = builder.load(_row(context, builder, signature.args[2], args[2], builder.add(i, r)), align=8)
-            value = ir.Constant(_VECTOR, [0.0] * WIDTH) if from_zero else start
-            base = builder.add(j, builder.mul(r, sm))
-            for q in range(6):
-                m = builder.load(_row(context, builder, signature.args[4], args[4],
-                                      builder.add(base, context.get_constant(types.intp, q))), align=8)
-                product = builder.fmul(m, xs[q])
-                value = builder.fadd(value, product) if from_zero else builder.fsub(value, product)
-            if from_zero:
-                value = builder.fsub(start, value)
-            builder.store(value, _row(context, builder, signature.args[0], args[0], builder.add(k, r)), align=8)
+        xs = _six_rows(context, builder, signature, args, x_at, intp(x_at + 1))
+        with cgutils.for_range(builder, intp(rows_at)) as loop:
+            value = row_value(context, builder, signature, args, intp, loop.index, xs)
+            builder.store(value, _row(context, builder, signature.args[0], args[0], builder.add(intp(1), loop.index)),
+                          align=8)
         return context.get_dummy_value()
 
     return codegen
+
+
+def _matvec6(from_zero: bool):
+    """The code of an intrinsic ``(D, k, A, i, M, j, sm, X, x, rows)`` storing, for each ``r < rows``, into row
+    ``k + r`` of ``D`` six products ``M[j + r sm + q] * X[x + q]`` (``q = 0..5``) subtracted from ``A[i + r]``
+    one at a time in that order, or (``from_zero``) summed from zero and the sum subtracted: :func:`sub_dot6`
+    row after row, its six rows of ``X`` loaded once for every row."""
+
+    def row_value(context, builder, signature, args, intp, r, xs):
+        start = builder.load(_row(context, builder, signature.args[2], args[2], builder.add(intp(3), r)), align=8)
+        value = _products6(context, builder, signature, args, 4, builder.add(intp(5), builder.mul(r, intp(6))),
+                           context.get_constant(types.intp, 1), xs,
+                           ir.Constant(_VECTOR, [0.0] * WIDTH) if from_zero else start, subtract=not from_zero)
+        return builder.fsub(start, value) if from_zero else value
+
+    return _matrix_rows(7, 9, row_value)
 
 
 @intrinsic
@@ -323,22 +338,11 @@ def dots6(typingctx, D, k, M, j, sr, sq, X, x, rows):
     for ``r < rows`` (:func:`dot6` row after row, the products added to zero in that order), ``X``'s six rows
     read once."""
 
-    def codegen(context, builder, signature, args):
-        intp = lambda at: context.cast(builder, args[at], signature.args[at], types.intp)
-        k, j, sr, sq, x, rows = intp(1), intp(3), intp(4), intp(5), intp(7), intp(8)
-        xs = _six_rows(context, builder, signature, args, 6, x)
-        with cgutils.for_range(builder, rows) as loop:
-            r = loop.index
-            value = ir.Constant(_VECTOR, [0.0] * WIDTH)
-            base = builder.add(j, builder.mul(r, sr))
-            for q in range(6):
-                at = builder.add(base, builder.mul(context.get_constant(types.intp, q), sq))
-                m = builder.load(_row(context, builder, signature.args[2], args[2], at), align=8)
-                value = builder.fadd(value, builder.fmul(m, xs[q]))
-            builder.store(value, _row(context, builder, signature.args[0], args[0], builder.add(k, r)), align=8)
-        return context.get_dummy_value()
+    def row_value(context, builder, signature, args, intp, r, xs):
+        return _products6(context, builder, signature, args, 2, builder.add(intp(3), builder.mul(r, intp(4))),
+                          intp(5), xs, ir.Constant(_VECTOR, [0.0] * WIDTH), subtract=False)
 
-    return types.void(D, k, M, j, sr, sq, X, x, rows), codegen
+    return types.void(D, k, M, j, sr, sq, X, x, rows), _matrix_rows(6, 8, row_value)
 
 
 @intrinsic
