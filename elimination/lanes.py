@@ -555,23 +555,20 @@ def _link_block(steps, st, pbH, pbs, Fw, H, scale, floor):
     first factor is added to zero as it is loaded (``+ 0.0``: the scalar sum's signed zeros), without a zeroed
     block to load back."""
     b0, b1 = steps[st, PB0], steps[st, PB1]
-    if b0 == b1:
-        for i in range(36):
-            v.fill(H, i, 0.0)
-        for i in range(6):
-            v.fill(scale, i, 0.0)
-    for b in range(b0, b1):
+    for i in range(6 if b0 < b1 else 0):
+        v.add_scalar(scale, i, Fw, pbs[b0] + i, 0.0)
+        for j in range(6):
+            v.add_scalar(H, i * 6 + j, Fw, pbH[b0] + i * 6 + j, 0.0)
+    for i in range(36 if b0 == b1 else 0):  # (no factor: a zero block)
+        v.fill(H, i, 0.0)
+    for i in range(6 if b0 == b1 else 0):
+        v.fill(scale, i, 0.0)
+    for b in range(b0 + 1, b1):
         h, s = pbH[b], pbs[b]
         for i in range(6):
-            if b == b0:
-                v.add_scalar(scale, i, Fw, s + i, 0.0)
-            else:
-                v.add(scale, i, Fw, s + i)
+            v.add(scale, i, Fw, s + i)
             for j in range(6):
-                if b == b0:
-                    v.add_scalar(H, i * 6 + j, Fw, h + i * 6 + j, 0.0)
-                else:
-                    v.add(H, i * 6 + j, Fw, h + i * 6 + j)
+                v.add(H, i * 6 + j, Fw, h + i * 6 + j)
     _floored(scale, 6, floor)
 
 
@@ -1074,7 +1071,7 @@ def _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g, tmp):
     tc = _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, n)
     hf, ts = steps[st, HF_], steps[st, T_]
     v.sub_dots6(g, 0, g, 0, C, hf, 6, cache, tc, 6)  # g -= HF t (the joint's row of HF is zero)
-    v.sub_dots6(g, 7, g, 7, C, hf + 42, 6, cache, tc, n - 7)
+    v.sub_dots6(g, 7, g, 7, C, hf + 7 * 6, 6, cache, tc, n - 7)
     v.dot6(tmp, 0, C, ts, m + 1, g, 0, 1)  # g_q += t' g_a, g_parent += sigma g_a
     v.add(g, 6, tmp, 0)
     v.fill(tmp, 1, float(steps[st, TSIG]))
