@@ -21,10 +21,10 @@ plan's, stops it (the caller then takes the numpy path, which names the
 variables or re-plans the element).  The solve reports the dropped rows'
 right-hand sides, which the caller checks for consistency.
 
-A batch of at least eight graphs whose program has no hard rows, pairs or
-indefinite pivots runs in :mod:`elimination.lanes` instead: the same
-operations with eight elements side by side, bit for bit these kernels'
-numbers.
+A batch of at least :data:`~elimination.lanes.LANES` (sixteen) graphs whose
+program has no hard rows, pairs or indefinite pivots runs in
+:mod:`elimination.lanes` instead: the same operations with that many elements
+side by side, bit for bit these kernels' numbers.
 
 :class:`CompiledFactorization` is a :class:`~elimination.numeric.Factorization`
 whose sweeps run here; overrides, refinement, verification of suspect pivots

@@ -7,7 +7,7 @@ variables: fronts of 12 to 18) that bookkeeping costs more than the
 arithmetic.  Here :data:`LANES` elements share one pass over the table: the
 workspaces are laid out ``(entry, lane)``, so each index read, loop bound and
 decision of a step serves every lane, and the innermost loop, over the lanes,
-is one vector instruction (:mod:`elimination.vectors`: eight doubles, two
+is one vector instruction (:mod:`elimination.vectors`: sixteen doubles, four
 AVX2 registers).  On the engine benchmark's graphs (64 of them, hot): the
 factorization with its fill 2.8x, the solve 2.3x faster than one element at a
 time.
@@ -46,7 +46,7 @@ generic steps run lane by lane through the per-element kernels, on the lanes
 of a workspace the caller fills (:func:`mechanics.compiled.lanes_kernel`: the
 states' kinematics and constraints in lanes too).  Bit for bit the per-element kernels' numbers again; on Talos's
 tree a batch of eight took the pairs' factorization 1.7x and their solve 2.1x
-faster than eight states one at a time.
+faster than eight states one at a time (eight lanes then; :data:`LANES` now).
 """
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ from . import compiled, vectors as v
 from .program import JOINT_HALF, LINK_HALF, PIVOTS, WIDE_JOINT, WIDE_LINK
 
 LANES = v.WIDTH
-"""Elements per pass: the vector operations' width.  (Written as loops over eight lanes, numba unrolls them
+"""Elements per pass: the vector operations' width.  (Written as loops over the lanes, numba unrolls them
 into scalar instructions, 1.4x slower here: LLVM's SLP vectorizer would fuse them and numba leaves it off;
 with the lanes an array's length, LLVM's loop vectorizer takes them behind run-time overlap checks, 1.6x
 slower.)"""
@@ -74,9 +74,10 @@ drop_stale_cache(__file__, compiled.__file__, v.__file__)  # (the pair kernels c
 
 
 def aligned_zeros(shape) -> np.ndarray:
-    """``np.zeros(shape)`` starting on a 64-byte boundary: a row of ``LANES`` doubles is then one cache line.
+    """``np.zeros(shape)`` starting on a ``8 * LANES``-byte boundary: a row of ``LANES`` doubles then fills whole
+    cache lines.
 
-    (numpy's large arrays start 16 bytes past a page boundary: every row of eight would straddle two cache
+    (numpy's large arrays start 16 bytes past a page boundary: every row would straddle two cache
     lines, and each vector load and store of a lane kernel split in two -- Talos's LCABA batch took 15%
     longer.)
 

@@ -40,10 +40,10 @@ Built-in constraint policies only (``alm``, ``prox``, ``hard``, ``soft``): a
 policy subclass runs on the numpy path (:attr:`CompiledDynamics.unsupported`).
 
 A program of mostly tree and wide pairs (:func:`elimination.lanes.covers_pairs`:
-ABA's, LCABA's, proxBBO's on the benchmark robots) runs eight states at a time
+ABA's, LCABA's, proxBBO's on the benchmark robots) runs sixteen states at a time
 in :func:`lanes_kernel`: the new states' kinematics and their links' factors
 computed in lanes too (:func:`_lane_kinematics`, :func:`_lane_fill_links`:
-the per-state operations as vector operations, eight states per instruction),
+the per-state operations as vector operations, sixteen states per instruction),
 each one's constraint terms into its lane, the lanes' factorization and first
 solve (:mod:`elimination.lanes`); then each
 lane's outer iterations run to its next solve -- a refinement step, a fresh
@@ -104,12 +104,13 @@ ITERATIONS, CONVERGED, STATUS = range(3)  # columns of the kernel's integer outp
 WEAK, FAILED, VALID, PHASE, COUNT, ITERS, MODE, NEED, STATE, PLAIN, SMALL, FRESH = range(12)
 LANE_ROWS = 12
 HEAD, REFINED, RESOLVED, FINISHED = range(4)  # (FINISHED: a re-solve's one more step taken, _may_be_answer)
-REFILL, PATIENCE = 5, 1  # a refill waits until this many lanes idle, and then one round more (the busy lanes may
-# be about to finish: one factorization of the lanes serves them all).  B = 1024, 7 rounds interleaved, us a state,
-# against (6, 0): Solo12 LCABA 7.73 -> 7.42 (its states finish within a round of each other), Allegro and two
-# hands 0.5-1% less, Cassie LCABA 30.09 -> 30.51 and proxBBO 26.35 -> 26.51 (its states take 3-50 iterations: a
-# round's wait is a round of idle lanes); (6, 1), (5, 2), (4, 2) within 1% of it; (8, 0) -- a group at a time --
-# costs Cassie 1.35x
+REFILL, PATIENCE = 11, 1  # a refill waits until this many lanes (of sixteen) idle, and then one round more (the
+# busy lanes may be about to finish: one factorization of the lanes serves them all).  B = 1024, us a state, the
+# minimum of five calls: Cassie LCABA (9..12, 1) 22.8-23.3, (8, 1) 23.8, (14, 0) 25.4 (its states take 3-50
+# iterations: a round's wait is a round of idle lanes); Solo12 LCABA (11, 1) 5.7, (10, 1) 5.9 (its states finish
+# within a round of each other); Talos, two hands within noise of each other from (8, 1) to (12, 1).  (With eight
+# lanes: (5, 1); a group at a time cost Cassie 1.35x.)  A refill's busy lanes get no solve: running their steps
+# beside the new lanes' first solve (bit for bit the same) took 4% fewer rounds and cost Cassie 5% more.
 
 
 drop_stale_cache(__file__, elimination_compiled.__file__, lanes.__file__, vectors.__file__)
@@ -200,7 +201,7 @@ class CompiledDynamics:
         return self._run_states(q, v, tau, forces0, mu, tol, max_iter, refine)
 
     def _run_lanes(self, q, v, tau, forces0, mu, tol, max_iter, refine) -> tuple:
-        """:meth:`run` of a program of tree pairs eight states at a time (:func:`lanes_kernel`)."""
+        """:meth:`run` of a program of tree pairs ``LANES`` states at a time (:func:`lanes_kernel`)."""
         announce_first_compile(__file__, "the dynamics kernel for batches side by side", "lanes_kernel")
         if self.lane_floats is None:  # made at the first batch: zeroed once, as the state's workspace
             floats, ints, own = _lane_sizes(self.program, self.constraints, self.mechanism)
@@ -771,7 +772,7 @@ def _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas):
 
 
 # -- kinematics and fill in lanes ---------------------------------------------------------------------------------
-# lanes_kernel's eight states side by side: row k of KL (rows, LANES) holds one entry of each lane's kinematics,
+# lanes_kernel's LANES states side by side: row k of KL (rows, LANES) holds one entry of each lane's kinematics,
 # in the parts of _lane_kinematic_parts.  Each operation below is the scalar kinematics' (_kinematics, _fill_links)
 # on the lanes, in its order (elimination.vectors: no fused multiply-add), so every lane gets the per-state
 # kernel's bits; the joint's pose (sines, cosines) is computed lane by lane.

@@ -9,7 +9,7 @@ from elimination import SingularProblemError, analyze, factorize, lanes
 from factorgraph import FactorGraph, LinearEquality, Quadratic, Variable
 from tests.random_graphs import build_graph, graph_specs, max_relative_error, well_conditioned, x
 
-B = 11  # one full lane group and a padded one
+B = lanes.LANES + 3  # one full lane group and a padded one
 
 
 def _per_element(graph, plan):
@@ -111,16 +111,16 @@ def test_a_lane_whose_pivot_fails_is_reported_as_by_the_per_element_kernels():
 
 
 def test_a_batch_of_several_axes_runs_in_lanes_element_by_element():
-    """A (3, 4) batch: twelve elements in two lane groups, each element's numbers the per-element kernels',
+    """A (3, 7) batch: twenty-one elements in two lane groups, each element's numbers the per-element kernels',
     and each the solution of its own graph."""
-    graph = _chain((3, 4), seed=5)
+    graph = _chain((3, 7), seed=5)
     plan = analyze(graph, elimination.min_fill(graph))
     side, alone = factorize(graph, plan, backend="numba"), _per_element(graph, plan)
-    assert side.C.shape[0] == 2 and side.pivot_ratio.shape == (3, 4)
+    assert side.C.shape[0] == lanes.groups_of(21) == 2 and side.pivot_ratio.shape == (3, 7)
     assert np.array_equal(side.pivot_ratio, alone.pivot_ratio)
     values = side.solve()
     assert _equal(values, alone.solve())
-    element = elimination.numeric.element_graph(graph, (2, 1), (3, 4))
+    element = elimination.numeric.element_graph(graph, (2, 1), (3, 7))
     assert max_relative_error({k: v[2, 1] for k, v in values.items()}, element.dense_solve()) < 1e-9
 
 

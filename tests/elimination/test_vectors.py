@@ -1,8 +1,16 @@
-"""Each eight-lane vector operation gives, lane by lane, exactly the scalar operation's bits."""
+"""Each lane-wide vector operation gives, lane by lane, exactly the scalar operation's bits."""
 import numpy as np
 from numba import njit
 
 from elimination import vectors as v
+
+W = v.WIDTH  # lanes a row
+EDGES = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, 1e-310, 1e308])
+
+
+def _edged(rng, M, rows):
+    """One of :data:`EDGES` into each lane of ``M``, in a random row below ``rows`` (each edge in W / 8 lanes)."""
+    M[rng.integers(0, rows, W), np.arange(W)] = np.resize(EDGES[rng.permutation(EDGES.size)], W)
 
 
 @njit(error_model="numpy")
@@ -37,7 +45,7 @@ def _vector(D, A, B, s):
 @njit(error_model="numpy")  # (as the lane kernels: a division by zero gives inf, not an exception)
 def _scalar(D, A, B, s):
     """The same, one lane at a time (what the per-element kernels compute)."""
-    for w in range(8):
+    for w in range(W):
         D[0, w] = A[0, w]
         D[1, w] = s
         D[2, w] = D[2, w] + A[1, w]
@@ -80,14 +88,13 @@ def test_every_operation_equals_the_scalar_one_bit_for_bit():
     """Random rows at magnitudes far apart (where a fused multiply-add or a reordering would change the last
     bits), and the edges: signed zeros, infinities, NaN, a negative square root, division by zero."""
     rng = np.random.default_rng(0)
-    edges = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, 1e-310, 1e308])
     for trial in range(200):
-        A = rng.normal(size=(12, 8)) * 10.0 ** rng.integers(-8, 9, size=(12, 8))
-        B = rng.normal(size=(6, 8)) * 10.0 ** rng.integers(-8, 9, size=(6, 8))
-        D = rng.normal(size=(24, 8))
+        A = rng.normal(size=(12, W)) * 10.0 ** rng.integers(-8, 9, size=(12, W))
+        B = rng.normal(size=(6, W)) * 10.0 ** rng.integers(-8, 9, size=(6, W))
+        D = rng.normal(size=(24, W))
         if trial % 4 == 0:  # edges in random places
-            A[rng.integers(0, 11, 8), np.arange(8)] = edges[rng.permutation(8)]
-            B[rng.integers(0, 6, 8), np.arange(8)] = edges[rng.permutation(8)]
+            _edged(rng, A, 11)
+            _edged(rng, B, 6)
         if trial % 4 == 1:  # a sum that overflows before it is halved
             A[10, :4] = B[5, :4] = 1.5e308
         if trial % 4 == 2:  # a mask with zeros of both signs
@@ -104,8 +111,8 @@ def test_every_operation_equals_the_scalar_one_bit_for_bit():
 
 def test_rows_are_addressed_in_arrays_of_any_row_count_and_views():
     """Rows of views (a lane group of a 3-d array) and row indices of any integer type."""
-    C = np.zeros((3, 5, 8))
-    A = np.arange(16.0).reshape(2, 8)
+    C = np.zeros((3, 5, W))
+    A = np.arange(2.0 * W).reshape(2, W)
 
     @njit
     def put(C, A):
@@ -126,7 +133,7 @@ def _rows_added(D, A, T, rows):
 @njit
 def _rows_added_one_by_one(D, A, T, rows):
     """:func:`vectors.add_rows` as the per-element kernels write it (``x += d``, then ``_largest`` of each)."""
-    for w in range(8):
+    for w in range(W):
         for i in range(rows):
             D[i, w] += A[i, w]
         top_a = top_d = 0.0
@@ -141,16 +148,15 @@ def test_rows_added_with_their_largest_magnitudes_equal_the_scalar_loops_bit_for
     """The sums, and the largest magnitudes with NaN passed over wherever it stands, infinities, signed zeros;
     rows past ``rows`` untouched; no rows at all leaves zeros."""
     rng = np.random.default_rng(1)
-    edges = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, 1e-310, 1e308])
     for trial in range(100):
         rows = int(rng.integers(0, 12))
-        A = rng.normal(size=(12, 8)) * 10.0 ** rng.integers(-8, 9, size=(12, 8))
-        D = rng.normal(size=(12, 8)) * 10.0 ** rng.integers(-8, 9, size=(12, 8))
+        A = rng.normal(size=(12, W)) * 10.0 ** rng.integers(-8, 9, size=(12, W))
+        D = rng.normal(size=(12, W)) * 10.0 ** rng.integers(-8, 9, size=(12, W))
         if trial % 3 == 0:
-            A[rng.integers(0, 12, 8), np.arange(8)] = edges[rng.permutation(8)]
-            D[rng.integers(0, 12, 8), np.arange(8)] = edges[rng.permutation(8)]
+            _edged(rng, A, 12)
+            _edged(rng, D, 12)
         got_D, want_D = D.copy(), D.copy()
-        got_T, want_T = np.full((2, 8), 7.0), np.full((2, 8), 7.0)
+        got_T, want_T = np.full((2, W), 7.0), np.full((2, W), 7.0)
         with np.errstate(all="ignore"):
             _rows_added(got_D, A, got_T, np.int64(rows))
             _rows_added_one_by_one(want_D, A, want_T, rows)
@@ -195,17 +201,16 @@ def test_matrix_rows_equal_the_row_operations_they_fuse_bit_for_bit():
     ``joint_rows`` (with and without a parent, zero to six joint columns): the operations they replace, in
     their order, with their values in registers between them."""
     rng = np.random.default_rng(2)
-    edges = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, 1e-310, 1e308])
     for trial in range(120):
         rows, nv = int(rng.integers(0, 7)), int(rng.integers(0, 7))
         p = int(rng.choice([-1, 6]))
-        A = rng.normal(size=(8, 8)) * 10.0 ** rng.integers(-8, 9, size=(8, 8))
-        M = rng.normal(size=(64, 8)) * 10.0 ** rng.integers(-8, 9, size=(64, 8))
-        X = rng.normal(size=(12, 8)) * 10.0 ** rng.integers(-8, 9, size=(12, 8))
-        D = rng.normal(size=(31, 8))
+        A = rng.normal(size=(8, W)) * 10.0 ** rng.integers(-8, 9, size=(8, W))
+        M = rng.normal(size=(64, W)) * 10.0 ** rng.integers(-8, 9, size=(64, W))
+        X = rng.normal(size=(12, W)) * 10.0 ** rng.integers(-8, 9, size=(12, W))
+        D = rng.normal(size=(31, W))
         if trial % 3 == 0:
-            M[rng.integers(0, 64, 8), np.arange(8)] = edges[rng.permutation(8)]
-            X[rng.integers(0, 12, 8), np.arange(8)] = edges[rng.permutation(8)]
+            _edged(rng, M, 64)
+            _edged(rng, X, 12)
         got, want = D.copy(), D.copy()
         with np.errstate(all="ignore"):
             _matrix_rows(got, A, M, X, np.int64(rows), np.int64(p), np.int64(nv))

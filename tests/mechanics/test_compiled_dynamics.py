@@ -361,10 +361,10 @@ def grounded(draw):
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(grounded(), st.integers(0, 2**31 - 1), st.sampled_from([8, 13, 19]), st.sampled_from(["lcaba", "pv_soft"]),
+@given(grounded(), st.integers(0, 2**31 - 1), st.sampled_from([LANES, LANES + 5, 2 * LANES + 3]), st.sampled_from(["lcaba", "pv_soft"]),
        st.sampled_from([1, 2, 50]))
 def test_a_batch_of_tree_pairs_in_lanes_equals_its_states_one_at_a_time_bit_for_bit(mech, seed, B, name, max_iter):
-    """A program of tree pairs alone (ABA's; LCABA's on links held to the ground) runs eight states at a time
+    """A program of tree pairs alone (ABA's; LCABA's on links held to the ground) runs LANES states at a time
     (lanes_kernel: every joint's pair as vector operations; LCABA's iterations each to its next refinement
     step, the steps in lanes, each lane stopping at its own iteration; a suspect pivot's verification in its
     lane; the batch's tail padded): every answer and iteration count is the per-state kernel's bit for bit, within ``max_iter`` or stopped by it, and a state that is not finite
@@ -391,7 +391,7 @@ def test_a_batch_of_tree_pairs_in_lanes_equals_its_states_one_at_a_time_bit_for_
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(mechanisms(max_links=6, max_constraints=2, min_constraints=1), st.integers(0, 2**31 - 1),
-       st.sampled_from([8, 13, 19]), st.sampled_from([2, 50]), st.sampled_from(["lcaba", "proxbbo"]))
+       st.sampled_from([LANES, LANES + 5, 2 * LANES + 3]), st.sampled_from([2, 50]), st.sampled_from(["lcaba", "proxbbo"]))
 def test_loops_in_lanes_equal_their_states_one_at_a_time_bit_for_bit(mech, seed, B, max_iter, name):
     """LCABA and proxBBO on random trees with loops and links held to the ground, where the program is mostly
     tree and wide pairs (elimination.lanes.covers_pairs): every lane's iterations, solves, refinement steps,
@@ -456,7 +456,7 @@ def test_a_floating_base_in_lanes_equals_its_states_one_at_a_time_bit_for_bit(ro
 def test_which_programs_and_batches_run_in_lanes(monkeypatch):
     """The lanes take a program of mostly tree and wide pairs -- a tree's, LCABA's with links held to the ground
     or a four-bar's loop, proxBBO's there (one generic step, its multipliers' pivot), not proxLTL's joint-space order --
-    and a batch of eight states or more runs in them where nothing follows the first solve (a tree's) or its
+    and a batch of LANES states or more runs in them where nothing follows the first solve (a tree's) or its
     iterations' re-solves run in lanes too (LCABA's, proxBBO's), not where soft rows' iterations would run
     lane by lane."""
     tree = models.serial_chain(6).without_constraints()
@@ -469,20 +469,20 @@ def test_which_programs_and_batches_run_in_lanes(monkeypatch):
     assert prepared.compiled.lanes
     ran, lanes = [], CompiledDynamics._run_lanes
     monkeypatch.setattr(CompiledDynamics, "_run_lanes", lambda self, q, *rest: ran.append(len(q)) or lanes(self, q, *rest))
-    q, v, tau = random_state(tree, np.random.default_rng(0), (8,))
+    q, v, tau = random_state(tree, np.random.default_rng(0), (LANES,))
     prepared(q, v, tau)
-    prepared(q[:7], v[:7], tau[:7])  # (fewer than eight: state by state)
-    mechanics.prepare(held, "lcaba", backend="numba")(*random_state(held, np.random.default_rng(0), (9,)))
+    prepared(q[:LANES - 1], v[:LANES - 1], tau[:LANES - 1])  # (fewer than LANES: state by state)
+    mechanics.prepare(held, "lcaba", backend="numba")(*random_state(held, np.random.default_rng(0), (LANES + 1,)))
     mechanics.prepare(models.four_bar(), "proxbbo", backend="numba")(*random_state(models.four_bar(),
-                                                                               np.random.default_rng(0), (10,)))
+                                                                               np.random.default_rng(0), (LANES + 2,)))
     soft = mechanics.prepare(held, "pv_soft", backend="numba")
     assert soft.compiled.lanes
-    soft(*random_state(held, np.random.default_rng(0), (8,)))
-    assert ran == [8, 9, 10]
+    soft(*random_state(held, np.random.default_rng(0), (LANES,)))
+    assert ran == [LANES, LANES + 1, LANES + 2]
     v[3, 1] = np.nan  # a state the lanes refuse: the call names it
     with pytest.raises(ValueError, match=r"v contains NaN or inf at index \(3, 1\)"):
         prepared(q, v, tau)
-    assert ran == [8, 9, 10, 8]
+    assert ran == [LANES, LANES + 1, LANES + 2, LANES]
 
 
 def _far_tip(inertia: float, constraint) -> Mechanism:
@@ -523,7 +523,7 @@ def test_a_suspect_lane_is_verified_in_its_lane():
     links = [Link("arm", GROUND, Joint("revolute", "z"), at(0.0), 1.0, (0.3, 0.0, 0.0), 0.01 * np.eye(3)),
              Link("tip", "arm", Joint("revolute", "x"), at(10.0), 1.0, (0.0, 0.0, 0.0), 1e-9 * np.eye(3))]
     mech = Mechanism(links, [], name="far_tip")
-    q, v, tau = random_state(mech, np.random.default_rng(3), (9,))
+    q, v, tau = random_state(mech, np.random.default_rng(3), (LANES + 1,))
     prepared = mechanics.prepare(mech, "aba", backend="numba")
     (out, flags), (ref_out, ref_flags) = _lanes_and_states(prepared, q, v, tau)
     answered = flags[:, STATUS] == OK
@@ -557,7 +557,7 @@ def _walker() -> Mechanism:
 def test_the_pair_kernels_in_lanes_are_the_per_element_kernels_lane_by_lane(mech, name):
     """elimination.lanes' factorization and solve of a program of tree and wide pairs (a few generic steps and
     non-revolute wide pairs among them, lane by lane; a free flyer's and a spherical joint's tree pairs in lanes),
-    on eight lanes filled with eight states' factors (each lane its own scale floor) and arbitrary linear terms:
+    on the lanes filled with LANES states' factors (each lane its own scale floor) and arbitrary linear terms:
     every lane's conditionals, pivot ratio, weakest and failed step and values are the per-element kernels' on its column,
     bit for bit -- the ratios too, which no answer shows but the suspect-pivot decisions read."""
     prepared = mechanics.prepare(mech, name, mu=1e6, backend="numba")
