@@ -38,6 +38,7 @@ the compile).  The engine's batches of graphs run in as many lanes (``benchmarks
 factorization as with eight, the solve 1.3x its time, factorize + solve alike).  The lane kernels compile for
 this width; nothing else depends on it."""
 _VECTOR = ir.VectorType(ir.DoubleType(), WIDTH)
+_ZERO = ir.Constant(_VECTOR, [0.0] * WIDTH)  # (a row of zeros: a sum's start, a mask's test)
 
 
 def _row(context, builder, array_type, array, row):
@@ -214,8 +215,7 @@ def absolute(typingctx, D, k, A, i):
 @intrinsic
 def put(typingctx, D, k, A, i, M, j):
     """``D[k] = A[i]`` in the lanes where ``M[j]`` is not zero; the other lanes of ``D[k]`` keep their values."""
-    zero = ir.Constant(_VECTOR, [0.0] * WIDTH)
-    return types.void(D, k, A, i, M, j), _op(lambda b, d, a, m: b.select(b.fcmp_unordered("!=", m, zero), a, d), "rr")
+    return types.void(D, k, A, i, M, j), _op(lambda b, d, a, m: b.select(b.fcmp_unordered("!=", m, _ZERO), a, d), "rr")
 
 
 @intrinsic
@@ -241,8 +241,7 @@ def _dot6(subtract: bool, from_zero: bool):
     def codegen(context, builder, signature, args):
         intp = lambda at: context.cast(builder, args[at], signature.args[at], types.intp)
         k, i, sa, j, sb = intp(1), intp(3), intp(4), intp(6), intp(7)
-        value = (ir.Constant(_VECTOR, [0.0] * WIDTH) if from_zero
-                 else builder.load(_row(context, builder, signature.args[0], args[0], k), align=8))
+        value = _ZERO if from_zero else builder.load(_row(context, builder, signature.args[0], args[0], k), align=8)
         for q in range(6):
             step = context.get_constant(types.intp, q)
             a = builder.load(_row(context, builder, signature.args[2], args[2], builder.add(i, builder.mul(step, sa))),
@@ -318,7 +317,7 @@ def _matvec6(from_zero: bool):
         start = builder.load(_row(context, builder, signature.args[2], args[2], builder.add(intp(3), r)), align=8)
         value = _products6(context, builder, signature, args, 4, builder.add(intp(5), builder.mul(r, intp(6))),
                            context.get_constant(types.intp, 1), xs,
-                           ir.Constant(_VECTOR, [0.0] * WIDTH) if from_zero else start, subtract=not from_zero)
+                           _ZERO if from_zero else start, subtract=not from_zero)
         return builder.fsub(start, value) if from_zero else value
 
     return _matrix_rows(7, 9, row_value)
@@ -347,7 +346,7 @@ def dots6(typingctx, D, k, M, j, sr, sq, X, x, rows):
 
     def row_value(context, builder, signature, args, intp, r, xs):
         return _products6(context, builder, signature, args, 2, builder.add(intp(3), builder.mul(r, intp(4))),
-                          intp(5), xs, ir.Constant(_VECTOR, [0.0] * WIDTH), subtract=False)
+                          intp(5), xs, _ZERO, subtract=False)
 
     return types.void(D, k, M, j, sr, sq, X, x, rows), _matrix_rows(6, 8, row_value)
 
@@ -392,8 +391,7 @@ def add_rows(typingctx, D, A, T, rows):
     ``T``, with the running maxima in registers instead of stored and loaded back row after row."""
 
     def codegen(context, builder, signature, args):
-        zero = ir.Constant(_VECTOR, [0.0] * WIDTH)
-        tops = [cgutils.alloca_once_value(builder, zero) for _ in range(2)]
+        tops = [cgutils.alloca_once_value(builder, _ZERO) for _ in range(2)]
         count = context.cast(builder, args[3], signature.args[3], types.intp)
         with cgutils.for_range(builder, count) as loop:
             d_row = _row(context, builder, signature.args[0], args[0], loop.index)
@@ -418,7 +416,7 @@ def dot(typingctx, D, k, A, i, sa, B, j, sb, count):
     def codegen(context, builder, signature, args):
         intp = lambda at: context.cast(builder, args[at], signature.args[at], types.intp)
         k, i, sa, j, sb, n = intp(1), intp(3), intp(4), intp(6), intp(7), intp(8)
-        value = cgutils.alloca_once_value(builder, ir.Constant(_VECTOR, [0.0] * WIDTH))
+        value = cgutils.alloca_once_value(builder, _ZERO)
         with cgutils.for_range(builder, n) as loop:
             q = loop.index
             a = builder.load(_row(context, builder, signature.args[2], args[2], builder.add(i, builder.mul(q, sa))),

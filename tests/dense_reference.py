@@ -153,21 +153,18 @@ def _rank(An) -> int:
     return int(np.sum(s > RANK_RTOL * s[0])) if s[0] > 0 else 0
 
 
-def _rows_solution(An, bn) -> np.ndarray:
-    """The minimum-norm least-squares solution of the row-scaled rows alone (rank by ``RANK_RTOL``)."""
+def _rows(An, bn) -> tuple:
+    """The row-scaled hard rows alone, from one SVD (rank by ``RANK_RTOL``): their minimum-norm least-squares
+    solution ``xp``, a basis ``N`` of their null space, and whether they are inconsistent -- the part of ``bn``
+    outside the range of ``An`` against ``bn`` and ``An xp``."""
+    n = An.shape[1]
+    if An.shape[0] == 0:
+        return np.zeros(n), np.eye(n), False
     U, s, Vt = np.linalg.svd(An)
     r = int(np.sum(s > RANK_RTOL * s[0])) if s[0] > 0 else 0
-    return Vt[:r].T @ ((U[:, :r].T @ bn) / s[:r])
-
-
-def _rows_inconsistent(An, bn, x) -> bool:
-    """Row-scaled consistency: the part of ``bn`` outside the range of ``An``, against ``bn`` and ``An x``."""
-    if An.shape[0] == 0:
-        return False
-    U, s, _ = np.linalg.svd(An)
-    r = int(np.sum(s > RANK_RTOL * s[0])) if s[0] > 0 else 0
+    xp = Vt[:r].T @ ((U[:, :r].T @ bn) / s[:r])
     outside = np.linalg.norm(U[:, r:].T @ bn)
-    return outside > FEASIBILITY_RTOL * (np.linalg.norm(bn) + s[0] * np.linalg.norm(x) + 1e-300)
+    return xp, Vt[r:].T, outside > FEASIBILITY_RTOL * (np.linalg.norm(bn) + s[0] * np.linalg.norm(xp) + 1e-300)
 
 
 def _kkt_one(H, g, A, b):
@@ -200,21 +197,13 @@ def _kkt_one(H, g, A, b):
     eta = float(np.linalg.norm(residual.astype(float))) / (s[0] * np.linalg.norm(z) + np.linalg.norm(rhs) + 1e-300)
     # the rows judged against their own solution: the KKT point of inconsistent rows runs off along H's weak
     # directions (|x| 1e9 at condition 4e10), and its size would excuse them
-    if status == "unique" and (eta > FEASIBILITY_RTOL or m and _rows_inconsistent(An, bn, _rows_solution(An, bn))):
+    if status == "unique" and (eta > FEASIBILITY_RTOL or _rows(An, bn)[2]):
         status = "infeasible"
     return status, z[:n], cond
 
 
 def _nullspace_one(H, g, A, b):
-    n, m = H.shape[0], A.shape[0]
-    An, bn = _row_scaled(A, b)
-    if m:
-        _, s, Vt = np.linalg.svd(An)
-        r = int(np.sum(s > RANK_RTOL * s[0])) if s[0] > 0 else 0
-        xp, N = _rows_solution(An, bn), Vt[r:].T
-        infeasible = _rows_inconsistent(An, bn, xp)
-    else:
-        xp, N, infeasible = np.zeros(n), np.eye(n), False
+    xp, N, infeasible = _rows(*_row_scaled(A, b))
     M = N.T @ H @ N
     rhs = N.T @ (g - H @ xp)
     if M.shape[0] == 0:
