@@ -1742,17 +1742,18 @@ def _lane_sizes(program, constraints: tuple, mechanism) -> tuple:
     entries = (program.factor_size + program.conditional_size + 3 * program.linear_size + program.cache_size
                + 2 * program.value_size + 4 + lanes.pairs_scratch_rows(max_front(program))
                + lane_kinematic_rows(len(mechanism.links), mechanism.nq, mechanism.nv)
-               + lane_constraint_rows(constraints[2].shape[0], m))
+               + lane_constraint_rows(constraints[2].shape[0], m) + ITERATION_ROWS + mechanism.nv)
     return entries * LANES, (LANE_ROWS, LANES), (LANES, 36 * constraints[2].shape[0] + 4 * m + 2)
 
 
 @njit(cache=True, inline="always")
-def _lane_parts(lw, sizes, maxn, kinematic_rows, constraint_rows):
+def _lane_parts(lw, sizes, maxn, kinematic_rows, constraint_rows, iteration_rows):
     """:func:`lanes_kernel`'s lanes, carved from ``lw``: ``Fw, C, Lin, Lmag, cache, X, Lres, corrections
     (entries, LANES)``, the scale floors ``(1, LANES)``, the pivot ratios ``(LANES,)``, the largest
     magnitudes of a correction and its values ``(2, LANES)``, :func:`elimination.lanes.factorize_pairs`' and
-    ``solve_pairs``' scratch, the kinematics' rows ``KL`` (:func:`_lane_kinematic_parts`) and the
-    constraints' rows ``KC`` (:func:`_lane_constraint_parts`)."""
+    ``solve_pairs``' scratch, the kinematics' rows ``KL`` (:func:`_lane_kinematic_parts`), the
+    constraints' rows ``KC`` (:func:`_lane_constraint_parts`) and the outer iterations' ``IT``
+    (:data:`ITERATION_ROWS`)."""
     rows = lw.reshape((-1, LANES))
     a = np.int64(sizes[0])  # the ends of the parts, in _lane_sizes' order
     b = a + np.int64(sizes[1])
@@ -1764,9 +1765,10 @@ def _lane_parts(lw, sizes, maxn, kinematic_rows, constraint_rows):
     h = g + np.int64(sizes[4])
     k = h + 4 + kinematic_rows
     z = k + constraint_rows
-    factorize_scratch, solve_scratch = lanes.pairs_scratch_in(rows[z:], maxn)
+    y = z + iteration_rows
+    factorize_scratch, solve_scratch = lanes.pairs_scratch_in(rows[y:], maxn)
     return (rows[:a], rows[a:b], rows[b:c], rows[c:d], rows[d:e], rows[e:f], rows[f:g], rows[g:h], rows[h:h + 1],
-            rows[h + 1], rows[h + 2:h + 4], factorize_scratch, solve_scratch, rows[h + 4:k], rows[k:z])
+            rows[h + 1], rows[h + 2:h + 4], factorize_scratch, solve_scratch, rows[h + 4:k], rows[k:z], rows[z:y])
 
 
 @njit(cache=True, inline="always")
@@ -1777,6 +1779,36 @@ def _own_terms(lk, w, pairs, m):
     K = 36 * pairs
     return (lk[w, :K].reshape((pairs, 6, 6)), lk[w, K:K + m], lk[w, K + m:K + 2 * m], lk[w, K + 2 * m:K + 3 * m],
             lk[w, K + 3 * m:K + 4 * m], lk[w, K + 4 * m:K + 4 * m + 2])
+
+
+@njit(cache=True, inline="always")
+def _iteration_state(lk, w, pairs, m):
+    """Lane ``w``'s last ``qdd`` step and its verification's last change ``(2,)`` (:func:`_own_terms`' last)."""
+    K = 36 * pairs + 4 * m
+    return lk[w, K:K + 2]
+
+
+@njit(cache=True, **UNCOUNTED)
+def _lanes_concluded(links, factors, scope, constraints, lk, pairs, m, mu, li, ratio, smaps, drops, sscr, Fw, Lin, C,
+                     Lmag, cache, X, RES, LAM, IT, Lin0, Lres1, e, corr, dropped, meas0, corrected, xn, refine,
+                     has_soft, tol, nv, out, flags):
+    """The answers of the lanes whose iterations ended (``IT``'s row ``DONE``; their ``lambda`` and ``qdd``
+    updated in lanes): each one's ``lambda``, residual and ``qdd`` out of the lanes, then :func:`_conclude`;
+    the lane idles."""
+    for w in range(LANES):
+        if IT[ix(DONE), w] == 0.0:
+            continue
+        b = li[STATE, w]
+        li[STATE, w] = -1
+        Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
+        _copy(LAM[:, w], lam)
+        _copy(RES[:, w], res)
+        for i in range(nv):
+            out[ix(b), ix(i)] = IT[ix(ITERATION_ROWS + i), w]
+        work = (links, factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], Lres1, e, corr, cache[:, w],
+                dropped)
+        _conclude(b, li[ITERS, w], ratio[w], smaps, drops, sscr, work, C[:, w], Lmag[:, w], Lin0,
+                  (k, meas, meas0, res, lam, corrected), X[:, w], xn, refine, has_soft, tol, nv, out, flags)
 
 
 @njit(cache=True, inline="always")
@@ -1819,41 +1851,42 @@ def _refined(li, state, w, change, refine, ratio):
 
 
 @njit(cache=True, inline="always")
-def _advance(w, li, state, ratio, refine, constraints, links, lam, mu, x, RES, res, moves, qdd, tol, max_iter):
+def _advance(w, li, state, ratio, refine, IT, moves, tol, max_iter):
     """Lane ``w``'s outer iterations (:func:`_answer`'s loop, where each re-solve starts from the last iterate)
     from where its last refined solve left them (``li[PHASE, w]``) to its next refined solve (:func:`_solving`),
-    whose steps :func:`lanes_kernel` runs in lanes: whether it wants one (False: its iterations ended, at
-    ``x``).  The first solve's refinement waits until its iterate may be the answer, unless the pivots are
-    suspect (``ratio``): then it is refined and verified first; a re-solve's one more step where its change is
-    large -- on a suspect factorization its steps until they settle -- waits the same way
-    (:func:`_may_be_answer`).  A re-solve refines the iterate in place: the per-state kernel refines a copy and
-    copies it back, the same numbers.  ``state``: the lane's last ``qdd`` step and its verification's (or
-    re-solve's) last change.  ``RES``: its residual ``K x - k``, computed in lanes
-    (:func:`_lane_constraint_residual`); ``moves[w]``: set where its terms move for the re-solve, which
-    :func:`_lanes_moved` moves in lanes."""
+    whose steps :func:`lanes_kernel` runs in lanes: whether it wants one (False: its iterations ended).  The
+    first solve's refinement waits until its iterate may be the answer, unless the pivots are suspect
+    (``ratio``): then it is refined and verified first; a re-solve's one more step where its change is large --
+    on a suspect factorization its steps until they settle -- waits the same way (:func:`_may_be_answer`).  A
+    re-solve refines the iterate in place: the per-state kernel refines a copy and copies it back, the same
+    numbers.  ``state``: the lane's last ``qdd`` step and its verification's (or re-solve's) last change.
+
+    The numbers are the lanes' (:func:`_lane_steps`: the iterate's ``qdd`` step and its residual's largest
+    magnitude in ``IT``); what the iterate then does, in lanes, is marked in ``IT`` for
+    :func:`_lanes_updated` -- its ``qdd`` kept (``SET_QDD``), ``lambda`` updated (``UPDATE``) -- and in
+    ``moves[w]`` for :func:`_lanes_moved`: its terms moved for the re-solve."""
     phase, suspect = li[PHASE, w], ratio < PIVOT_SUSPECT_RTOL
+    step, top = IT[ix(QDD_STEP), w], IT[ix(RES_TOP), w]
     if (phase == RESOLVED and li[MODE, w] == 3 and started_error(state[1], ratio) > WARM_RTOL
-            and _may_be_answer(links, x, qdd, RES, li[ITERS, w] + 1, tol, max_iter)):  # _started_solve's one more
-        li[PHASE, w] = FINISHED  # step, or a suspect factorization's steps until they settle
+            and (li[ITERS, w] + 1 >= max_iter or min(step, top) < tol)):  # _started_solve's one more step, or
+        li[PHASE, w] = FINISHED  # a suspect factorization's steps until they settle (_may_be_answer)
         return _solving(li, state, w, 2, 0, 0) if suspect else _solving(li, state, w, 3, 1, 0)
     if phase == RESOLVED or phase == FINISHED:  # a re-solve, refined: the next iterate
-        state[0] = _qdd_step(links, x, qdd, True)
+        state[0] = step
         li[ITERS, w] += 1
-        _copy(RES, res)
+        IT[ix(SET_QDD), w] = 1.0
     elif phase == REFINED:  # the first iterate, refined
-        _qdd_step(links, x, qdd, True)
-        _copy(RES, res)
+        IT[ix(SET_QDD), w] = 1.0
     elif suspect:  # (HEAD) the first solve's refinement and verification (_solve)
         li[PHASE, w] = REFINED
         return _solving(li, state, w, 1, refine, 0)
     else:  # (HEAD) the first iterate: refined now where it may be the answer (refined solves only)
-        _qdd_step(links, x, qdd, True)
-        _copy(RES, res)
-        if refine > 0 and (_largest(res) < tol or li[ITERS, w] >= max_iter):
+        IT[ix(SET_QDD), w] = 1.0
+        if refine > 0 and (top < tol or li[ITERS, w] >= max_iter):
             li[PHASE, w] = REFINED
             return _solving(li, state, w, 0, 0, 0)
-    _update(constraints, x, res, mu, lam)
-    if min(state[0], _largest(res)) < tol or li[ITERS, w] >= max_iter:
+    IT[ix(UPDATE), w] = 1.0  # (_update)
+    if min(state[0], top) < tol or li[ITERS, w] >= max_iter:
         return False
     moves[w] = 1.0  # alm's and prox's terms (_move)
     li[PHASE, w] = RESOLVED  # from the last iterate where the solves are refined (Factorization.startable)
@@ -1864,23 +1897,64 @@ def _advance(w, li, state, ratio, refine, constraints, links, lam, mu, x, RES, r
 
 
 @njit(cache=True, inline="always")
-def _lanes_moved(constraints, factors, lk, KC, pairs, m, mu, Lin):
+def _lanes_moved(constraints, factors, KC, pairs, m, mu, Lin):
     """The iterating constraints' terms of the lanes whose outer iterations go on (``KC``'s row of moves, then
-    cleared), moved for their ``lambda`` in lanes (:func:`_lane_move`): their measurements back to each
-    lane's own too."""
+    cleared), moved for their ``lambda`` (``KC``'s, where the iterations in lanes keep it) in lanes
+    (:func:`_lane_move`)."""
     KK, MEAS, Kk, LAM, RES, MOVE, E = _lane_constraint_parts(KC, pairs, m)
     moving = 0
     for w in range(LANES):
-        if KC[ix(MOVE), w] != 0.0:
-            moving += 1
-            _copy(_own_terms(lk, w, pairs, m)[3], LAM[:, w])
+        moving += KC[ix(MOVE), w] != 0.0
     if moving == 0:
         return
     _lane_move(constraints, factors, KK, Kk, LAM, MEAS, E, mu, Lin, KC, MOVE)
-    for w in range(LANES):
-        if KC[ix(MOVE), w] != 0.0:
-            _copy(MEAS[:, w], _own_terms(lk, w, pairs, m)[2])
-            KC[ix(MOVE), w] = 0.0
+    vectors.fill(KC, MOVE, 0.0)
+
+
+QDD_STEP, RES_TOP, SET_QDD, UPDATE, DONE, IT_T = range(6)  # IT's rows (:func:`_lane_steps`, _advance's marks)
+ITERATION_ROWS = 6  # then the qdd each lane's iterations kept (nv rows): IT's rows, ITERATION_ROWS + nv
+
+
+@njit(cache=True, inline="always")
+def _lane_steps(links, X, RES, IT):
+    """Every lane's iterate ``X``: its ``qdd`` step ``max |qdd(X) - qdd|`` from the ``qdd`` its iterations kept
+    (``IT``'s rows from ``ITERATION_ROWS``; :func:`_qdd_step`'s operations) and its residual's ``max |RES|``
+    (:func:`_largest`'s) into ``IT``'s rows ``QDD_STEP``, ``RES_TOP``; :func:`_advance`'s marks cleared.
+    Lanes that advance none get numbers nothing reads."""
+    vectors.fill(IT, QDD_STEP, 0.0)
+    for l in range(links.shape[0]):
+        v0, off = links[ix(l), V0], links[ix(l), QDD]
+        for i in range(links[ix(l), NV]):
+            vectors.copy(IT, IT_T, X, off + i)
+            vectors.sub(IT, IT_T, IT, ITERATION_ROWS + v0 + i)
+            vectors.largest(IT, QDD_STEP, IT, IT_T)
+    vectors.fill(IT, RES_TOP, 0.0)
+    for r in range(RES.shape[0]):
+        vectors.largest(IT, RES_TOP, RES, r)
+    for row in (SET_QDD, UPDATE, DONE):
+        vectors.fill(IT, row, 0.0)
+
+
+@njit(cache=True, inline="always")
+def _lanes_updated(constraints, links, X, RES, LAM, IT, mu):
+    """What :func:`_advance` marked, in lanes: ``qdd = qdd(X)`` kept where ``SET_QDD``, and ``lambda`` updated
+    from ``RES`` where ``UPDATE`` (:func:`_update`'s operations); the other lanes keep theirs."""
+    table = constraints[0]
+    for l in range(links.shape[0]):
+        v0, off = links[ix(l), V0], links[ix(l), QDD]
+        for i in range(links[ix(l), NV]):
+            vectors.put(IT, ITERATION_ROWS + v0 + i, X, off + i, IT, SET_QDD)
+    for j in range(table.shape[0]):
+        m, r0, policy, mult = table[ix(j), CDIM], table[ix(j), ROW0], table[ix(j), POLICY], table[ix(j), MULT]
+        for r in range(m):
+            if policy == 0:  # lam + mu res (one sum: the order of its terms is no matter)
+                vectors.scaled(IT, IT_T, mu, RES, r0 + r)
+                vectors.add(IT, IT_T, LAM, r0 + r)
+            elif policy == 3:
+                vectors.scaled(IT, IT_T, mu, RES, r0 + r)
+            else:
+                vectors.copy(IT, IT_T, X, mult + r)
+            vectors.put(LAM, r0 + r, IT, IT_T, IT, UPDATE)
 
 
 @njit(cache=True, inline="always")
@@ -1936,8 +2010,8 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
     fscr, sscr = factorize_scratch_in(ws[o[17]:o[18]], wi, maxn), solve_scratch_in(ws[o[18]:o[19]], maxn)
     meas0, corrected, Lin0, Lres1, xn, corr = rows_m[2], rows_m[5], rows_L[1], rows_L[3], rows_x[1], rows_x[2]
     kparts = _lane_kinematic_parts(links.shape[0], Q.shape[1], nv)
-    Fw, C, Lin, Lmag, cache, X, Lres, D, floor, ratio, tops, flane, slane, KL, KC = _lane_parts(
-        lw, sizes, maxn, kparts[-1] + 1, lane_constraint_rows(pairs, m))
+    Fw, C, Lin, Lmag, cache, X, Lres, D, floor, ratio, tops, flane, slane, KL, KC, IT = _lane_parts(
+        lw, sizes, maxn, kparts[-1] + 1, lane_constraint_rows(pairs, m), ITERATION_ROWS + nv)
     weak, failed, valid, need = li[WEAK], li[FAILED], li[VALID], li[NEED]
     KK, MEAS, Kk, LAM, RES, MOVE, E = _lane_constraint_parts(KC, pairs, m)
     has_soft = _has_soft(table)
@@ -1958,35 +2032,37 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
             lanes.factorize_pairs(fmaps, Fw, C, floor, fscr, flane, ratio, weak, failed)
             whole = idle == LANES  # (every lane new: the first solve straight into X)
             lanes.solve_pairs(smaps, C, Lin, cache, X if whole else D, slane, sscr)
-            _lane_constraint_residual(constraints, KK, Kk, links, X if whole else D, RES)  # (the new lanes' read)
+            for i in range(0 if whole else X.shape[0]):  # the new lanes' first solve
+                vectors.put(X, i, D, i, KL, kparts[10])
+            _lane_constraint_residual(constraints, KK, Kk, links, X, RES)
+            _lane_steps(links, X, RES, IT)
             for w in range(LANES):  # each new state's iterations: up to its next solve in lanes, or all in its lane
                 b = li[STATE, w]
                 if valid[w] == 0:
                     continue
-                if not whole:
-                    _copy(D[:, w], X[:, w])
                 li[STATE, w] = -1
                 if failed[w] != -1:
+                    continue
+                if in_lanes:
+                    step = _iteration_state(lk, w, pairs, m)
+                    li[PHASE, w], li[ITERS, w], li[STATE, w], step[0] = HEAD, 1, b, np.inf
+                    need[w] = _advance(w, li, step, ratio[w], refine, IT, KC[MOVE], tol, max_iter)
+                    IT[ix(DONE), w] = 0.0 if need[w] else 1.0
                     continue
                 Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
                 work = (links, factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], Lres1, e, corr,
                         cache[:, w], dropped)
-                rows = (k, meas, meas0, res, lam, corrected)
-                if in_lanes:
-                    li[PHASE, w], li[ITERS, w], step[0] = HEAD, 1, np.inf
-                    need[w] = _advance(w, li, step, ratio[w], refine, constraints, links, lam,
-                                       mu, X[:, w], RES[:, w], res, KC[MOVE], out[ix(b)], tol, max_iter)
-                    if need[w]:
-                        li[STATE, w] = b
-                    else:
-                        _conclude(b, li[ITERS, w], ratio[w], smaps, drops, sscr, work, C[:, w], Lmag[:, w], Lin0, rows,
-                                  X[:, w], xn, refine, has_soft, tol, nv, out, flags)
-                    continue
                 _copy(Lin[:, w], Lin0)
                 _copy(meas, meas0)
-                _answer(b, ratio[w], True, smaps, drops, sscr, work, C[:, w], Lmag[:, w], Lin0, rows, X[:, w], xn,
-                        refine, iterating, has_soft, tol, max_iter, nv, out, flags)
-            _lanes_moved(constraints, factors, lk, KC, pairs, m, mu, Lin)
+                _answer(b, ratio[w], True, smaps, drops, sscr, work, C[:, w], Lmag[:, w], Lin0,
+                        (k, meas, meas0, res, lam, corrected), X[:, w], xn, refine, iterating, has_soft, tol, max_iter,
+                        nv, out, flags)
+            if in_lanes:
+                _lanes_updated(constraints, links, X, RES, LAM, IT, mu)
+                _lanes_concluded(links, factors, scope, constraints, lk, pairs, m, mu, li, ratio, smaps, drops, sscr,
+                                 Fw, Lin, C, Lmag, cache, X, RES, LAM, IT, Lin0, Lres1, e, corr, dropped, meas0,
+                                 corrected, xn, refine, has_soft, tol, nv, out, flags)
+            _lanes_moved(constraints, factors, KC, pairs, m, mu, Lin)
             continue
         if idle == LANES:
             break
@@ -1994,11 +2070,11 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
         _lanes_solved(links, factors, scope, constraints, lk, KC, pairs, m, mu, smaps, sscr, slane, Fw, Lin, X, C,
                       cache, Lres, D, need, li[FRESH], tops)
         _lane_constraint_residual(constraints, KK, Kk, links, X, RES)  # (read by the lanes whose solve is done)
+        _lane_steps(links, X, RES, IT)
         for w in range(LANES):  # each lane's iterations between its solves
             if need[w] == 0:
                 continue
-            b = li[STATE, w]
-            Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
+            step = _iteration_state(lk, w, pairs, m)
             if li[FRESH, w]:  # solved: done, or verified from here
                 li[FRESH, w] = 0
                 done = 0 if li[MODE, w] else 1
@@ -2009,15 +2085,13 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
             if done == -1:  # left to the numpy path
                 need[w], li[STATE, w] = 0, -1
                 continue
-            need[w] = _advance(w, li, step, ratio[w], refine, constraints, links, lam, mu,
-                               X[:, w], RES[:, w], res, KC[MOVE], out[ix(b)], tol, max_iter)
-            if not need[w]:
-                li[STATE, w] = -1
-                work = (links, factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], Lres1, e, corr,
-                        cache[:, w], dropped)
-                _conclude(b, li[ITERS, w], ratio[w], smaps, drops, sscr, work, C[:, w], Lmag[:, w], Lin0,
-                          (k, meas, meas0, res, lam, corrected), X[:, w], xn, refine, has_soft, tol, nv, out, flags)
-        _lanes_moved(constraints, factors, lk, KC, pairs, m, mu, Lin)
+            need[w] = _advance(w, li, step, ratio[w], refine, IT, KC[MOVE], tol, max_iter)
+            IT[ix(DONE), w] = 0.0 if need[w] else 1.0
+        _lanes_updated(constraints, links, X, RES, LAM, IT, mu)
+        _lanes_concluded(links, factors, scope, constraints, lk, pairs, m, mu, li, ratio, smaps, drops, sscr, Fw, Lin,
+                         C, Lmag, cache, X, RES, LAM, IT, Lin0, Lres1, e, corr, dropped, meas0, corrected, xn, refine,
+                         has_soft, tol, nv, out, flags)
+        _lanes_moved(constraints, factors, KC, pairs, m, mu, Lin)
 
 
 @njit(cache=True, inline="always")
