@@ -1271,16 +1271,17 @@ def drop_stale_cache(module: str, *dependencies: str) -> None:
 drop_stale_cache(__file__, jacobi.__file__)
 
 
-def announce_first_compile(module: str = __file__, what: str = "the elimination kernels", kernel: str = "*") -> None:
+def announce_first_compile(module: str = __file__, what: str = "the elimination kernels", kernel: str = "*",
+                           takes: str = "about a minute") -> None:
     """Say once per process and module (and ``kernel``, a function's name), on stderr, that ``what`` is being
-    compiled (only where it has no disk cache yet: numba keeps it in ``__pycache__`` beside the module, an
-    index per function, ``<module>.<function>-<line>.<python>.nbi``)."""
+    compiled and about how long that ``takes`` (only where it has no disk cache yet: numba keeps it in
+    ``__pycache__`` beside the module, an index per function, ``<module>.<function>-<line>.<python>.nbi``)."""
     if (module, kernel) in _ANNOUNCED:
         return
     _ANNOUNCED.add((module, kernel))
     path = Path(module)
     if not any((path.parent / "__pycache__").glob(f"{path.stem}.{kernel}-*.nbi")):
-        print(f"gaussgraph: compiling {what} (once; cached on disk, about a minute)...", file=sys.stderr, flush=True)
+        print(f"gaussgraph: compiling {what} (once; cached on disk, {takes})...", file=sys.stderr, flush=True)
 
 
 def max_front(program) -> int:

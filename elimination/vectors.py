@@ -51,10 +51,28 @@ def _row(context, builder, array_type, array, row):
     return builder.bitcast(pointer, _VECTOR.as_pointer())
 
 
-def _load(context, builder, signature, args, at: int):
-    """The row named by arguments ``at`` (the array) and ``at + 1`` (its row)."""
+class _KeptLoad(ir.instructions.LoadInstr):
+    """A volatile load of a row: what an operation keeps in some lanes and replaces in the others.  Left plain,
+    LLVM turns ``store(select(mask, new, load(p)), p)`` into a masked store (``vmaskmovpd``), which AMD's
+    cores run slowly and which no later load can read from the store buffer: a lane kernel of such stores
+    spent 14% of its samples at them (Cassie's LCABA, ``perf``).  Volatile, the row is loaded and blended
+    and stored whole -- the same values."""
+
+    def descr(self, buf):
+        [pointer] = self.operands
+        buf.append(f"load volatile {self.type}, {pointer.type} {pointer.get_reference()}, align 8\n")
+
+
+def _load(context, builder, signature, args, at: int, kept: bool = False):
+    """The row named by arguments ``at`` (the array) and ``at + 1`` (its row); ``kept``: as a
+    :class:`_KeptLoad`."""
     row = context.cast(builder, args[at + 1], signature.args[at + 1], types.intp)
-    return builder.load(_row(context, builder, signature.args[at], args[at], row), align=8)
+    pointer = _row(context, builder, signature.args[at], args[at], row)
+    if not kept:
+        return builder.load(pointer, align=8)
+    load = _KeptLoad(builder.block, pointer, typ=_VECTOR)
+    builder._insert(load)
+    return load
 
 
 def _splat(context, builder, signature, args, at: int):
@@ -70,12 +88,13 @@ def _store(context, builder, signature, args, value) -> None:
     builder.store(value, _row(context, builder, signature.args[0], args[0], row), align=8)
 
 
-def _op(compute, operands: str):
+def _op(compute, operands: str, kept: bool = False):
     """An intrinsic ``(D, k, *operands)`` storing ``compute(builder, D[k], *values)`` into row ``k`` of ``D``;
-    ``operands``: ``r`` for a row (two arguments: array, row), ``s`` for a broadcast scalar."""
+    ``operands``: ``r`` for a row (two arguments: array, row), ``s`` for a broadcast scalar; ``kept``: an
+    operation that keeps ``D[k]`` in some lanes (loaded as a :class:`_KeptLoad`)."""
 
     def codegen(context, builder, signature, args):
-        values, at = [_load(context, builder, signature, args, 0)], 2
+        values, at = [_load(context, builder, signature, args, 0, kept)], 2
         for kind in operands:
             values.append(_load(context, builder, signature, args, at) if kind == "r"
                           else _splat(context, builder, signature, args, at))
@@ -215,13 +234,14 @@ def absolute(typingctx, D, k, A, i):
 @intrinsic
 def put(typingctx, D, k, A, i, M, j):
     """``D[k] = A[i]`` in the lanes where ``M[j]`` is not zero; the other lanes of ``D[k]`` keep their values."""
-    return types.void(D, k, A, i, M, j), _op(lambda b, d, a, m: b.select(b.fcmp_unordered("!=", m, _ZERO), a, d), "rr")
+    return types.void(D, k, A, i, M, j), _op(lambda b, d, a, m: b.select(b.fcmp_unordered("!=", m, _ZERO), a, d), "rr",
+                                             kept=True)
 
 
 @intrinsic
 def largest(typingctx, D, k, A, i):
     """``D[k] = |A[i]| if |A[i]| > D[k] else D[k]``: numba's ``max(D[k], abs(A[i]))`` (a NaN is passed over)."""
-    return types.void(D, k, A, i), _op(_largest, "r")
+    return types.void(D, k, A, i), _op(_largest, "r", kept=True)
 
 
 @intrinsic

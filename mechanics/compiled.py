@@ -202,7 +202,9 @@ class CompiledDynamics:
 
     def _run_lanes(self, q, v, tau, forces0, mu, tol, max_iter, refine) -> tuple:
         """:meth:`run` of a program of tree pairs ``LANES`` states at a time (:func:`lanes_kernel`)."""
-        announce_first_compile(__file__, "the dynamics kernel for batches side by side", "lanes_kernel")
+        # (3-5 minutes on a 2-core machine: sixteen lanes of every kernel it inlines)
+        announce_first_compile(__file__, "the dynamics kernel for batches side by side", "lanes_kernel",
+                               "a few minutes")
         if self.lane_floats is None:  # made at the first batch: zeroed once, as the state's workspace
             floats, ints, own = _lane_sizes(self.program, self.constraints, self.mechanism)
             self.lane_floats = lanes.aligned_zeros(floats)
