@@ -1774,29 +1774,30 @@ def _lane_parts(lw, sizes, maxn, kinematic_rows, constraint_rows, iteration_rows
 
 
 @njit(cache=True, inline="always")
-def _own_terms(lk, w, pairs, m):
-    """Lane ``w``'s state's own constraint terms in ``lk`` (:func:`_lane_sizes`): ``Kbuf (pairs, 6, 6), k,
-    meas, lam, res (m)``, and its outer iterations' last ``qdd`` step and its verification's last change
-    ``(2,)``."""
-    K = 36 * pairs
-    return (lk[w, :K].reshape((pairs, 6, 6)), lk[w, K:K + m], lk[w, K + m:K + 2 * m], lk[w, K + 2 * m:K + 3 * m],
-            lk[w, K + 3 * m:K + 4 * m], lk[w, K + 4 * m:K + 4 * m + 2])
-
-
-@njit(cache=True, inline="always")
 def _iteration_state(lk, w, pairs, m):
     """Lane ``w``'s last ``qdd`` step and its verification's last change ``(2,)`` (:func:`_own_terms`' last)."""
     K = 36 * pairs + 4 * m
     return lk[w, K:K + 2]
 
 
+@njit(cache=True, inline="always")
+def _own_terms(lk, w, pairs, m):
+    """Lane ``w``'s state's own constraint terms in ``lk`` (:func:`_lane_sizes`): ``Kbuf (pairs, 6, 6), k,
+    meas, lam, res (m)``, and its outer iterations' last ``qdd`` step and its verification's last change
+    ``(2,)``."""
+    K = 36 * pairs
+    return (lk[w, :K].reshape((pairs, 6, 6)), lk[w, K:K + m], lk[w, K + m:K + 2 * m], lk[w, K + 2 * m:K + 3 * m],
+            lk[w, K + 3 * m:K + 4 * m], _iteration_state(lk, w, pairs, m))
+
+
 @njit(cache=True, **UNCOUNTED)
 def _lanes_concluded(links, factors, scope, constraints, lk, pairs, m, mu, li, ratio, smaps, drops, sscr, Fw, Lin, C,
                      Lmag, cache, X, RES, LAM, IT, Lin0, Lres1, e, corr, dropped, meas0, corrected, xn, refine,
                      has_soft, tol, nv, out, flags):
-    """The answers of the lanes whose iterations ended (``IT``'s row ``DONE``; their ``lambda`` and ``qdd``
-    updated in lanes): each one's ``lambda``, residual and ``qdd`` out of the lanes, then :func:`_conclude`;
-    the lane idles."""
+    """What :func:`_advance` marked in ``IT`` (:func:`_lanes_updated`), then the answers of the lanes whose
+    iterations ended (row ``DONE``): each one's ``lambda``, residual and ``qdd`` out of the lanes, then
+    :func:`_conclude`; the lane idles."""
+    _lanes_updated(constraints, links, X, RES, LAM, IT, mu)
     for w in range(LANES):
         if IT[ix(DONE), w] == 0.0:
             continue
@@ -1865,8 +1866,9 @@ def _advance(w, li, state, ratio, refine, IT, moves, tol, max_iter):
 
     The numbers are the lanes' (:func:`_lane_steps`: the iterate's ``qdd`` step and its residual's largest
     magnitude in ``IT``); what the iterate then does, in lanes, is marked in ``IT`` for
-    :func:`_lanes_updated` -- its ``qdd`` kept (``SET_QDD``), ``lambda`` updated (``UPDATE``) -- and in
-    ``moves[w]`` for :func:`_lanes_moved`: its terms moved for the re-solve."""
+    :func:`_lanes_updated` -- its ``qdd`` kept (``SET_QDD``), ``lambda`` updated (``UPDATE``) -- its answer
+    for :func:`_lanes_concluded` (``DONE``), and in ``moves[w]`` for :func:`_lanes_moved`: its terms moved
+    for the re-solve."""
     phase, suspect = li[PHASE, w], ratio < PIVOT_SUSPECT_RTOL
     step, top = IT[ix(QDD_STEP), w], IT[ix(RES_TOP), w]
     if (phase == RESOLVED and li[MODE, w] == 3 and started_error(state[1], ratio) > WARM_RTOL
@@ -1889,6 +1891,7 @@ def _advance(w, li, state, ratio, refine, IT, moves, tol, max_iter):
             return _solving(li, state, w, 0, 0, 0)
     IT[ix(UPDATE), w] = 1.0  # (_update)
     if min(state[0], top) < tol or li[ITERS, w] >= max_iter:
+        IT[ix(DONE), w] = 1.0  # (_lanes_concluded)
         return False
     moves[w] = 1.0  # alm's and prox's terms (_move)
     li[PHASE, w] = RESOLVED  # from the last iterate where the solves are refined (Factorization.startable)
@@ -1960,7 +1963,7 @@ def _lanes_updated(constraints, links, X, RES, LAM, IT, mu):
 
 
 @njit(cache=True, inline="always")
-def _lanes_solved(links, factors, scope, constraints, lk, KC, pairs, m, mu, smaps, sscr, slane, Fw, Lin, X, C, cache,
+def _lanes_solved(links, factors, scope, constraints, KC, pairs, m, mu, smaps, sscr, slane, Fw, Lin, X, C, cache,
                   Lres, D, need, fresh, tops):
     """One solve of the lanes that want one (``need``): a refinement step of ``X`` in place (:func:`_refine_step`
     in lanes: the residuals of every factor in lanes, one solve of the lanes into ``D``, the largest magnitude
@@ -2034,7 +2037,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
             lanes.factorize_pairs(fmaps, Fw, C, floor, fscr, flane, ratio, weak, failed)
             whole = idle == LANES  # (every lane new: the first solve straight into X)
             lanes.solve_pairs(smaps, C, Lin, cache, X if whole else D, slane, sscr)
-            for i in range(0 if whole else X.shape[0]):  # the new lanes' first solve
+            for i in range(0 if whole else X.shape[0]):  # the new lanes' first solve (KL's row of them: MASK)
                 vectors.put(X, i, D, i, KL, kparts[10])
             _lane_constraint_residual(constraints, KK, Kk, links, X, RES)
             _lane_steps(links, X, RES, IT)
@@ -2049,7 +2052,6 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
                     step = _iteration_state(lk, w, pairs, m)
                     li[PHASE, w], li[ITERS, w], li[STATE, w], step[0] = HEAD, 1, b, np.inf
                     need[w] = _advance(w, li, step, ratio[w], refine, IT, KC[MOVE], tol, max_iter)
-                    IT[ix(DONE), w] = 0.0 if need[w] else 1.0
                     continue
                 Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
                 work = (links, factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], Lres1, e, corr,
@@ -2060,7 +2062,6 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
                         (k, meas, meas0, res, lam, corrected), X[:, w], xn, refine, iterating, has_soft, tol, max_iter,
                         nv, out, flags)
             if in_lanes:
-                _lanes_updated(constraints, links, X, RES, LAM, IT, mu)
                 _lanes_concluded(links, factors, scope, constraints, lk, pairs, m, mu, li, ratio, smaps, drops, sscr,
                                  Fw, Lin, C, Lmag, cache, X, RES, LAM, IT, Lin0, Lres1, e, corr, dropped, meas0,
                                  corrected, xn, refine, has_soft, tol, nv, out, flags)
@@ -2069,7 +2070,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
         if idle == LANES:
             break
         waited += idle >= refill
-        _lanes_solved(links, factors, scope, constraints, lk, KC, pairs, m, mu, smaps, sscr, slane, Fw, Lin, X, C,
+        _lanes_solved(links, factors, scope, constraints, KC, pairs, m, mu, smaps, sscr, slane, Fw, Lin, X, C,
                       cache, Lres, D, need, li[FRESH], tops)
         _lane_constraint_residual(constraints, KK, Kk, links, X, RES)  # (read by the lanes whose solve is done)
         _lane_steps(links, X, RES, IT)
@@ -2088,8 +2089,6 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
                 need[w], li[STATE, w] = 0, -1
                 continue
             need[w] = _advance(w, li, step, ratio[w], refine, IT, KC[MOVE], tol, max_iter)
-            IT[ix(DONE), w] = 0.0 if need[w] else 1.0
-        _lanes_updated(constraints, links, X, RES, LAM, IT, mu)
         _lanes_concluded(links, factors, scope, constraints, lk, pairs, m, mu, li, ratio, smaps, drops, sscr, Fw, Lin,
                          C, Lmag, cache, X, RES, LAM, IT, Lin0, Lres1, e, corr, dropped, meas0, corrected, xn, refine,
                          has_soft, tol, nv, out, flags)
