@@ -29,7 +29,10 @@
   run ``alm`` / ``prox`` to tell the two apart.  ``tol`` and ``max_iter`` play
   no other part.
 
-A run with an element that has not converged issues one :class:`ConvergenceWarning`.
+A run with an element that has not converged issues one :class:`ConvergenceWarning` that names the
+cause a dense check of the state finds (:mod:`mechanics.diagnosis`: inconsistent constraints, a
+singular configuration, an ill-conditioned problem, or too few iterations) and what helps; the
+result's ``cause`` says it per element.
 """
 from __future__ import annotations
 
@@ -44,7 +47,8 @@ SOFT_CONTRACTION = 0.5  # soft: the residual ratio after one ALM correction abov
 class ConvergenceWarning(RuntimeWarning):
     """:func:`mechanics.forward_dynamics` stopped at ``max_iter``, or with the constraint residual above ``tol``.
 
-    The result's ``converged`` field says which batch elements are affected.
+    The result's ``converged`` field says which batch elements are affected, its ``cause`` why
+    (:mod:`mechanics.diagnosis`).
     Turn it into an error with ``warnings.simplefilter("error", mechanics.ConvergenceWarning)``.
     """
 
@@ -92,22 +96,12 @@ def warn_inverse_mu(mu: float, policies: set, label: str, stacklevel: int) -> No
         )
 
 
-def _advice(policies: set, capped: bool) -> str:
-    inconsistent = ("the constraints are inconsistent at this state -- no motion meets them all (e.g. a link held "
-                    "at two places that cannot both hold at these velocities): check the mechanism's constraints and "
-                    "the state")
-    if policies == {"soft"}:
-        return (f"one augmented-Lagrangian correction does not halve it, as it would for consistent constraints at a "
-                f"large enough mu: either mu is too small for the constraints to hold (raise mu), or {inconsistent}")
-    if capped:
-        return f"raise max_iter, or mu (larger is stiffer: fewer outer iterations); if the residual still stays, {inconsistent}"
-    return f"the accelerations settled but the residual stays: {inconsistent}"
-
-
 def warn_not_converged(label: str, policies: set, tol: float, max_iter: int, converged: np.ndarray,
-                       iterations: np.ndarray, residual: np.ndarray, stacklevel: int) -> None:
+                       iterations: np.ndarray, residual: np.ndarray, causes: np.ndarray, explanations: dict,
+                       stacklevel: int) -> None:
     """One :class:`ConvergenceWarning` for the elements of ``converged`` (shape ``batch``) that are False;
-    ``policies`` are the names of the constraint policies in use."""
+    ``policies`` are the names of the constraint policies in use, ``causes`` (shape ``batch``) each element's
+    cause (:mod:`mechanics.diagnosis`) and ``explanations`` the words for each cause present."""
     failed = ~converged
     if not failed.any():
         return
@@ -121,7 +115,9 @@ def warn_not_converged(label: str, policies: set, tol: float, max_iter: int, con
     else:
         reached = (f"constraint residual {worst:.1e} > tol={tol:g} after {int(np.max(iterations[failed]))} "
                    f"iteration(s) (max_iter={max_iter})")
+    said = [f"Cause: {explanation}" if not converged.ndim else
+            f"Cause of {int(np.sum(causes[failed] == cause))}: {explanation}" for cause, explanation in explanations.items()]
     warnings.warn(
-        f"{label} did not converge{where}: {reached}; {_advice(policies, capped)}. See result.converged.",
+        f"{label} did not converge{where}: {reached}. {'. '.join(said)}. See result.cause and result.converged.",
         ConvergenceWarning, stacklevel=stacklevel + 1,
     )

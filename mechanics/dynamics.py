@@ -33,6 +33,7 @@ from .convergence import (
     RESIDUAL_RTOL, SOFT_CONTRACTION, element_max, element_norm, residual_tolerance, warn_inverse_mu, warn_not_converged,
 )
 from .compiled import CONVERGED, ITERATIONS, OK, STATUS, CompiledDynamics
+from .diagnosis import diagnose
 from .gplc import GPLCLayout, split_multipliers
 from .keys import JointAcceleration, LinkAcceleration, Multiplier
 from .kinematics import LINEAR_FIRST, kinematics
@@ -74,6 +75,11 @@ class DynamicsResult:
         ``soft``: the soft constraints hold (consistent, and mu large enough).  See
         :mod:`mechanics.convergence`; a False element also issued a
         :class:`~mechanics.ConvergenceWarning`.
+    cause : str or ndarray of str (*batch)
+        Why an element did not converge, from a dense check of its state
+        (:mod:`mechanics.diagnosis`): ``"inconsistent"``, ``"singular
+        configuration"``, ``"ill-conditioned"`` or ``"max_iter"``; ``""``
+        where it converged.
     link_accelerations : Mapping
         Link name -> spatial acceleration (*batch, 6) of the link, in the world
         frame at the world origin, Pinocchio's ``[linear; angular]`` order
@@ -94,6 +100,7 @@ class DynamicsResult:
     algorithm: str
     converged: bool | np.ndarray
     constraint_forces: Mapping
+    cause: str | np.ndarray = ""
 
 
 class NamedParts(Mapping):
@@ -437,21 +444,20 @@ class PreparedDynamics:
             converged = _converged(fact, gplc, policies, mu, lam, residual, self.tol, self.refine, batch)
         _check_hard_residual(self.name, mechanism, gplc, policies, residual)
         worst = element_max(residual.values(), batch)
-        warn_not_converged(self._context, self._names, self.tol, self.max_iter, converged, iterations, worst,
-                           stacklevel=stacklevel)
+        cause = self._causes(q, v, converged, iterations, worst, stacklevel + 1)
         forces = [np.broadcast_to(-lam[c.name], batch + (c.dim,)) for c in mechanism.constraints]
         forces = np.concatenate(forces, axis=-1) if forces else np.zeros(batch + (0,))
         accelerations = np.stack([np.broadcast_to(x[LinkAcceleration(l.name)], batch + (6,)) for l in mechanism.links],
                                  axis=-2)
-        return self._result(qdd, forces, accelerations[..., LINEAR_FIRST], iterations, worst, converged, batch)
+        return self._result(qdd, forces, accelerations[..., LINEAR_FIRST], iterations, worst, converged, cause, batch)
 
     def _run_one(self, q, v, tau, stacklevel: int) -> DynamicsResult | None:
         """:meth:`_run_compiled` of one plain state (:func:`mechanics.checks.plain_state`): no copies, no batch,
         the settings as set now."""
         row, flags = self.compiled.run_one(q, v, tau, self.mu, self.tol, self.max_iter, self.refine)
-        return self._answer_one(row, flags, stacklevel + 1)
+        return self._answer_one(row, flags, q, v, stacklevel + 1)
 
-    def _answer_one(self, row: np.ndarray, flags: np.ndarray, stacklevel: int) -> DynamicsResult | None:
+    def _answer_one(self, row: np.ndarray, flags: np.ndarray, q, v, stacklevel: int) -> DynamicsResult | None:
         """One state's row of the kernel's output and of its flags as a result: the row's parts as they are,
         Python scalars for the flags and the residual, the result made here (a single call's Python is most
         of a small robot's time: numpy's reductions, even a helper's frame, cost as much as a link's
@@ -461,14 +467,13 @@ class PreparedDynamics:
         worst, hard_worst, hard_k = row[tail].tolist()  # (hard_*: the kernel's, 0 without hard rows)
         if status != OK or _beyond_round_off(hard_worst, hard_k):
             return None
-        if not converged:
-            warn_not_converged(self._context, self._names, self.tol, self.max_iter, np.asarray(False),
-                               np.asarray(iterations), np.asarray(worst), stacklevel=stacklevel)
+        cause = "" if converged else str(self._causes(q, v, np.asarray(False), np.asarray(iterations),
+                                                       np.asarray(worst), stacklevel + 1))
         forces = row[forces_columns]
         return DynamicsResult(row[qdd_columns], forces, iterations, worst, NamedParts(link_parts, row), self.name,
-                              converged == 1, NamedParts(self._constraint_parts, forces))
+                              converged == 1, NamedParts(self._constraint_parts, forces), cause)
 
-    def _result(self, qdd, forces, accelerations, iterations, worst, converged, batch: tuple) -> DynamicsResult:
+    def _result(self, qdd, forces, accelerations, iterations, worst, converged, cause, batch: tuple) -> DynamicsResult:
         """``accelerations (*batch, n_links, 6)`` in Pinocchio's ``[linear; angular]`` order."""
         return DynamicsResult(
             qdd=qdd,
@@ -479,6 +484,7 @@ class PreparedDynamics:
             converged=_scalar_if_unbatched(converged, batch, bool),
             link_accelerations=NamedParts(self._link_parts, accelerations),
             constraint_forces=NamedParts(self._constraint_parts, forces),
+            cause=_scalar_if_unbatched(cause, batch, str),
         )
 
     def _compiled_rows(self, q, v, tau, forces0) -> tuple:
@@ -506,7 +512,7 @@ class PreparedDynamics:
         batch, rows = self._compiled_rows(q, v, tau, forces0)
         out, flags = compiled.run(*rows, self.mu, self.tol, self.max_iter, self.refine)
         if batch == ():
-            return self._answer_one(out[0], flags[0], stacklevel + 1)
+            return self._answer_one(out[0], flags[0], rows[0][0], rows[1][0], stacklevel + 1)
         iterations, converged = flags[:, ITERATIONS].reshape(batch), flags[:, CONVERGED].astype(bool).reshape(batch)
         columns = compiled.columns
         if flags[:, STATUS].any() or _beyond_round_off(float(np.max(out[:, columns["hard_worst"]], initial=0.0)),
@@ -515,11 +521,31 @@ class PreparedDynamics:
         row = out.reshape(batch + out.shape[-1:])
         worst = row[..., columns["worst"]]
         qdd, forces = np.ascontiguousarray(row[..., columns["qdd"]]), np.ascontiguousarray(row[..., columns["forces"]])
-        if not converged.all():
-            warn_not_converged(self._context, self._names, self.tol, self.max_iter, converged, iterations, worst,
-                               stacklevel=stacklevel)
+        cause = self._causes(rows[0].reshape(batch + (-1,)), rows[1].reshape(batch + (-1,)), converged, iterations,
+                             worst, stacklevel + 1)
         accelerations = row[..., columns["accelerations"]].reshape(batch + (len(self.mechanism.links), 6))
-        return self._result(qdd, forces, accelerations, iterations, worst, converged, batch)
+        return self._result(qdd, forces, accelerations, iterations, worst, converged, cause, batch)
+
+    def _causes(self, q, v, converged: np.ndarray, iterations: np.ndarray, worst: np.ndarray,
+                stacklevel: int) -> np.ndarray:
+        """Each element's cause of not converging (``""`` where it did; :mod:`mechanics.diagnosis`, a dense
+        check of the failed states alone), said in one :class:`ConvergenceWarning`; shape of ``converged``."""
+        causes = np.full(converged.shape, "", dtype=object)
+        failed = ~converged
+        if not failed.any():
+            return causes.astype(str)
+        batch, mech = converged.shape, self.mechanism
+        state = [np.broadcast_to(a, batch + a.shape[-1:])[failed] for a in (q, v)]
+        found = diagnose(mech, *state, self.mu, self.tol, iterating=any(p.iterates for p in self.policies.values()))
+        causes[failed] = [d.cause for d in found]
+        worst_first = np.argsort(-worst[failed], kind="stable")
+        soft = self._names == {"soft"}
+        explanations = {}
+        for i in worst_first:  # each cause in the words of its worst element
+            explanations.setdefault(found[i].cause, found[i].explanation(self.max_iter, soft))
+        warn_not_converged(self._context, self._names, self.tol, self.max_iter, converged, iterations, worst,
+                           causes, explanations, stacklevel=stacklevel)
+        return causes.astype(str)
 
 
 def prepare(mechanism: Mechanism, algorithm="lcaba", mu: float = 1e6, tol: float = 1e-10, max_iter: int = 50,

@@ -1,5 +1,6 @@
 """The README's commands are the ones CI runs."""
 import re
+import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -15,7 +16,12 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_readme_python_examples_run():
+    """Every block runs, and its dynamics converge: the README's states are regular."""
+    import mechanics
+
     blocks = re.findall(r"```python\n(.+?)\n```", (ROOT / "README.md").read_text(), flags=re.S)
     assert blocks
-    for block in blocks:
-        exec(compile(block, "README.md", "exec"), {})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", mechanics.ConvergenceWarning)
+        for block in blocks:
+            exec(compile(block, "README.md", "exec"), {})

@@ -1,0 +1,224 @@
+"""Why :func:`mechanics.forward_dynamics` did not converge: a dense check of the state it stopped at.
+
+The constraints in joint space at ``(q, v)`` read ``J qdd = c`` (``J (m, nv)``,
+the constraint rows of 000 eq. 1c through the tree's link Jacobians).  The
+outer iterations (ALM, proximal point: 000 Algorithms 3 and 6) multiply the
+constraint residual along each eigenvector of the Delassus matrix
+``D = J M^-1 J'`` with eigenvalue ``d`` by ``1 / (1 + mu d)`` per iteration,
+and the ``soft`` policy's correction does the same once.  So a run that stops
+short has one of four causes, told apart here in this order:
+
+``"inconsistent"``
+    No motion meets the constraints: the least-squares solution of
+    ``J qdd = c`` leaves a residual above the tolerance, which no number of
+    iterations removes (the residual stagnates).
+``"max_iter"``
+    The iterations contract quickly (the weakest direction keeps at most
+    ``SLOW_CONTRACTION`` of its residual per iteration), but ``max_iter`` cut
+    them short.
+``"singular configuration"``
+    The contraction is slow, and mostly because the constraint rows are
+    nearly dependent at this configuration: with ``s`` the relative smallest
+    singular value of the (row-scaled) ``J``, the geometry makes ``D``'s
+    condition ``~ 1 / s^2``, and that is at least what the inertia makes of
+    the rest (``1 / s^4 >= cond(D)``).  Another configuration helps, or
+    removing a dependent constraint.
+``"ill-conditioned"``
+    The contraction is slow while the rows are well apart: the inertia makes
+    ``D`` ill-conditioned (or ``mu`` is small for it); more ``max_iter`` or a
+    larger ``mu``.
+
+Rows are scaled to unit norm before ranks are judged, so that a weld's
+angular and linear rows, or a revolute and a prismatic column, weigh alike.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .checks import normalized_configuration
+from .convergence import residual_tolerance
+from .kinematics import Kinematics, constraint_terms, kinematics
+from .mechanism import GROUND, Mechanism
+
+INCONSISTENT, SINGULAR, ILL_CONDITIONED, MAX_ITER = "inconsistent", "singular configuration", "ill-conditioned", "max_iter"
+CAUSES = (INCONSISTENT, SINGULAR, ILL_CONDITIONED, MAX_ITER)
+RANK_RTOL = 1e-10  # singular values of the row-scaled J below this, relative to the largest, are its null space
+SLOW_CONTRACTION = 0.5  # the weakest direction keeping more than this of its residual per iteration is slow
+
+
+def joint_space_constraints(mechanism: Mechanism, q: np.ndarray, v: np.ndarray) -> tuple:
+    """The constraints as rows on the joint accelerations, and the joint-space inertia.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+    q : ndarray (..., nq), unit parts normalised
+    v : ndarray (..., nv)
+
+    Returns
+    -------
+    J : ndarray (..., m, nv)
+        Constraint rows in constraint order: ``J qdd = c`` is ``K a = k`` of every constraint.
+    c : ndarray (..., m)
+    M : ndarray (..., nv, nv)
+        The joint-space inertia ``sum_i J_i' H_i J_i`` (``J_i`` link ``i``'s world-frame Jacobian).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mechanics import models
+    >>> mech = models.four_bar()
+    >>> J, c, M = joint_space_constraints(mech, mech.neutral_configuration(), np.zeros(mech.nv))
+    >>> J.shape, c.shape, M.shape
+    ((2, 3), (2,), (3, 3))
+    """
+    kin = kinematics(mechanism, q, v)
+    return _joint_space(mechanism, kin, [constraint_terms(kin, c) for c in mechanism.constraints])
+
+
+def _joint_space(mechanism: Mechanism, kin: Kinematics, terms: list) -> tuple:
+    """:func:`joint_space_constraints` from the kinematics and each constraint's terms."""
+    batch, nv = kin.batch_shape, mechanism.nv
+    jacobian = {GROUND: np.zeros(batch + (6, nv))}
+    bias = {GROUND: np.broadcast_to(kin.root_acceleration, batch + (6,))}  # link acceleration at qdd = 0
+    M = np.zeros(batch + (nv, nv))
+    for link in mechanism.links:
+        name = link.name
+        jacobian[name] = jacobian[link.parent].copy()
+        jacobian[name][..., mechanism.v_slices[name]] = kin.S[name]
+        bias[name] = bias[link.parent] + kin.bias_acceleration[name]
+        M += np.swapaxes(jacobian[name], -1, -2) @ kin.inertia[name] @ jacobian[name]
+    J = [sum((K @ jacobian[name] for name, K in t.K.items()), np.zeros(batch + t.k.shape[-1:] + (nv,))) for t in terms]
+    c = [t.k - sum((K @ bias[name][..., None])[..., 0] for name, K in t.K.items()) for t in terms]
+    return np.concatenate(J, axis=-2), np.concatenate(c, axis=-1), M
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """What a dense check of one state says about a run that did not converge.
+
+    Attributes
+    ----------
+    cause : str
+        One of :data:`CAUSES` (module docstring).
+    rank, rows : int
+        Numerical rank of the constraint rows and their number ``m``.
+    gap : float
+        ``max |J qdd - c|`` of the least-squares ``qdd``: what no motion removes.
+    dependence : float
+        The smallest singular value of the row-scaled ``J`` on its range, relative to the largest: how far
+        the rows are from dependent (1: orthogonal rows; near 0: a singular configuration is near).
+    smallest, condition : float
+        The smallest eigenvalue of ``D`` on its range, and ``D``'s condition number there.
+    contraction : float
+        ``1 / (1 + mu smallest)``: what the weakest direction keeps of its residual per iteration.
+    constraints : tuple of str
+        The constraints the cause lies in: those left with the gap (inconsistent), those the slowest
+        direction combines (the others).
+    """
+
+    cause: str
+    rank: int
+    rows: int
+    gap: float
+    dependence: float
+    smallest: float
+    condition: float
+    contraction: float
+    constraints: tuple
+
+    def explanation(self, max_iter: int, soft: bool = False) -> str:
+        """The cause in words, with the numbers that show it and what helps."""
+        names = ", ".join(repr(n) for n in self.constraints)
+        rank = f"; the constraint rows have rank {self.rank} of {self.rows} here" if self.rank < self.rows else ""
+        if self.cause == INCONSISTENT:
+            return (f"the constraints are inconsistent at this state -- no motion meets them all: the closest any "
+                    f"motion comes leaves {self.gap:.1e} on {names}{rank}; check the constraints, and that the "
+                    f"velocities v satisfy them (at a singular configuration they may not)")
+        slow = (f"the weakest direction of the Delassus matrix keeps {self.contraction:.3g} of its residual per "
+                f"{'correction' if soft else 'iteration'}")
+        if self.cause == SINGULAR:
+            return (f"a singular configuration: the rows of {names} are nearly dependent (a combination of them "
+                    f"cancels to {self.dependence:.0e} of its size{rank}; the Delassus matrix has condition {self.condition:.1e}), so {slow}; move away from this "
+                    f"configuration, or remove a dependent constraint")
+        if self.cause == ILL_CONDITIONED:
+            remedy = "raise mu (larger is stiffer)" if soft else "raise max_iter, or mu (larger is stiffer)"
+            return (f"ill-conditioned: the Delassus matrix's smallest eigenvalue is {self.smallest:.1e} (condition "
+                    f"{self.condition:.1e}) while its rows are independent -- the inertia makes it so -- so {slow}; "
+                    f"{remedy}")
+        return (f"the iterations contract well ({self.contraction:.1e} per iteration) but max_iter={max_iter} cut them "
+                f"short: raise max_iter")
+
+
+def _inverse_sqrt(M: np.ndarray) -> np.ndarray:
+    """``M^-1/2`` of a symmetric positive (semi)definite ``M``; directions without inertia are left out."""
+    w, Q = np.linalg.eigh(M)
+    kept = w > 1e-14 * w[-1]
+    return (Q[:, kept] / np.sqrt(w[kept])) @ Q[:, kept].T
+
+
+def _diagnose_one(J, c, M, mu: float, tolerance: float, iterating: bool, names: np.ndarray) -> Diagnosis:
+    """:class:`Diagnosis` of one state's ``J qdd = c`` with inertia ``M``."""
+    m = J.shape[0]
+    scale = np.linalg.norm(J, axis=1)
+    scale = np.where(scale > 0.0, scale, 1.0)  # a row no joint moves stays zero: part of the null space
+    U, sigma, _ = np.linalg.svd(J / scale[:, None])
+    rank = int(np.sum(sigma > RANK_RTOL * sigma[0])) if m and sigma[0] > 0 else 0
+    c_hat = c / scale
+    gap_rows = scale * (c_hat - U[:, :rank] @ (U[:, :rank].T @ c_hat))
+    gap = float(np.max(np.abs(gap_rows), initial=0.0))
+    dependence = float(sigma[rank - 1] / sigma[0]) if rank else 0.0
+    JW = J @ _inverse_sqrt(M)
+    d, V = np.linalg.eigh(JW @ JW.T)  # D = J M^-1 J'
+    smallest = float(max(d[m - rank], 0.0)) if rank else 0.0  # the smallest eigenvalue on D's range
+    condition = float(d[-1] / smallest) if smallest > 0 else np.inf
+    contraction = 1.0 / (1.0 + mu * smallest)
+    if gap > tolerance:
+        cause, weights = INCONSISTENT, np.where(np.abs(gap_rows) > tolerance, 1.0, 0.0)
+    elif iterating and contraction <= SLOW_CONTRACTION:
+        cause, weights = MAX_ITER, V[:, m - rank]
+    elif dependence ** -4 >= condition:  # the rows' near-dependence makes more of D's condition than the inertia
+        cause, weights = SINGULAR, U[:, rank - 1]
+    else:
+        cause, weights = ILL_CONDITIONED, V[:, m - rank]
+    rows = np.abs(weights) >= 0.1 * np.max(np.abs(weights), initial=0.0)
+    return Diagnosis(cause, rank, m, gap, dependence, smallest, condition, contraction,
+                     tuple(dict.fromkeys(names[rows])))
+
+
+def diagnose(mechanism: Mechanism, q: np.ndarray, v: np.ndarray, mu: float, tol: float, iterating: bool = True) -> list:
+    """Why the runs at these states did not converge: a :class:`Diagnosis` each.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+    q : ndarray (n, nq)
+    v : ndarray (n, nv)
+    mu, tol : float
+        The run's settings; a residual within ``max(tol, RESIDUAL_RTOL (1 + max |k|))`` is met
+        (:mod:`mechanics.convergence`).
+    iterating : bool
+        Whether the run iterated (``alm``, ``prox``) or made one correction (``soft``): only the first
+        stops at ``max_iter``.
+
+    Returns
+    -------
+    list of Diagnosis, one per state.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mechanics import models
+    >>> mech = models.four_bar()
+    >>> [d.cause for d in diagnose(mech, mech.neutral_configuration()[None], np.zeros((1, mech.nv)), 1e6, 1e-10)]
+    ['max_iter']
+    """
+    q = normalized_configuration(mechanism, np.array(q, dtype=float))
+    kin = kinematics(mechanism, q, v)
+    terms = {c.name: constraint_terms(kin, c) for c in mechanism.constraints}
+    tolerance = residual_tolerance(tol, terms, kin.batch_shape)
+    J, c, M = _joint_space(mechanism, kin, list(terms.values()))
+    names = np.array([c.name for c in mechanism.constraints for _ in range(c.dim)], dtype=object)
+    return [_diagnose_one(J[i], c[i], M[i], mu, float(tolerance[i]), iterating, names) for i in range(len(q))]
