@@ -36,7 +36,10 @@ result's ``cause`` says it per element.
 """
 from __future__ import annotations
 
+import sys
 import warnings
+from collections import Counter
+from typing import Callable
 
 import numpy as np
 
@@ -96,14 +99,29 @@ def warn_inverse_mu(mu: float, policies: set, label: str, stacklevel: int) -> No
         )
 
 
+def shown(category: type, stacklevel: int) -> bool:
+    """Whether ``warnings.warn(text, category, stacklevel)`` made here would be shown, as far as the filters
+    tell without the text: False only where the first filter that matches the category, module and line
+    ignores every message.  (A diagnosis costs milliseconds: a batch loop that ignores the warning should
+    not pay for its words.)"""
+    try:
+        frame = sys._getframe(stacklevel)
+    except ValueError:
+        return True
+    module, lineno = frame.f_globals.get("__name__", "<string>"), frame.f_lineno
+    for action, message, cat, mod, line in warnings.filters:
+        if issubclass(category, cat) and (mod is None or mod.match(module)) and line in (0, lineno):
+            return message is not None or action != "ignore"  # (a filter on the text: let warnings decide)
+    return warnings.defaultaction != "ignore"
+
+
 def warn_not_converged(label: str, policies: set, tol: float, max_iter: int, converged: np.ndarray,
-                       iterations: np.ndarray, residual: np.ndarray, causes: np.ndarray, explanations: dict,
-                       stacklevel: int) -> None:
+                       iterations: np.ndarray, residual: np.ndarray, diagnosed: Callable, stacklevel: int) -> None:
     """One :class:`ConvergenceWarning` for the elements of ``converged`` (shape ``batch``) that are False;
-    ``policies`` are the names of the constraint policies in use, ``causes`` (shape ``batch``) each element's
-    cause (:mod:`mechanics.diagnosis`) and ``explanations`` the words for each cause present."""
+    ``policies`` are the names of the constraint policies in use, ``diagnosed()`` gives a
+    :class:`mechanics.diagnosis.Diagnosis` per failed element (called only where the warning is shown)."""
     failed = ~converged
-    if not failed.any():
+    if not failed.any() or not shown(ConvergenceWarning, stacklevel + 1):
         return
     capped = bool(np.any(failed & (iterations >= max_iter))) and bool(policies & {"alm", "prox"})
     where = f" in {int(failed.sum())} of {failed.size} batch elements" if converged.ndim else ""
@@ -115,8 +133,13 @@ def warn_not_converged(label: str, policies: set, tol: float, max_iter: int, con
     else:
         reached = (f"constraint residual {worst:.1e} > tol={tol:g} after {int(np.max(iterations[failed]))} "
                    f"iteration(s) (max_iter={max_iter})")
-    said = [f"Cause: {explanation}" if not converged.ndim else
-            f"Cause of {int(np.sum(causes[failed] == cause))}: {explanation}" for cause, explanation in explanations.items()]
+    found = diagnosed()
+    explained = {}  # each cause in the words of its element with the largest residual
+    for i in np.argsort(-np.atleast_1d(residual[failed]), kind="stable"):
+        explained.setdefault(found[i].cause, found[i].explanation(max_iter, soft=policies == {"soft"}))
+    counts = Counter(d.cause for d in found)
+    said = [f"Cause: {words}" if not converged.ndim else f"Cause of {counts[cause]}: {words}"
+            for cause, words in explained.items()]
     warnings.warn(
         f"{label} did not converge{where}: {reached}. {'. '.join(said)}. See result.cause and result.converged.",
         ConvergenceWarning, stacklevel=stacklevel + 1,

@@ -15,9 +15,10 @@ validated by :mod:`mechanics.checks`.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -100,7 +101,13 @@ class DynamicsResult:
     algorithm: str
     converged: bool | np.ndarray
     constraint_forces: Mapping
-    cause: str | np.ndarray = ""
+    _cause: object = field(default="", repr=False, compare=False)  # the cause, or a function that finds it
+
+    @property
+    def cause(self) -> str | np.ndarray:
+        if callable(self._cause):  # diagnosed on first use where the warning was not shown
+            self._cause = self._cause()
+        return self._cause
 
 
 class NamedParts(Mapping):
@@ -467,8 +474,8 @@ class PreparedDynamics:
         worst, hard_worst, hard_k = row[tail].tolist()  # (hard_*: the kernel's, 0 without hard rows)
         if status != OK or _beyond_round_off(hard_worst, hard_k):
             return None
-        cause = "" if converged else str(self._causes(q, v, np.asarray(False), np.asarray(iterations),
-                                                       np.asarray(worst), stacklevel + 1))
+        cause = "" if converged else self._causes(q, v, np.asarray(False), np.asarray(iterations),
+                                                  np.asarray(worst), stacklevel + 1)
         forces = row[forces_columns]
         return DynamicsResult(row[qdd_columns], forces, iterations, worst, NamedParts(link_parts, row), self.name,
                               converged == 1, NamedParts(self._constraint_parts, forces), cause)
@@ -484,7 +491,7 @@ class PreparedDynamics:
             converged=_scalar_if_unbatched(converged, batch, bool),
             link_accelerations=NamedParts(self._link_parts, accelerations),
             constraint_forces=NamedParts(self._constraint_parts, forces),
-            cause=_scalar_if_unbatched(cause, batch, str),
+            _cause=cause,
         )
 
     def _compiled_rows(self, q, v, tau, forces0) -> tuple:
@@ -526,26 +533,25 @@ class PreparedDynamics:
         accelerations = row[..., columns["accelerations"]].reshape(batch + (len(self.mechanism.links), 6))
         return self._result(qdd, forces, accelerations, iterations, worst, converged, cause, batch)
 
-    def _causes(self, q, v, converged: np.ndarray, iterations: np.ndarray, worst: np.ndarray,
-                stacklevel: int) -> np.ndarray:
-        """Each element's cause of not converging (``""`` where it did; :mod:`mechanics.diagnosis`, a dense
-        check of the failed states alone), said in one :class:`ConvergenceWarning`; shape of ``converged``."""
-        causes = np.full(converged.shape, "", dtype=object)
-        failed = ~converged
+    def _causes(self, q, v, converged: np.ndarray, iterations: np.ndarray, worst: np.ndarray, stacklevel: int):
+        """The result's ``cause`` (shape of ``converged``; ``""`` where an element converged), or a function that
+        finds it: a dense check of the failed states (:mod:`mechanics.diagnosis`), made where the
+        :class:`ConvergenceWarning` that names it is shown, else when ``cause`` is first read."""
+        failed, batch = ~converged, converged.shape
         if not failed.any():
-            return causes.astype(str)
-        batch, mech = converged.shape, self.mechanism
-        state = [np.broadcast_to(a, batch + a.shape[-1:])[failed] for a in (q, v)]
-        found = diagnose(mech, *state, self.mu, self.tol, iterating=any(p.iterates for p in self.policies.values()))
-        causes[failed] = [d.cause for d in found]
-        worst_first = np.argsort(-worst[failed], kind="stable")
-        soft = self._names == {"soft"}
-        explanations = {}
-        for i in worst_first:  # each cause in the words of its worst element
-            explanations.setdefault(found[i].cause, found[i].explanation(self.max_iter, soft))
+            return np.full(batch, "") if batch else ""
+        state = [np.array(np.broadcast_to(a, batch + a.shape[-1:])[failed]) for a in (q, v)]  # (kept past the call)
+        iterating = any(p.iterates for p in self.policies.values())
+        diagnosed = functools.cache(lambda: diagnose(self.mechanism, *state, self.mu, self.tol, iterating))
         warn_not_converged(self._context, self._names, self.tol, self.max_iter, converged, iterations, worst,
-                           causes, explanations, stacklevel=stacklevel)
-        return causes.astype(str)
+                           diagnosed, stacklevel=stacklevel)
+
+        def causes():
+            found = np.full(batch, "", dtype=object)
+            found[failed] = [d.cause for d in diagnosed()]
+            return found.astype(str) if batch else str(found[()])
+
+        return causes
 
 
 def prepare(mechanism: Mechanism, algorithm="lcaba", mu: float = 1e6, tol: float = 1e-10, max_iter: int = 50,

@@ -153,3 +153,15 @@ def test_the_joint_space_rows_are_pinocchios():
     gamma = np.concatenate([_drift(model, data, cm) for cm in cms])
     assert np.allclose(J, J_pin, atol=1e-12) and np.allclose(c, -gamma, atol=1e-12)
     assert np.allclose(M, np.triu(M_pin) + np.triu(M_pin, 1).T, atol=1e-12)
+
+
+def test_the_cause_is_found_when_read_where_the_warning_is_ignored():
+    """With the warning ignored the dense check waits until ``cause`` is read (no cost to a loop that ignores
+    it), and finds the same."""
+    mech, q, v, tau = near_singular()
+    for backend in ("auto", "numpy"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            warnings.simplefilter("ignore", mechanics.ConvergenceWarning)
+            result = mechanics.forward_dynamics(mech, np.stack([q, q]), np.stack([v, v]), tau, backend=backend)
+        assert not caught and result.cause.tolist() == ["singular configuration"] * 2
