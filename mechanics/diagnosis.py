@@ -137,17 +137,17 @@ class Diagnosis:
             return (f"the constraints are inconsistent at this state -- no motion meets them all: the closest any "
                     f"motion comes leaves {self.gap:.1e} on {names}{rank}; check the constraints, and that the "
                     f"velocities v satisfy them (at a singular configuration they may not)")
-        slow = (f"the weakest direction of the Delassus matrix keeps {self.contraction:.3g} of its residual per "
+        delassus = f"the Delassus matrix has condition {self.condition:.1e} (smallest eigenvalue {self.smallest:.1e})"
+        slow = (f"its weakest direction keeps {self.contraction:.3g} of the residual per "
                 f"{'correction' if soft else 'iteration'}")
         if self.cause == SINGULAR:
-            return (f"a singular configuration: the rows of {names} are nearly dependent (a combination of them "
-                    f"cancels to {self.dependence:.0e} of its size{rank}; the Delassus matrix has condition {self.condition:.1e}), so {slow}; move away from this "
-                    f"configuration, or remove a dependent constraint")
+            return (f"a singular configuration: the rows of {names} are nearly dependent here (a combination of them "
+                    f"cancels to {self.dependence:.0e} of its size{rank}), so {delassus} and {slow}; move away from "
+                    f"this configuration, or remove a dependent constraint")
         if self.cause == ILL_CONDITIONED:
             remedy = "raise mu (larger is stiffer)" if soft else "raise max_iter, or mu (larger is stiffer)"
-            return (f"ill-conditioned: the Delassus matrix's smallest eigenvalue is {self.smallest:.1e} (condition "
-                    f"{self.condition:.1e}) while its rows are independent -- the inertia makes it so -- so {slow}; "
-                    f"{remedy}")
+            return (f"ill-conditioned: {delassus} although the constraint rows are well apart -- the inertia makes "
+                    f"it so -- and {slow}; {remedy}")
         return (f"the iterations contract well ({self.contraction:.1e} per iteration) but max_iter={max_iter} cut them "
                 f"short: raise max_iter")
 
