@@ -16,7 +16,7 @@ from viz.gallery import with_subgraph
 from viz.layout import mechanism_positions
 from viz.page import elimination_page
 from viz.views import (CLIQUE_TREE_KEY, clique_tree_view, elimination_frames, factor_graph_view, interaction_with_fill,
-                       legend_dot, link_group, mechanism_view)
+                       legend_dot, link_group, mechanism_view, step_legend)
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "images"
@@ -41,7 +41,8 @@ def main() -> None:
     for algorithm in ("lcaba", "proxbbo"):
         graph, plan = mechanics.algorithm_plan(fig4, algorithm)
         frames = elimination_frames(graph, plan, group=link_group, keep_eliminated=True)
-        picture(overview_dot(frames, columns=4, positions=positions), f"fig4_{algorithm}", fixed=True)
+        sheet = overview_dot(frames, columns=4, positions=positions, legend=step_legend(across=True))
+        picture(sheet, f"fig4_{algorithm}", fixed=True)
     plans = {name: mechanics.algorithm_plan(fig4, name)[1] for name in ("lcaba", "proxbbo", "pv", "proxltl", "min_fill")}
     (ROOT / "docs" / "fig4_elimination.html").write_text(
         elimination_page(plans, "000 Fig. 4: elimination step by step", positions, link_group))

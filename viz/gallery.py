@@ -10,6 +10,7 @@ from .dot import overview_dot, render, to_dot
 from .layout import mechanism_positions
 from .views import (
     CLIQUE_TREE_KEY, clique_tree_view, elimination_frames, factor_graph_view, legend_dot, link_group, mechanism_view,
+    step_legend,
 )
 
 
@@ -25,9 +26,9 @@ def with_subgraph(source: str, subgraph: str) -> str:
 def render_gallery(mech, algorithm: str, out_dir, formats=("svg",), mu: float = 1e6, warn=None,
                    on_step: OnStep | None = None, columns: int | None = None, drawn: set | None = None) -> list:
     """Write the mechanism topology, its factor graph (with a legend), the elimination frames (one per
-    link or multiplier block, files ``step_NN`` named after the plan step their title gives, plus an
-    overview sheet of ``columns`` frames per row: by default as many as fit 4,000 px) and the clique tree;
-    return the paths written.
+    link or multiplier block, files ``step_01``, ``step_02``... numbered as their titles, each with a legend
+    of its colours, plus an overview sheet of ``columns`` frames per row: by default as many as fit
+    4,000 px) and the clique tree; return the paths written.
 
     Every frame of every algorithm of one mechanism is drawn at the same node positions
     (:mod:`viz.layout`): eliminated variables stay in place, faded; fill edges stay red, labelled with
@@ -50,12 +51,12 @@ def render_gallery(mech, algorithm: str, out_dir, formats=("svg",), mu: float = 
         (with_subgraph(to_dot(factor_graph, "factor_graph", layout="neato", overlap="false"), legend_dot(factor_graph)),
          out / f"factor_graph_{algo.policy_label}", None),
     ]
-    width = len(str(plan.steps[-1].index)) if plan.steps else 1  # files named as their titles: "step 4: ..."
-    pictures += [(to_dot(frame.graph, f"step_{frame.steps[0].index}", positions, label=frame.title, labelloc="t",
-                          splines=str(frame.graph.number_of_edges() <= SPLINE_EDGES).lower()),
-                  out / algorithm / f"step_{frame.steps[0].index:0{width}d}", None, True) for frame in frames]
-    pictures.append((overview_dot(frames, f"{algorithm}_overview", columns, positions), out / algorithm / "overview",
-                     None, True))
+    width = max(2, len(str(len(frames))))  # step_01...: the files sort as the steps run
+    pictures += [(to_dot(frame.graph, f"step_{frame.number}", positions, step_legend(), label=frame.title,
+                         labelloc="t", splines=str(frame.graph.number_of_edges() <= SPLINE_EDGES).lower()),
+                  out / algorithm / f"step_{frame.number:0{width}d}", None, True) for frame in frames]
+    pictures.append((overview_dot(frames, f"{algorithm}_overview", columns, positions, step_legend(across=True)),
+                     out / algorithm / "overview", None, True))
     pictures.append((to_dot(clique_tree_view(plan), "clique_tree", rankdir="BT", label=CLIQUE_TREE_KEY, fontsize=10),
                      out / algorithm / "clique_tree", None))
     written = []

@@ -21,6 +21,8 @@ import networkx as nx
 from mechanics import GROUND, LinkAcceleration, Mechanism, Multiplier, resolve_policies
 from mechanics.gplc import GPLCLayout
 
+from .dot import quoted_text
+
 POINTS_PER_INCH = 72.0
 KAMADA_KAWAI_NODES = 300  # above this, a seeded spring layout (Kamada-Kawai is quadratic in memory and time)
 
@@ -39,8 +41,7 @@ def tree_positions(view: nx.Graph, tree_edges, labels: dict | None = None) -> di
     labels = labels or {}
     lines = ["digraph layout {", '  node [fontname="Helvetica" fontsize=10]', "  nodesep=0.25 ranksep=0.45"]
     for node, name in ids.items():
-        text = str(labels.get(node, node)).replace('"', "'")
-        lines.append(f'  {name} [label="{text}"]')
+        lines.append(f"  {name} [label={quoted_text(labels.get(node, node))}]")
     tree = {frozenset(e) for e in tree_edges}
     for parent, child in tree_edges:
         lines.append(f"  {ids[parent]} -> {ids[child]}")

@@ -12,13 +12,14 @@ step (:func:`elimination_frames`) and the clique tree of a plan
 """
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, field
 from typing import Callable, Hashable
 
 import networkx as nx
 
 from factorgraph import FactorNode
-from mechanics import GROUND, JointAcceleration, LinkAcceleration, Mechanism
+from mechanics import GROUND, JointAcceleration, LinkAcceleration, Mechanism, Multiplier
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class Palette:
     """Colours and shapes shared by every view."""
 
     frontal: str = "gold"
+    separator: str = "darkorange"
     fill: str = "red"
     eliminated: str = "gray85"
     ground: str = "gray70"
@@ -95,8 +97,25 @@ def joint_label(joint) -> str:
     return f"{joint.kind} {axis}"
 
 
+def constraint_label(constraint) -> str:
+    """A constraint as the pictures name it: what it is, its name and its kind -- ``cut joint 12 (connect)``,
+    ``contact FL_FOOT (point)``; the kind left out where the name already ends with it (``FL_FOOT:point``).
+
+    >>> from mechanics import GROUND, Connect, Weld
+    >>> constraint_label(Connect("6", "8", name="12")), constraint_label(Weld("foot", GROUND, name="foot:weld"))
+    ('cut joint 12 (connect)', 'contact foot:weld')
+    """
+    contact = GROUND in constraint.links
+    role = "contact" if contact else "cut joint" if len(constraint.links) == 2 else "constraint"
+    kind = type(constraint).__name__.lower()
+    kind = "point" if kind == "connect" and contact else kind
+    name = str(constraint.name)
+    return f"{role} {name}" if name.endswith(f":{kind}") else f"{role} {name} ({kind})"
+
+
 def mechanism_view(mechanism: Mechanism, palette: Palette = PALETTE) -> nx.DiGraph:
-    """000 Fig. 2/4: tree joints as directed edges, cut joints dashed, the ground marked."""
+    """000 Fig. 2/4: tree joints as directed edges, cut joints dashed and named (:func:`constraint_label`),
+    the ground marked."""
     view = nx.DiGraph()
     view.add_node(GROUND, label="ground", kind="ground", shape="box", style="filled", fillcolor=palette.ground)
     for link in mechanism.links:
@@ -104,11 +123,11 @@ def mechanism_view(mechanism: Mechanism, palette: Palette = PALETTE) -> nx.DiGra
         view.add_edge(link.parent, link.name, kind="tree joint", label=joint_label(link.joint), style="solid")
     for c in mechanism.constraints:
         if len(c.links) == 2:
-            view.add_edge(c.links[0], c.links[1], kind="cut joint", label=c.name, style="dashed", color=palette.fill,
-                          dir="none", constraint="false")
+            view.add_edge(c.links[0], c.links[1], kind="cut joint", label=constraint_label(c), style="dashed",
+                          color=palette.fill, fontcolor=palette.fill, dir="none", constraint="false")
         else:  # 000 Remark 1: a constraint on several links is a small hub
             hub = f"constraint {c.name}"
-            view.add_node(hub, label=c.name, kind="constraint", shape="point")
+            view.add_node(hub, label=constraint_label(c), xlabel=constraint_label(c), kind="constraint", shape="point")
             for link in c.links:
                 view.add_edge(hub, link, kind="cut joint", style="dashed", color=palette.fill, dir="none", constraint="false")
     return view
@@ -116,11 +135,16 @@ def mechanism_view(mechanism: Mechanism, palette: Palette = PALETTE) -> nx.DiGra
 
 @dataclass
 class Frame:
-    """One picture of the elimination: the graph just before ``steps`` run, and what they do."""
+    """One picture of the elimination: the graph just before ``steps`` (plan steps) run, and what they do.
+
+    ``number`` is the frame's place in the elimination, 1, 2, 3...: the step its title names and its fill
+    edges are labelled with (a link's ``a`` and ``qdd``, two plan steps, are one step on the pictures).
+    """
 
     title: str
     graph: nx.Graph
     steps: tuple
+    number: int
 
 
 def _grouped_steps(plan, group: Callable) -> list:
@@ -133,6 +157,64 @@ def _grouped_steps(plan, group: Callable) -> list:
         else:
             runs.append((name, [step]))
     return runs
+
+
+MOST_NAMED = 3  # names a title lists before "and N more": titles stay one short line
+
+
+def _listed(names) -> str:
+    """``a``, ``a and b``, ``a, b and c``, ``a, b and 5 more``."""
+    names = list(names)
+    if len(names) > MOST_NAMED:
+        names = names[:MOST_NAMED - 1] + [f"{len(names) - MOST_NAMED + 1} more"]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _link_words(name: str, kinds: list) -> str:
+    """A link's accelerations in the order eliminated: ``link 4's acceleration, then its joint's``."""
+    first = "acceleration" if kinds[0] == "link" else "joint acceleration"
+    then = "" if len(kinds) == 1 else ", then its joint's" if kinds[0] == "link" else ", then the link's"
+    return f"link {name}'s {first}{then}"
+
+
+def elimination_words(keys) -> str:
+    """What eliminating ``keys`` (in their order) does, in words: links by their accelerations,
+    multipliers by their constraints, any other key by its label; a count where that would run long.
+
+    >>> elimination_words([LinkAcceleration("4"), JointAcceleration("4")])
+    "eliminate link 4's acceleration, then its joint's"
+    >>> elimination_words([Multiplier("knee")]), elimination_words([Multiplier("12"), Multiplier("13")])
+    ('eliminate the multiplier of constraint knee', 'eliminate the multipliers of constraints 12 and 13')
+    >>> elimination_words(["x1", "x2", "x3", "x4"])
+    'eliminate x1, x2 and 2 more'
+    """
+    links, multipliers, others = {}, [], []
+    for key in keys:
+        if isinstance(key, (LinkAcceleration, JointAcceleration)):
+            links.setdefault(key.name, []).append(key.kind)
+        elif isinstance(key, Multiplier):
+            multipliers.append(key.name)
+        else:
+            others.append(_label(key))
+    parts = [_link_words(name, kinds) for name, kinds in links.items()]
+    if multipliers:
+        parts.append(f"the multiplier of constraint {multipliers[0]}" if len(multipliers) == 1
+                     else f"the multipliers of constraints {_listed(multipliers)}")
+    if others:
+        parts.append(_listed(others))
+    if len(parts) > 2:  # several links at once (an amalgamated plan): their count and the first few
+        return f"eliminate {len(keys)} variables: {_listed(_label(k) for k in keys)}"
+    return "eliminate " + " and ".join(parts)
+
+
+def step_title(number: int, steps) -> str:
+    """A frame's title: ``step 5: eliminate link 4's acceleration, then its joint's``."""
+    return f"step {number}: {elimination_words([k for s in steps for k in s.frontal])}"
+
+
+def fill_label(number: int) -> str:
+    """The label of a fill edge made at step ``number`` (a frame's number)."""
+    return f"fill, step {number}"
 
 
 def elimination_frames(graph, plan, group: Callable | None = None, palette: Palette = PALETTE,
@@ -151,13 +233,14 @@ def elimination_frames(graph, plan, group: Callable | None = None, palette: Pale
         Keep every node in every frame (for pictures drawn at fixed positions,
         :mod:`viz.layout`): the eliminated ones faded (state ``"eliminated"``),
         the current front's separator outlined (state ``"separator"``), and the
-        fill of earlier frames in red, labelled with the step that made it
-        (edge attribute ``fill_step``).
+        fill of earlier frames in red, labelled ``fill, step N`` with the
+        number of the frame that made it (edge attribute ``fill_step``).
 
     Returns
     -------
     list of Frame
-        In each frame's graph: node attribute ``state`` (``"frontal"`` or
+        Numbered 1, 2, 3... and titled in words (:func:`step_title`).  In
+        each frame's graph: node attribute ``state`` (``"frontal"`` or
         ``"remaining"``, and with ``keep_eliminated`` ``"separator"`` or
         ``"eliminated"``), edge attribute ``fill`` (True for the edges this
         frame's steps create, drawn in ``palette.fill``).
@@ -167,7 +250,7 @@ def elimination_frames(graph, plan, group: Callable | None = None, palette: Pale
     group = group or (lambda key: key)
     current = graph.structure().interaction_graph()
     frames = []
-    for name, steps in _grouped_steps(plan, group):
+    for number, (name, steps) in enumerate(_grouped_steps(plan, group), start=1):
         before = nx.Graph()
         for key in current:
             before.add_node(group(key))
@@ -188,8 +271,7 @@ def elimination_frames(graph, plan, group: Callable | None = None, palette: Pale
         for edge in created:
             u, v = tuple(edge)
             before.add_edge(u, v, fill=True, color=palette.fill, style="bold")
-        keys = ", ".join(_label(k) for s in steps for k in s.frontal)
-        frames.append(Frame(f"step {steps[0].index}: eliminate {keys}", before, tuple(steps)))
+        frames.append(Frame(step_title(number, steps), before, tuple(steps), number))
     return frames
 
 
@@ -199,7 +281,7 @@ def _frames_in_place(graph, plan, group: Callable, palette: Palette) -> list:
     nodes = list(dict.fromkeys(group(k) for k in start))
     edges = {frozenset((group(u), group(v))): None for u, v in start.edges if group(u) != group(v)}  # -> fill step
     eliminated, frames = set(), []
-    for name, steps in _grouped_steps(plan, group):
+    for number, (name, steps) in enumerate(_grouped_steps(plan, group), start=1):
         frontal = {group(k) for s in steps for k in s.frontal}
         separator = {group(k) for s in steps for k in s.separator} - frontal - eliminated
         created = {}
@@ -207,7 +289,7 @@ def _frames_in_place(graph, plan, group: Callable, palette: Palette) -> list:
             for u, v in step.fill_edges:
                 edge = frozenset((group(u), group(v)))
                 if len(edge) == 2 and edge not in edges and edge not in created:
-                    created[edge] = step.index
+                    created[edge] = number
         view = nx.Graph()
         for node in nodes:
             state = ("eliminated" if node in eliminated else "frontal" if node in frontal
@@ -215,27 +297,55 @@ def _frames_in_place(graph, plan, group: Callable, palette: Palette) -> list:
             view.add_node(node, label=_label(node), state=state, **_node_style(state, palette))
         for edge, made in {**edges, **created}.items():
             u, v = tuple(edge)
-            faded = u in eliminated or v in eliminated
-            style = {"color": "gray85"} if faded else {}
-            if made is not None and not faded:
-                style = {"color": palette.fill, "style": "bold" if edge in created else "solid",
-                         "label": str(made), "fontcolor": palette.fill, "fontsize": "8"}
-            view.add_edge(u, v, fill=edge in created, fill_step=made, **style)
-        keys = ", ".join(_label(k) for s in steps for k in s.frontal)
-        frames.append(Frame(f"step {steps[0].index}: eliminate {keys}", view, tuple(steps)))
+            view.add_edge(u, v, fill=edge in created, fill_step=made,
+                          **_edge_style(made, edge in created, u in eliminated or v in eliminated, palette))
+        frames.append(Frame(step_title(number, steps), view, tuple(steps), number))
         edges.update(created)
         eliminated |= frontal
     return frames
 
 
+def _edge_style(made: int | None, new: bool, faded: bool, palette: Palette) -> dict:
+    """An edge of a frame in place: faded once an end is eliminated; fill in red, labelled with its step
+    (bold in the frame that makes it)."""
+    if faded:
+        return {"color": palette.eliminated}
+    if made is None:
+        return {}
+    return {"color": palette.fill, "style": "bold" if new else "solid", "label": fill_label(made),
+            "fontcolor": palette.fill, "fontsize": "11"}
+
+
 def _node_style(state: str, palette: Palette) -> dict:
     return {
         "frontal": {"style": "filled", "fillcolor": palette.frontal},
-        "separator": {"style": "filled,bold", "fillcolor": "white", "color": "darkorange", "penwidth": "2.5"},
+        "separator": {"style": "filled,bold", "fillcolor": "white", "color": palette.separator, "penwidth": "2.5"},
         "remaining": {"style": "filled", "fillcolor": "white"},
         "eliminated": {"style": "filled,dashed", "fillcolor": palette.eliminated, "color": "gray70",
                        "fontcolor": "gray55"},
     }[state]
+
+
+def step_legend(across: bool = False, palette: Palette = PALETTE) -> str:
+    """An HTML-like DOT label saying what the colours of an elimination frame mean, one entry a row (one
+    row with ``across``, for the overview sheet); :func:`viz.dot.to_dot` and :func:`viz.dot.overview_dot`
+    pin it beside the drawing (``legend=``)."""
+    line = (f'<TABLE BORDER="0" CELLPADDING="0" CELLSPACING="0"><TR><TD BGCOLOR="{palette.fill}" WIDTH="24" '
+            f'HEIGHT="3" FIXEDSIZE="TRUE"></TD></TR></TABLE>')
+    entries = [
+        (f'BGCOLOR="{palette.frontal}" BORDER="1"', "", "being eliminated in this step (the front)"),
+        (f'BGCOLOR="white" COLOR="{palette.separator}" BORDER="3"', "", "its separator: what the front is coupled to"),
+        ("", line, "fill: a coupling made by the step it names"),
+        (f'BGCOLOR="{palette.eliminated}" COLOR="gray70" BORDER="1" STYLE="dashed"', "", "already eliminated"),
+        ('BGCOLOR="white" BORDER="1"', "", "still to eliminate"),
+    ]
+    cells = [f'<TD WIDTH="24" {swatch}>{inside}</TD><TD ALIGN="LEFT">{html.escape(text)}</TD>'
+             for swatch, inside, text in entries]
+    if across:
+        rows = ["<TR><TD><B>legend:</B></TD>" + "".join(cells) + "</TR>"]
+    else:
+        rows = ['<TR><TD COLSPAN="2" ALIGN="LEFT"><B>legend</B></TD></TR>'] + [f"<TR>{c}</TR>" for c in cells]
+    return f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="3" CELLPADDING="2">{"".join(rows)}</TABLE>>'
 
 
 def link_group(key: Hashable):
@@ -245,22 +355,27 @@ def link_group(key: Hashable):
     return key
 
 
-CLIQUE_TREE_KEY = ("clique tree: each box is one elimination step, the variables it eliminates | the separator it "
+CLIQUE_TREE_KEY = ("clique tree: each box is one elimination, the variables it eliminates | the separator it "
                    "leaves them conditioned on; below, their dimensions (eliminated + separator); an arrow points to the "
-                   "step that eliminates the first separator variable")
+                   "box that eliminates the first separator variable")
 
 
 def clique_tree_view(plan) -> nx.DiGraph:
-    """The elimination (clique) tree: a node per step, labelled frontal | separator (their dimensions:
-    ``eliminated + separator``; :data:`CLIQUE_TREE_KEY` says so on the picture)."""
+    """The elimination (clique) tree: a node per plan step, a record of two fields, frontal | separator (their
+    dimensions below: ``eliminated + separator``; :data:`CLIQUE_TREE_KEY` says so on the picture).
+
+    Node attributes: ``fields`` (the two texts, drawn by :func:`viz.dot.record_label`), ``label`` (the same
+    as one text), ``frontal`` and ``separator`` (the keys).
+    """
     view = nx.DiGraph()
     tree = plan.tree()
     for node, data in tree.nodes(data=True):
         frontal = ", ".join(_label(k) for k in data["frontal"])
         separator = ", ".join(_label(k) for k in data["separator"]) or "-"
         dims = f"{data['frontal_dim']} eliminated + {data['separator_dim']} separator"
-        view.add_node(node, label=f"{frontal} | {separator}\\n{dims}",
-                      shape="record", frontal=data["frontal"], separator=data["separator"])
+        fields = (frontal, f"{separator}\n{dims}")
+        view.add_node(node, label=" | ".join(fields), fields=fields, shape="record", frontal=data["frontal"],
+                      separator=data["separator"])
     view.add_edges_from(tree.edges)
     return view
 
@@ -298,6 +413,7 @@ def interaction_with_fill(graph, plan) -> nx.Graph:
 
 
 __all__ = [
-    "CLIQUE_TREE_KEY", "Frame", "PALETTE", "Palette", "clique_tree_view", "joint_label", "legend_dot", "elimination_frames", "factor_graph_view", "factor_kind",
-    "interaction_with_fill", "link_group", "mechanism_view", "variable_kind",
+    "CLIQUE_TREE_KEY", "Frame", "PALETTE", "Palette", "clique_tree_view", "constraint_label", "elimination_frames",
+    "elimination_words", "factor_graph_view", "factor_kind", "fill_label", "interaction_with_fill", "joint_label",
+    "legend_dot", "link_group", "mechanism_view", "step_legend", "step_title", "variable_kind",
 ]

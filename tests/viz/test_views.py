@@ -12,7 +12,7 @@ from mechanics import GROUND, algorithm_plan, gplc_graph, models
 from viz import compare as cmp
 from viz.dot import overview_dot, render, to_dot
 from tests.viz import needs_dot
-from viz.views import clique_tree_view, elimination_frames, factor_graph_view, link_group, mechanism_view
+from viz.views import PALETTE, clique_tree_view, elimination_frames, factor_graph_view, link_group, mechanism_view
 
 
 def _graph_and_plan(mech, algorithm):
@@ -191,10 +191,10 @@ def test_frames_in_place_keep_the_eliminated_faded_and_label_the_fill_with_its_s
         separator = {link_group(k) for s in frame.steps for k in s.separator} - frontal - gone
         assert {n for n, s in states.items() if s == "separator"} == separator
         gone |= frontal
-    # 000 Sec. IV-B: eliminating link 6 (step 0) couples 5 and 8; the red edge keeps saying so later
+    # 000 Sec. IV-B: eliminating link 6 (step 1) couples 5 and 8; the red edge keeps saying so later
     last = frames[-1].graph
-    assert last.edges["5", "8"]["fill_step"] == 0 and frames[0].graph.edges["5", "8"]["fill"]
-    assert not frames[1].graph.edges["5", "8"]["fill"] and frames[1].graph.edges["5", "8"]["label"] == "0"
+    assert last.edges["5", "8"]["fill_step"] == 1 and frames[0].graph.edges["5", "8"]["fill"]
+    assert not frames[1].graph.edges["5", "8"]["fill"] and frames[1].graph.edges["5", "8"]["label"] == "fill, step 1"
 
 
 @needs_dot
@@ -221,3 +221,156 @@ def test_cassies_overview_sheets_fit_4000_pixels():
         frames = elimination_frames(graph, plan, group=link_group, keep_eliminated=True)
         xs = [float(p.split(",")[0]) for p in _positions_in(overview_dot(frames, columns=None, positions=positions)).values()]
         assert max(xs) - min(xs) < 3000 - 2 * 90, algorithm  # the nodes' span inside the sheet's margins
+
+
+# -- pictures that explain themselves (issue 38) --
+
+def _drawn_x(source: str) -> list:
+    return [float(pos.split(",")[0]) for name, pos in _positions_in(source).items() if name != "legend"]
+
+
+def test_every_step_picture_and_the_overview_carry_a_legend_outside_the_drawing(tmp_path):
+    from viz.gallery import render_gallery
+
+    render_gallery(models.fig4(), "proxbbo", tmp_path, formats=())  # the .dot files only
+    for path in [*sorted((tmp_path / "proxbbo").glob("step_*.dot")), tmp_path / "proxbbo" / "overview.dot"]:
+        source = path.read_text()
+        legend = source[source.index("legend [label=<"):]
+        for text in ("being eliminated in this step (the front)", "its separator", "fill", "already eliminated",
+                     f'BGCOLOR="{PALETTE.frontal}"', f'COLOR="{PALETTE.separator}"', f'BGCOLOR="{PALETTE.fill}"',
+                     f'BGCOLOR="{PALETTE.eliminated}"'):
+            assert text in legend, (path.name, text)
+        x, y = map(float, _positions_in(source)["legend"].rstrip("!").split(","))
+        if path.name == "overview.dot":  # above every title and node of the sheet
+            ys = [float(pos.split(",")[1].rstrip("!")) for n, pos in _positions_in(source).items() if n != "legend"]
+            assert y > max(ys), path.name
+        else:  # right of every node
+            assert x > max(_drawn_x(source)) + 100, path.name
+
+
+def test_step_titles_say_in_words_what_is_eliminated():
+    """LCABA eliminates a link's acceleration, then its joint's; proxBBO the two loops' multipliers right after
+    links 11, 10, 9, 8, 7, 6, 5, 4 (000 Fig. 5), as its ninth step."""
+    graph, plan = algorithm_plan(models.fig4(), "lcaba")
+    for frame in elimination_frames(graph, plan, group=link_group, keep_eliminated=True):
+        (link,) = [n for n, s in frame.graph.nodes(data="state") if s == "frontal"]
+        assert frame.title == f"step {frame.number}: eliminate link {link}'s acceleration, then its joint's"
+    graph, plan = algorithm_plan(models.fig4(), "proxbbo")
+    titles = [f.title for f in elimination_frames(graph, plan, group=link_group)]
+    assert titles[8] == "step 9: eliminate the multipliers of constraints 12 and 13"
+    assert not any("λ" in title or "qdd" in title for title in titles)
+
+
+def test_titles_of_single_keys_multipliers_and_long_fronts():
+    from mechanics import JointAcceleration, LinkAcceleration, Multiplier
+    from viz.views import elimination_words
+
+    assert elimination_words([JointAcceleration("knee")]) == "eliminate link knee's joint acceleration"
+    assert elimination_words([JointAcceleration("3"), LinkAcceleration("3")]) == (
+        "eliminate link 3's joint acceleration, then the link's")
+    assert elimination_words([Multiplier("knee")]) == "eliminate the multiplier of constraint knee"
+    many = elimination_words([Multiplier(str(k)) for k in range(20)])
+    assert many == "eliminate the multipliers of constraints 0, 1 and 18 more"
+    spread = elimination_words([LinkAcceleration(str(k)) for k in range(9)])
+    assert spread.startswith("eliminate 9 variables: ") and len(spread) < 80
+
+
+@pytest.mark.parametrize("algorithm", ["pv", "proxbbo", "lcaba", "proxltl", "min_fill"])
+def test_frames_are_numbered_as_they_happen_and_the_files_follow(algorithm, tmp_path):
+    """Frames 1, 2, 3... without gaps, whatever plan steps each one runs; a fill edge names a frame at or before
+    the one drawing it; the gallery's files step_01... carry the same numbers in their titles."""
+    from viz.gallery import render_gallery
+
+    mech = models.fig4()
+    graph, plan = algorithm_plan(mech, algorithm)
+    frames = elimination_frames(graph, plan, group=link_group, keep_eliminated=True)
+    assert [f.number for f in frames] == list(range(1, len(frames) + 1))
+    assert sum(len(f.steps) for f in frames) == len(plan.steps)
+    for frame in frames:
+        assert frame.title.startswith(f"step {frame.number}: eliminate ")
+        for _, _, made in frame.graph.edges(data="fill_step"):
+            assert made is None or 1 <= made <= frame.number
+    render_gallery(mech, algorithm, tmp_path, formats=())
+    files = sorted((tmp_path / algorithm).glob("step_*.dot"))
+    assert [f.stem for f in files] == [f"step_{k:02d}" for k in range(1, len(frames) + 1)]
+    for path, frame in zip(files, frames):
+        assert re.search(r'label="step (\d+):', path.read_text()).group(1) == str(frame.number)
+
+
+def test_fill_edges_say_what_they_are_in_a_legible_size():
+    graph, plan = algorithm_plan(models.fig4(), "proxbbo")
+    frames = elimination_frames(graph, plan, group=link_group, keep_eliminated=True)
+    labelled = [d for f in frames for _, _, d in f.graph.edges(data=True) if "label" in d]
+    assert labelled and all(d["fill_step"] is not None for d in labelled)
+    for data in labelled:
+        assert data["label"] == f"fill, step {data['fill_step']}" and float(data["fontsize"]) >= 11
+
+
+def test_cut_joints_and_contacts_are_labelled_as_constraints():
+    from mechanics import Connect, Weld
+    from viz.views import constraint_label
+
+    view = mechanism_view(models.fig4())
+    cuts = {view.edges[e]["label"] for e in view.edges if view.edges[e]["kind"] == "cut joint"}
+    assert cuts == {"cut joint 12 (connect)", "cut joint 13 (connect)"}  # fig4's two Connects, named "12", "13"
+    assert 'label="cut joint 12 (connect)"' in to_dot(view)
+    assert constraint_label(Weld("foot", GROUND, name="foot:weld")) == "contact foot:weld"
+    assert constraint_label(Connect("foot", GROUND, name="toe")) == "contact toe (point)"
+
+
+HOSTILE = 'a:b "c" \\d {e|f} <g> é\\'  # a colon, quotes, backslashes (one last), record syntax, HTML, non-ASCII
+
+
+def hostile_mechanism():
+    """The four-bar with names that break naive DOT: links, its loop and a three-link General constraint."""
+    from dataclasses import replace
+
+    from mechanics import General, Mechanism
+
+    bar = models.four_bar()
+    rename = {"crank": f"crank {HOSTILE}", "coupler": "coupler:x\\", "rocker": "rocker \\N"}
+    links = [replace(l, name=rename[l.name], parent=rename.get(l.parent, l.parent)) for l in bar.links]
+    loop = replace(bar.constraints[0], link1=rename["coupler"], link2=rename["rocker"], name=HOSTILE)
+    hub = General(tuple(rename.values()), tuple(np.eye(1, 6) for _ in rename), np.zeros(1), name="three|way\\n")
+    return Mechanism(links, [loop, hub], bar.gravity, name=HOSTILE), rename
+
+
+def test_hostile_names_make_valid_dot_ids():
+    """No node id holds a character the graphviz package or DOT reads as syntax; distinct nodes keep distinct ids."""
+    from viz.dot import node_id
+
+    mech, rename = hostile_mechanism()
+    graph, plan = algorithm_plan(mech, "proxbbo")
+    for view in (mechanism_view(mech), factor_graph_view(graph), elimination_frames(graph, plan, link_group)[0].graph,
+                 clique_tree_view(plan)):
+        ids = [node_id(n) for n in view]
+        assert len(set(ids)) == len(ids)
+        assert not any(set(i) & set(':"\\<>|') for i in ids)
+
+
+@needs_dot
+def test_hostile_names_draw_as_themselves_in_every_picture(tmp_path):
+    """Every picture of every algorithm renders, and Graphviz's own SVG text reads the names back."""
+    import xml.etree.ElementTree as ET
+
+    from viz.compare import applicable
+    from viz.gallery import render_gallery
+
+    def texts(path):
+        return {"".join(t.itertext()) for t in ET.parse(path).iter("{http://www.w3.org/2000/svg}text")}
+
+    mech, rename = hostile_mechanism()
+    drawn = set()
+    for algorithm, _ in applicable(mech):
+        written = render_gallery(mech, algorithm, tmp_path, formats=("svg",), drawn=drawn)
+        assert {tmp_path / algorithm / "overview.svg", tmp_path / algorithm / "clique_tree.svg"} <= set(written)
+    mechanism = texts(tmp_path / "mechanism.svg")
+    assert set(rename.values()) <= mechanism and f"cut joint {HOSTILE} (connect)" in mechanism
+    assert "constraint three|way\\n (general)" in mechanism
+    frames = [texts(path) for path in sorted((tmp_path / "proxbbo").glob("step_*.svg"))]
+    assert any(f"λ {HOSTILE}" in frame for frame in frames)
+    assert any(f"step {k}: eliminate link crank {HOSTILE}'s acceleration, then its joint's" in frame
+               for k, frame in enumerate(frames, 1))
+    assert any(any(t.startswith(f"step {k}: eliminate the multiplier") and HOSTILE in t for t in frame)
+               for k, frame in enumerate(frames, 1))
+    assert any(f"λ {HOSTILE}" in text for text in texts(tmp_path / "proxbbo" / "clique_tree.svg"))
