@@ -183,7 +183,8 @@ def batch_note(mask: np.ndarray | None) -> str:
 
 
 def _fail(step, kind: str, detail: str, bad: np.ndarray | None = None) -> SingularProblemError:
-    message = f"step {step.index}: eliminating {list(step.frontal)}: {detail}{batch_note(bad)}"
+    # the batch note before the detail, so that the message ends with the advice's full stop
+    message = f"step {step.index}: eliminating {list(step.frontal)}{batch_note(bad)}: {detail}"
     return SingularProblemError(message, step.index, step.frontal, kind=kind)
 
 
@@ -301,17 +302,19 @@ def _judge(step, ratio: np.ndarray, pivot_rtol: float, roles: str) -> None:
 
 
 def singular_advice(roles: str) -> str:
-    """What a singular pivot means for a front of ``roles`` (``"min"``, ``"max"`` or ``"mixed"``)."""
+    """What a singular pivot means for a front of ``roles`` (``"min"``, ``"max"`` or ``"mixed"``): whole
+    sentences, ending with a full stop, so that callers may append their own."""
     if roles == "min":
         return ("these variables are undetermined: no quadratic term fixes some direction of them (a variable "
-                "without prior, a rank-deficient measurement), or the problem is not convex in them")
+                "without prior, a rank-deficient measurement), or the problem is not convex in them.")
     if roles == "max":
-        return ("these multipliers are redundant: their constraints are linearly dependent, so the dual Hessian "
-                "(Delassus matrix) is singular. Regularize them with a proximal prior -1/(2 mu)||lambda - "
-                "lambda_k||^2 (the 'prox' policy), or remove the dependent constraints")
+        return ("these multipliers are not unique: their constraints are linearly dependent (redundant, or "
+                "contradictory where their right-hand sides disagree), so the dual Hessian (Delassus matrix) is "
+                "singular. Regularize them with a proximal prior -1/(2 mu)||lambda - lambda_k||^2 (the 'prox' "
+                "policy), or remove the dependent constraints.")
     return ("the saddle-point block is singular: a variable is undetermined or the multipliers' constraints are "
             "dependent. Regularized multipliers ('prox' policy, prior -1/(2 mu)||lambda - lambda_k||^2) keep every "
-            "pivot regular; multipliers without prior must be eliminated after the variables they constrain")
+            "pivot regular; multipliers without prior must be eliminated after the variables they constrain.")
 
 
 def _triangular_inverse(L: np.ndarray) -> np.ndarray:

@@ -37,7 +37,7 @@ from .compiled import (SOLVE_SCRATCH, eliminate_kernel, eliminate_tables, factor
                        factorize_scratch_size, max_front, run_solve, stacked, started_error, zeroed)
 from . import lanes
 from .program import F
-from .numeric_rank import NumericHardRows
+from .numeric_rank import NumericHardRows, classify_singular
 from .symbolic import Plan, analyze
 
 
@@ -226,7 +226,7 @@ class Factorization:
             f"step {step.index}: eliminating {list(step.frontal)}: the hard equalities "
             f"{_describe(self.graph, step.hard_factors)} are inconsistent: a combination of their rows reads "
             f"0 = {worst:.3g}{batch_note(bad)}; they have no common solution. Correct their right-hand sides or "
-            f"remove the ones that contradict the others",
+            f"remove the ones that contradict the others.",
             step.index, step.frontal, kind="inconsistent", factors=step.hard_factors,
         )
 
@@ -497,7 +497,7 @@ class Factorization:
         roles = {"definite": "min", "negative": "max"}.get(step.pivot, "mixed")
         cause = (f"the pivot is numerically singular: {singular_advice(roles)}" if singular else
                  "the problem is too ill-conditioned for this order: try another ordering, or check for nearly "
-                 "undetermined variables or nearly dependent constraints")
+                 "undetermined variables or nearly dependent constraints.")
         raise SingularProblemError(
             f"step {step.index}: eliminating {list(step.frontal)}: pivots fell to {worst:.1e} of the magnitude of "
             f"their contributions (condition ~{1 / max(worst, 1e-300):.0e}) and iterative refinement does not "
@@ -911,7 +911,7 @@ def compiled_elimination(graph: FactorGraph, plan: Plan) -> Callable[[], np.ndar
         if not eliminate_kernel(flat, index, Fw, C, floor, maxn, program.check_rank, *arrays):
             raise SingularProblemError(
                 "compiled_elimination: a pivot was refused or hard rows were found dependent; "
-                "elimination.factorize(graph, plan) names the variables and handles dependent rows", -1, ())
+                "elimination.factorize(graph, plan) names the variables and handles dependent rows.", -1, ())
         return X
 
     return run
@@ -1069,7 +1069,10 @@ def factorize(graph: FactorGraph, plan: Plan, rule: Callable = eliminate_gaussia
         for i in step.factors:  # consumed: free their memory
             for table in (hessians, scales, coefficients, row_scales):
                 table.pop(i, None)
-        out = rule(step, H, scale, A, row_scale, check_rank=not plan.numeric_ranks, ignore=deficient)
+        try:
+            out = rule(step, H, scale, A, row_scale, check_rank=not plan.numeric_ranks, ignore=deficient)
+        except SingularProblemError as error:  # dependent multipliers: redundant, or contradictory?
+            raise classify_singular(graph, error) from None
         conditionals.append(out.conditional)
         if out.deficient is not None:
             deficient = out.deficient if deficient is None else deficient | out.deficient

@@ -21,14 +21,24 @@ same order, and answers each step with
 
 Fronts, separators and fill are those of the structural plan; only the hard
 row counts change, so the usual numeric pass then runs on the new plan.
+
+Multipliers are the other place where dependent rows meet numbers: a
+constraint whose multiplier has no prior (the ``hard`` policy) is a bilinear
+factor, not a hard row, and dependent constraints make the multipliers' pivot
+singular.  Whether they are redundant or contradict each other depends on the
+right-hand sides, which a factorization does not see;
+:func:`classify_singular` reads them from the graph's dense system on that
+error path alone.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from factorgraph import LinearEquality
+from factorgraph.dense import to_dense
 
-from .gaussian import RANK_RTOL, mT, numerical_rank, row_norms
+from .errors import SingularProblemError
+from .gaussian import CONSISTENCY_RTOL, RANK_RTOL, mT, numerical_rank, row_norms
 from .symbolic import HardStep
 
 
@@ -104,3 +114,65 @@ class NumericHardRows:
     def record(self, index: int) -> None:
         """The rows passed on by the last :meth:`eliminate` become working factor ``index``."""
         self.rows[index] = self._pending
+
+
+DENSE_LIMIT = 2000
+"""Largest dense system (variables plus hard rows) :func:`classify_singular` decomposes: an SVD of a few
+seconds, on an error path only."""
+
+
+def classify_singular(graph, error: SingularProblemError) -> SingularProblemError:
+    """A refused pivot of multipliers as ``kind="inconsistent"`` where their constraints contradict each other.
+
+    A singular pivot of multipliers says their constraints are linearly
+    dependent; they are merely redundant when the right-hand side lies in the
+    range of the KKT matrix, and contradictory when part of it lies along a
+    left null vector that lives on the dual coordinates (multipliers and hard
+    rows).  Read from the SVD of the symmetrically scaled dense system of one
+    graph (batch elements: left as they are).
+
+    Parameters
+    ----------
+    graph : factorgraph.FactorGraph
+        The graph whose factorization raised ``error``.
+    error : SingularProblemError
+        The rule's error.
+
+    Returns
+    -------
+    SingularProblemError
+        A new error of kind ``"inconsistent"`` naming the multipliers that
+        contradict each other, or ``error`` itself (redundant constraints,
+        undetermined variables, a batch, or a system above :data:`DENSE_LIMIT`).
+    """
+    roles = {v.key: v.role for v in graph.variables}
+    dual_front = any(roles.get(k) == "max" for k in error.keys)
+    if error.kind != "singular" or not dual_front or int(np.prod(graph.batch_shape)) != 1:
+        return error
+    system = to_dense(graph)
+    if system.K.shape[-1] > DENSE_LIMIT:
+        return error
+    K, rhs = system.K.reshape(system.K.shape[-2:]), system.rhs.reshape(-1)
+    scale = 1.0 / np.sqrt(np.maximum(np.max(np.abs(K), axis=1), np.finfo(float).tiny))
+    U, s, _ = np.linalg.svd(scale[:, None] * K * scale[None, :])
+    null = U[:, s <= RANK_RTOL * s[0]]
+    scaled_rhs = scale * rhs
+    outside = null.T @ scaled_rhs  # the part of the right-hand side no solution reaches
+    size = np.linalg.norm(outside)
+    if size <= CONSISTENCY_RTOL * np.linalg.norm(scaled_rhs):
+        return error
+    direction = null @ outside / size
+    dual = np.zeros(len(rhs), dtype=bool)
+    dual[system.n:] = True
+    for key, where in system.index.items():
+        dual[where] = roles[key] == "max"
+    if np.sum(direction[dual] ** 2) < 0.5:  # it lives on primal variables: undetermined, not contradictory
+        return error
+    involved = [k for k, at in system.index.items() if roles[k] == "max" and np.max(np.abs(direction[at])) > 1e-3]
+    return SingularProblemError(
+        f"step {error.step}: eliminating {list(error.keys)}: the constraints of the multipliers {involved} contradict "
+        f"each other: their rows are linearly dependent and their right-hand sides disagree (a fraction "
+        f"{size / np.linalg.norm(scaled_rhs):.1e} of the right-hand side lies where no solution reaches), so no "
+        f"solution meets them all. Correct their right-hand sides, or remove the ones that contradict the others.",
+        error.step, error.keys, kind="inconsistent", factors=error.factors,
+    )

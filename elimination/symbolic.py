@@ -722,7 +722,7 @@ def analyze(graph, ordering: Ordering, complete: bool = True, hard_rows=None) ->
         if nz and not any(not factors[i].hard for i in bucket):
             raise SingularProblemError(
                 f"step {index}: variables {list(frontal)} are undetermined: their bucket holds {m} hard "
-                f"row(s) of rank {rows.substituted} for {nF} dimension(s) and no quadratic term",
+                f"row(s) of rank {rows.substituted} for {nF} dimension(s) and no quadratic term.",
                 index, tuple(frontal), kind="undetermined", factors=tuple(sorted(rows.group)),
             )
         new_quadratic = new_equality = None

@@ -67,6 +67,9 @@ def four_bar(crank: float = 1.0, coupler: float = 2.0, rocker: float = 1.5, base
     so its two rows are independent.  ``angle`` is the crank angle at ``q = 0``;
     gravity points along -y.
     """
+    for name, length in (("crank", crank), ("coupler", coupler), ("rocker", rocker), ("base", base)):
+        _check_length("four_bar", **{name: length})
+    _check_length("four_bar", positive=False, angle=angle)
     A, D = np.zeros(2), np.array([base, 0.0])
     B = A + crank * np.array([np.cos(angle), np.sin(angle)])
     d = np.linalg.norm(D - B)
@@ -139,7 +142,7 @@ def cycle(n: int = 8) -> Mechanism:
 
 
 def chain_of_loops(loops: int = 3, links_per_loop: int = 7) -> Mechanism:
-    """A chain of ``loops`` loops, each of ``links_per_loop`` links closed by a weld (000 Fig. 7).
+    """A chain of welded loops (000 Fig. 7); ``loops`` sets their number, ``links_per_loop`` their size.
 
     Loop ``k`` hangs two branches from its root link and welds their tips; the
     next loop's root is the tip of the first branch.
@@ -161,9 +164,10 @@ def chain_of_loops(loops: int = 3, links_per_loop: int = 7) -> Mechanism:
 
 
 def worst_case(loops: int = 4, chain: int = 6) -> Mechanism:
-    """Every loop couples with every other (000 Fig. 8): ``loops`` two-link
-    branches at the tip of a ``chain``-link serial chain, each closed onto the
-    chain's first link by a 3-D cut joint, so all loops share the chain's joints."""
+    """Every loop couples with every other (000 Fig. 8): two-link branches at
+    the tip of a serial chain, each closed onto the chain's first link by a 3-D
+    cut joint, so all loops share the chain's joints.  The sizes: ``loops``
+    branches, a chain of ``chain`` links."""
     _check_size("worst_case", loops=loops, minimum=1)
     _check_size("worst_case", chain=chain, minimum=2)
     links = _chain("c", GROUND, chain, turn=0.4, twist=0.3)
@@ -249,6 +253,15 @@ def _check_size(model: str, minimum: int, **size) -> None:
     (name, value), = size.items()
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ValueError(f"{model}: {name} must be an int >= {minimum}, got {value!r}")
+
+
+def _check_length(model: str, positive: bool = True, **size) -> None:
+    """A length must be a finite number, above zero where ``positive`` (an angle may have any sign)."""
+    (name, value), = size.items()
+    real = not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
+    if not real or not np.isfinite(value) or (positive and value <= 0):
+        allowed = "a finite number > 0" if positive else "a finite number"
+        raise ValueError(f"{model}: {name} must be {allowed}, got {value!r}")
 
 
 MODELS = {

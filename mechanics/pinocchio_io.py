@@ -1,4 +1,4 @@
-"""Import of Pinocchio models (optional extra ``robots``: ``pip install 'gaussgraph[robots]'``).
+"""Import of Pinocchio models (optional extra ``robots``: ``pip install ".[robots]"`` in a checkout).
 
 :func:`from_pinocchio` maps every Pinocchio joint to a :class:`Link` (same
 names, same ``q`` / ``v`` layout, same inertias) and every
@@ -14,6 +14,7 @@ import glob
 import os
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,8 @@ import numpy as np
 from .joints import Joint
 from .mechanism import GROUND, Connect, Link, Mechanism, Pose, Weld
 
-INSTALL_HINT = "install the robots extra: pip install 'gaussgraph[robots]' (Pinocchio and example-robot-data)"
+INSTALL_HINT = ("install Pinocchio and example-robot-data: pip install pin example-robot-data (or, in a checkout of "
+                "gaussgraph, its robots extra: pip install '.[robots]')")
 
 _AXIS_JOINTS = {
     "RX": ("revolute", "x"), "RY": ("revolute", "y"), "RZ": ("revolute", "z"),
@@ -230,13 +232,59 @@ def load_mjcf(path) -> Mechanism:
 
 @contextlib.contextmanager
 def _read_by_pinocchio(path: str, kind: str):
-    """Pinocchio's parse errors (RuntimeError, C++ locations) and ours, as one ValueError naming the file."""
+    """Pinocchio's parse errors (RuntimeError, C++ locations) and ours, as one ValueError naming the file.
+
+    The URDF parser says the cause ("child link [arm] of joint [j] not found")
+    only on file descriptor 2, and Pinocchio's exception only that the file is
+    not a valid model: the cause is read from there into the message.
+    """
+    with _stderr_of_native_code() as said:
+        try:
+            yield
+        except (RuntimeError, ValueError) as error:
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            first = re.sub(r"^\((\d+)\):", r"line \1:", first.removeprefix(path).lstrip(": "))  # Pinocchio's "file(12):"
+            causes = _parser_errors(said())
+            raise ValueError(f"{path}: cannot read this {kind} file: {'; '.join(causes) or first}") from None
+
+
+@contextlib.contextmanager
+def _stderr_of_native_code():
+    """File descriptor 2 into a temporary file meanwhile; yields a function that returns what was written
+    there so far.  What is not an error line of the parser goes on to stderr afterwards (warnings, another
+    thread's output)."""
+    sys.stderr.flush()
     try:
-        yield
-    except (RuntimeError, ValueError) as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        first = re.sub(r"^\((\d+)\):", r"line \1:", first.removeprefix(path).lstrip(": "))  # Pinocchio's "file(12):"
-        raise ValueError(f"{path}: cannot read this {kind} file: {first}") from None
+        saved = os.dup(2)
+    except OSError:  # no descriptor 2 to read from: nothing to add
+        yield lambda: ""
+        return
+    with tempfile.TemporaryFile("w+", errors="replace") as sink:
+        os.dup2(sink.fileno(), 2)
+
+        def said() -> str:
+            sink.seek(0)  # native code moved the descriptor's offset, not the Python file's
+            return sink.read()
+
+        try:
+            yield said
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sys.stderr.write("".join(line for line in said().splitlines(keepends=True) if not _parser_line(line)))
+
+
+def _parser_line(line: str) -> bool:
+    """An error line of urdfdom (``Error:   ...``) or the source location under it (``  at line 262 in ...``)."""
+    return line.startswith("Error:") or re.match(r"\s+at line \d+ in ", line) is not None
+
+
+def _parser_errors(text: str) -> list:
+    """The causes urdfdom printed (``Error:   Failed to build tree: ...``), without their source locations;
+    TinyXML's codes in words (``XML error (parsing text) at line 1``)."""
+    causes = [" ".join(line.removeprefix("Error:").split()) for line in text.splitlines() if line.startswith("Error:")]
+    return [re.sub(r"Error=XML_ERROR_(\w+) ErrorID=\d+ \(0x\w+\) Line number=(\d+)",
+                   lambda m: f"XML error ({m[1].lower().replace('_', ' ')}) at line {m[2]}", cause) for cause in causes]
 
 
 def _existing(path) -> str:

@@ -67,7 +67,8 @@ class ConstraintPolicy:
     description: ClassVar[str]
     iterates: ClassVar[bool]  # outer iterations move lambda^k (000 Algorithms 3 and 6)
     refine: ClassVar[int]  # default steps of iterative refinement per solve
-    advice: ClassVar[str]  # what to try when the problem is singular
+    advice: ClassVar[str]  # what to try when the problem is singular: whole sentences
+    fix: ClassVar[str]  # the same remedy as one clause, for one-line notes ("use proxpv or ...")
 
     def variables(self, constraint) -> list:
         """Variables the policy adds for ``constraint`` (a multiplier, or none)."""
@@ -105,6 +106,7 @@ class ALM(ConstraintPolicy):
     name, iterates, refine = "alm", True, 1
     description = "augmented-Lagrangian penalty factor; outer iterations move lambda (LCABA, constrainedABA)"
     advice = "With the alm policy mu K'K enters the link pivots: lower mu, or use a prox algorithm (proxbbo, proxpv)."
+    fix = "lower mu, or use a prox algorithm (proxbbo, proxpv)"
 
     def slots(self, constraint, links: tuple) -> list:
         name = constraint.name
@@ -135,6 +137,7 @@ class Soft(ALM):
     name, iterates, refine = "soft", False, 1
     description = "fixed quadratic penalty mu/2||Ka - k||^2, no iterations (PV-soft, MuJoCo's soft Gauss)"
     advice = "Lower mu, or check the mechanism's inertias."
+    fix = "lower mu, or check the mechanism's inertias"
 
     def update(self, lam, x, residual, mu, constraint):
         return mu * residual
@@ -145,7 +148,9 @@ class Hard(ConstraintPolicy):
 
     name, iterates, refine = "hard", False, 0
     description = "multiplier variable without prior; needs full-rank constraints (PV)"
-    advice = "The hard policy needs independent constraints: use a prox algorithm (proxbbo, proxpv, proxltl)."
+    advice = ("The hard policy needs independent constraints: where they are dependent but consistent, use a prox "
+              "algorithm (proxbbo, proxpv, proxltl).")
+    fix = "use proxpv or another prox algorithm (proxbbo, proxltl)"
 
     def variables(self, constraint) -> list:
         return [Variable(Multiplier(constraint.name), constraint.dim, "max")]
@@ -182,6 +187,7 @@ class Prox(Hard):
     advice = ("With the prox policy 1/mu regularizes the multipliers; where constraints are dependent it must stay "
               "above round-off: lower mu (1e5-1e10). Otherwise check the mechanism's inertias and joints (a massless "
               "link or a dependent joint makes it singular).")
+    fix = "lower mu (1e5-1e10), or check the mechanism's inertias and joints"
 
     def slots(self, constraint, links: tuple) -> list:
         name, m, lam = constraint.name, constraint.dim, Multiplier(constraint.name)

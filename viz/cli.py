@@ -58,18 +58,31 @@ CONTACT_KINDS = ("point", "weld")
 
 
 def _contact(text: str, mech):
-    """``FRAME[:point|:weld]`` -> a Connect (point, the default) or Weld of the frame (or link) to the ground."""
+    """``FRAME[:point|:weld]`` -> a Connect (point, the default) or Weld of the frame (or link) to the ground.
+
+    A frame's name may hold a colon itself: the text after the last one is a
+    kind only where the text before it names a frame or link of ``mech``.
+    """
     from mechanics import GROUND, Connect, Weld
 
-    frame, _, kind = text.rpartition(":") if text.rsplit(":", 1)[-1] in CONTACT_KINDS else (text, "", "point")
+    frame, colon, kind = text.rpartition(":")
+    # a whole name unless KIND is a kind, or FRAME alone names a frame (then KIND is refused as a kind)
+    if not colon or (kind not in CONTACT_KINDS and (_known(text, mech) or not _known(frame, mech))):
+        frame, kind = text, "point"
     if not frame:
         raise UsageError(f"--contact {text!r}: give a frame or link name, e.g. --contact left_sole_link:weld")
-    if frame not in mech.frames and frame not in mech.index:
+    if kind not in CONTACT_KINDS:
+        raise UsageError(f"--contact {text!r}: unknown contact kind {kind!r} ({' | '.join(CONTACT_KINDS)})")
+    if not _known(frame, mech):
         close = difflib.get_close_matches(frame, [*mech.frames, *mech.index], n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise UsageError(f"--contact {text!r}: {mech.name!r} has no frame or link {frame!r}{hint} "
                          f"({len(mech.frames)} frames, {len(mech.index)} links)")
     return (Weld if kind == "weld" else Connect)(frame, GROUND, name=f"{frame}:{kind}")
+
+
+def _known(frame: str, mech) -> bool:
+    return frame in mech.frames or frame in mech.index
 
 
 def _mechanism(spec: str, floating_base: bool):
@@ -167,7 +180,8 @@ def _needs_matplotlib(plot: str | None) -> None:
     if plot is None:
         return
     if importlib.util.find_spec("matplotlib") is None:
-        raise UsageError("--plot needs matplotlib: pip install 'gaussgraph[plot]' (or matplotlib)")
+        raise UsageError("--plot needs matplotlib: pip install matplotlib (or, in a checkout of gaussgraph, "
+                         "pip install '.[plot]')")
 
 
 def _writable(path: Path) -> Path:
@@ -415,9 +429,12 @@ def run_render(args) -> int:
         mech = load_mechanism(args.mechanism, args.floating_base, args.contact)
         algorithms = _render_algorithms(args.algorithm, mech)
         _output_file(args.html)
+        draw_frames = bool(args.out or not args.html)  # --html alone writes the page only; with --out, both
+        out = _writable(Path(args.out or _folder_name(mech.name))) if draw_frames else None
         if args.html:
-            return _write_page(mech, algorithms, Path(args.html))
-        out = _writable(Path(args.out) if args.out else Path(_folder_name(mech.name)))
+            _write_page(mech, algorithms, Path(args.html))
+        if not draw_frames:
+            return 0
         warn = _Lines(progress) if progress.bar is not None else sys.stderr
         written, drawn = [], set()
         for algorithm in algorithms:
@@ -428,7 +445,7 @@ def run_render(args) -> int:
     return 0
 
 
-def _write_page(mech, algorithms: list, path: Path) -> int:
+def _write_page(mech, algorithms: list, path: Path) -> None:
     """``render --html``: the interactive page of ``algorithms`` on ``mech`` (viz.page), one file."""
     from mechanics import algorithm_plan
 
@@ -440,7 +457,6 @@ def _write_page(mech, algorithms: list, path: Path) -> int:
     positions = mech.derived.get(("picture layout",), lambda: mechanism_positions(mech, link_group))
     path.write_text(elimination_page(plans, f"{mech.name}: elimination step by step", positions, link_group))
     print(f"page written to {path} ({', '.join(algorithms)}); open it in a browser: no network needed")
-    return 0
 
 
 def _render_algorithms(text: str | None, mech) -> list:
@@ -484,10 +500,7 @@ def run_scale(args) -> int:
     with Progress.of(args, param, len(sizes)) as progress:
         points = cmp.scale(name, param, sizes, _algorithms(args.algorithms), mu=args.mu, repeat=args.repeat,
                            progress=None, on_step=progress)
-    print(f"{'size':>6} {'algorithm':<16}{'flops':>12}{'ms/solve':>10}")
-    for p in points:
-        ms = f"{p['seconds'] * 1e3:.2f}" if p["seconds"] is not None else "-"
-        print(f"{p['size']:>6} {p['algorithm']:<16}{(p['flops'] or 0):>12.3g}{ms:>10}")
+    print(cmp.format_points(points))
     if args.json:
         Path(args.json).write_text(json.dumps(points, indent=1))
     if args.plot:
@@ -542,8 +555,9 @@ def parser() -> argparse.ArgumentParser:
                    help="penalty / proximal parameter, larger is stiffer (default 1e6); it sets the numbers, not the plan")
     r.add_argument("--floating-base", action="store_true", help="URDF files: add a free-flyer root joint")
     r.add_argument("--contact", action="append", default=[], metavar="FRAME[:point|:weld]", help=CONTACT_HELP)
-    r.add_argument("--html", metavar="FILE", help="write one self-contained HTML page instead: step through the "
-                   "elimination with a slider or the arrow keys, two orderings side by side")
+    r.add_argument("--html", metavar="FILE", help="write one self-contained HTML page (instead of the pictures, or "
+                   "beside them with --out): step through the elimination with a slider or the arrow keys, two "
+                   "orderings side by side")
     r.add_argument("--columns", type=_positive_int, help="frames per row of the overview sheet (default: as many as "
                    "fit 4,000 px, at most 4)")
     r.add_argument(*QUIET, **QUIET_OPTIONS)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import sys
+import textwrap
 import time
 import warnings
 from dataclasses import asdict, dataclass, replace
@@ -24,6 +25,7 @@ import mechanics
 from mechanics import ALGORITHMS, ConvergenceWarning, JointAcceleration, MuConventionWarning, gplc_graph, resolve_algorithm
 from mechanics.checks import check_mu
 from mechanics.convergence import warn_inverse_mu
+from mechanics.diagnosis import REMEDIES
 
 
 @dataclass
@@ -39,9 +41,12 @@ class Row:
     (:func:`elimination.compiled_elimination`): the time that tracks ``flops``;
     ``deviation`` is ``max |qdd - qdd_ref| / max |qdd_ref|`` against the dense
     KKT solve of the hard problem (``None`` when that is singular); ``note``
-    says why a row has no numbers, or ``"not converged (residual 3.1e-01)"``
-    when the result's ``converged`` is False (its ConvergenceWarning is
-    folded into the note).
+    says why each empty cell is empty -- the algorithm, the reason and the
+    fix in one sentence (:func:`refusal_note`) -- and
+    ``"not converged (residual 3.1e-01): ill-conditioned -- raise max_iter or mu"``
+    when the result's ``converged`` is False (:func:`not_converged_note`; its
+    ConvergenceWarning is not repeated); several are joined by
+    ``"; "``.
     """
 
     algorithm: str
@@ -153,7 +158,7 @@ def _row(mech, name: str, algo, q, v, tau, reference, mu: float, tol: float, max
     row = Row(name, algo.policy_label)
     problem = _scope_problem(mech, name, algo)
     if problem:
-        row.note = "does not apply: " + problem.split(";")[0]
+        row.note = problem  # the check's message names the algorithm, the reason and what to use instead
         return row
     phase("planning")
     _, plan = mechanics.algorithm_plan(mech, algo)
@@ -167,19 +172,68 @@ def _row(mech, name: str, algo, q, v, tau, reference, mu: float, tol: float, max
     try:
         result = solve()
     except elimination.SingularProblemError as error:
-        row.note = "singular: " + str(error).split(":")[0]
+        row.note = refusal_note(name, algo, mech, error)
         return row
     row.iterations, row.residual = result.iterations, result.residual
-    if not result.converged:
-        row.note = f"not converged (residual {result.residual:.1e})"
+    notes = [] if result.converged else [not_converged_note(result)]
     phase("timing")
     # samples of SAMPLE seconds: many calls each, so neither the first calls after planning (cold caches)
     # nor the clock's resolution weigh on the median (one call a sample: rows of one plan read 2x apart)
     row.seconds = median_seconds(solve, max(repeat, 5), sample=SAMPLE)
-    row.elimination_seconds = _elimination_seconds(mech, algo, plan, q, v, tau, mu, repeat)
+    row.elimination_seconds, why = _elimination_seconds(mech, algo, plan, q, v, tau, mu, repeat)
+    if why:
+        notes.append(f"{name}: no elim ms -- {why}")
     if reference is not None:
         row.deviation = float(np.max(np.abs(result.qdd - reference)) / max(np.max(np.abs(reference)), 1e-300))
+    else:
+        notes.append(NO_REFERENCE)
+    row.note = "; ".join(notes)
     return row
+
+
+NO_REFERENCE = ("no deviation -- the dense KKT solve of the hard problem is singular at this state (dependent "
+                "constraints), so there is no reference to compare with")
+
+REFUSALS = {
+    "inconsistent": "its constraints contradict each other at this state",
+    "ill-conditioned": "it is too ill-conditioned at this state for the solution to be verified",
+    "undetermined": "some of its accelerations are undetermined at this state",
+}
+CONTRADICTION_FIX = "correct or remove the contradicting constraints (no algorithm can meet them all)"
+
+
+def not_converged_note(result) -> str:
+    """The note of a row whose run did not converge: its residual, the cause a dense check of the state finds
+    (:mod:`mechanics.diagnosis`) and what helps, e.g. ``not converged (residual 2.5e+00): inconsistent -- fix
+    the constraints or the velocities``."""
+    return f"not converged (residual {result.residual:.1e}): {result.cause} -- {REMEDIES[result.cause]}"
+
+
+def refusal_note(name: str, algo, mech, error: elimination.SingularProblemError) -> str:
+    """One sentence for a solve that raised ``error``: the algorithm as the user named it, the reason, the fix.
+
+    Examples
+    --------
+    >>> error = elimination.SingularProblemError("...", kind="singular")
+    >>> refusal_note("pv", ALGORITHMS["pv"], mechanics.models.four_bar(), error)  # doctest: +NORMALIZE_WHITESPACE
+    "pv: the hard policy cannot solve 'four_bar' -- its constraints are dependent at this state;
+    use proxpv or another prox algorithm (proxbbo, proxltl)"
+    """
+    labels = algo.policy_label.split("+")
+    reason = _refusal_reason(error.kind, labels)
+    fix = CONTRADICTION_FIX if error.kind == "inconsistent" else " or ".join(mechanics.POLICIES[p].fix for p in labels)
+    return f"{name}: the {algo.policy_label} policy cannot solve {mech.name!r} -- {reason}; {fix}"
+
+
+def _refusal_reason(kind: str, policies: list) -> str:
+    """Why a solve was refused, from the error's ``kind`` (``""``: the hard policy's residual check)."""
+    if kind in REFUSALS:
+        return REFUSALS[kind]
+    if "hard" not in policies:
+        return "a pivot is singular at this state"
+    if kind == "singular":
+        return "its constraints are dependent at this state"
+    return "its answer misses the constraints beyond round-off: they are dependent, or nearly so, at this state"
 
 
 SAMPLE = 2e-3  # seconds a timing sample lasts at least
@@ -201,16 +255,20 @@ def median_seconds(call, repeat: int, sample: float = 0.0) -> float:
     return float(np.median(times))
 
 
-def _elimination_seconds(mech, algo, plan, q, v, tau, mu: float, repeat: int) -> float | None:
-    """One compiled factorization and solve of the algorithm's graph at this state (``None`` if the plan
-    does not compile)."""
+def _elimination_seconds(mech, algo, plan, q, v, tau, mu: float, repeat: int) -> tuple:
+    """``(seconds, None)``: one compiled factorization and solve of the algorithm's graph at this state; or
+    ``(None, why)`` where the compiled kernel does not take the plan or refuses the state."""
     graph = gplc_graph(mech, q, v, tau, policy=algo.policies, mu=mu)
     try:
         run = elimination.compiled_elimination(graph, plan)
-    except ValueError:
-        return None
-    run()  # compiled (or loaded from disk) before it is timed
-    return median_seconds(run, max(repeat, 5), sample=SAMPLE)
+    except ValueError as error:
+        return None, f"the plan does not run in compiled code ({error}); ms/solve times the numpy path"
+    try:
+        run()  # compiled (or loaded from disk) before it is timed
+    except elimination.SingularProblemError:
+        return None, ("the compiled kernel hands this state to the numpy path (a suspect pivot or dependent hard "
+                      "rows), whose time ms/solve includes")
+    return median_seconds(run, max(repeat, 5), sample=SAMPLE), None
 
 
 COLUMNS = ("algorithm", "policy", "flops", "max_front", "fill_edges", "iterations", "residual", "seconds",
@@ -227,15 +285,42 @@ def _cell(value) -> str:
 
 
 def format_table(rows: list, title: str = "") -> str:
-    """Fixed-width text table (times shown in ms: ``ms/solve`` the whole call, ``elim ms`` the elimination alone)."""
+    """Fixed-width text table (times shown in ms: ``ms/solve`` the whole call, ``elim ms`` the elimination alone).
+
+    A row's note -- why a cell is empty, or that the run did not converge -- is
+    a footnote under the table, marked ``[1]``, ``[2]``... in the note column.
+    """
     header = ("algorithm", "policy", "flops", "max front", "fill", "iter", "residual", "ms/solve", "elim ms", "deviation",
               "note")
-    body = [[_cell(_ms(getattr(r, c)) if c in MILLISECONDS else getattr(r, c)) for c in COLUMNS] for r in rows]
+    marks, footnotes = footnote_marks([r.note for r in rows])
+    body = [[_cell(_ms(getattr(r, c)) if c in MILLISECONDS else getattr(r, c)) for c in COLUMNS[:-1]] + [mark]
+            for r, mark in zip(rows, marks)]
+    return _fixed_width(header, body, title) + footnotes
+
+
+def footnote_marks(notes: list) -> tuple:
+    """``(marks, footnotes)``: ``"[k]"`` per non-empty note (one number per distinct text) and the lines
+    ``"\n[k] note"`` to print under a table (``""`` when no note)."""
+    numbers = {note: k + 1 for k, note in enumerate(dict.fromkeys(n for n in notes if n))}
+    marks = [f"[{numbers[n]}]" if n else "" for n in notes]
+    return marks, "".join(f"\n[{k}] {note}" for note, k in numbers.items())
+
+
+def _fixed_width(header: tuple, body: list, title: str = "") -> str:
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
     lines = [title] if title else []
     lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
     lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths)).rstrip() for b in body]
     return "\n".join(lines)
+
+
+def format_points(points: list) -> str:
+    """The points of :func:`scale` as a fixed-width table, notes as footnotes (as :func:`format_table`)."""
+    header = ("size", "algorithm", "flops", "ms/solve", "note")
+    marks, footnotes = footnote_marks([p.get("note", "") for p in points])
+    body = [[str(p["size"]), p["algorithm"], _cell(p["flops"]), _cell(_ms(p["seconds"])), mark]
+            for p, mark in zip(points, marks)]
+    return _fixed_width(header, body) + footnotes
 
 
 def _ms(seconds: float | None) -> float | None:
@@ -276,7 +361,7 @@ def scale(model: str, param: str, sizes, algorithms=None, mu: float = 1e6, repea
         step(Step("building"))
         mech = make(**{param: size})
         for row in compare(mech, algorithms, mu=mu, repeat=repeat, on_step=step):
-            out.append({"size": size, "nv": mech.nv, "m": mech.constraint_dim, **asdict(row)})
+            out.append({"size": size, "mechanism": mech.name, "nv": mech.nv, "m": mech.constraint_dim, **asdict(row)})
     if progress is not None:
         print(file=progress)
     return out
@@ -313,31 +398,55 @@ def plot_scaling(points: list, path, title: str = "") -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise ImportError("plotting needs matplotlib: pip install 'gaussgraph[plot]'") from None
+        raise ImportError("plotting needs matplotlib: pip install matplotlib (or, in a checkout of gaussgraph, "
+                          "pip install '.[plot]')") from None
     from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
     markers = "os^vD<>ph*"
     all_sizes = sorted({p["size"] for p in points})
+    noted = False
     for k, name in enumerate(dict.fromkeys(p["algorithm"] for p in points)):
-        mine = [p for p in points if p["algorithm"] == name and p["seconds"] is not None]
-        if not mine:
-            continue
-        sizes = [p["size"] for p in mine]
+        mine = [p for p in points if p["algorithm"] == name]
         # algorithms with equal flops lie on one another: distinct markers and dashes keep each visible
-        style = {"marker": markers[k % len(markers)], "linestyle": "-" if k < 10 else "--", "label": name,
+        style = {"marker": markers[k % len(markers)], "linestyle": "-" if k < 10 else "--",
                  "markerfacecolor": "none" if k % 2 else None}
-        axes[0].loglog(sizes, [p["seconds"] * 1e3 for p in mine], **style)
-        axes[1].loglog(sizes, [p["flops"] for p in mine], **style)
+        for axis, field, unit in ((axes[0], "seconds", 1e3), (axes[1], "flops", 1.0)):
+            shown = [p for p in mine if p[field] is not None]
+            label = legend_label(name, [p for p in mine if p[field] is None])
+            noted |= label != name
+            axis.loglog([p["size"] for p in shown], [p[field] * unit for p in shown], label=label, **style)
+    legends = []
     for axis in axes:  # ticks at the sizes measured, written as numbers (not 2x10^0)
         axis.xaxis.set_major_locator(FixedLocator(all_sizes))
         axis.xaxis.set_minor_locator(NullLocator())
         axis.xaxis.set_major_formatter(ScalarFormatter())
         axis.grid(True, which="major", alpha=0.3)
+        # long notes would hide the lines: below the axes then, outside the layout (it would squeeze the axes)
+        below = {"loc": "upper center", "bbox_to_anchor": (0.5, -0.15)} if noted else {}
+        legends.append(axis.legend(fontsize=8, **below))
+        legends[-1].set_in_layout(not noted)
     axes[0].set(xlabel="size", ylabel="ms per solve", title=title or "time")
     axes[1].set(xlabel="size", ylabel="estimated flops", title="symbolic cost (plan flops)")
-    axes[0].legend(fontsize=8)
-    axes[1].legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path)
+    fig.savefig(path, bbox_inches="tight", bbox_extra_artists=legends)
     plt.close(fig)
+
+
+def legend_label(name: str, missing: list) -> str:
+    """``name``, or ``"name (no point at 32: why)"`` for the points of ``missing`` (their notes say why;
+    the mechanism of a size is "it", so that one reason serves every size), wrapped to about 60 characters.
+
+    >>> legend_label("pv", [{"size": 32, "mechanism": "x_32", "note": "pv: the hard policy refuses 'x_32'"}])
+    'pv (no point at 32: the hard policy refuses it)'
+    """
+    if not missing:
+        return name
+    sizes = ", ".join(str(p["size"]) for p in missing)
+    reasons = dict.fromkeys(_point_reason(name, p) for p in missing)
+    return textwrap.fill(f"{name} (no point at {sizes}: {'; '.join(reasons)})", 60)
+
+
+def _point_reason(name: str, point: dict) -> str:
+    reason = point.get("note", "").removeprefix(f"{name}: ") or "no value"
+    return reason.replace(repr(point["mechanism"]), "it") if "mechanism" in point else reason

@@ -207,18 +207,31 @@ def test_singular_pivot_names_the_variable_and_the_step():
     assert error.value.keys == ("b",) and error.value.step == 1
 
 
-def test_redundant_hard_multipliers_are_singular_and_point_to_prox():
-    """Two unregularized multipliers on the same constraint (the 'hard' policy on a duplicated weld)."""
+def _one_constraint_twice(targets) -> FactorGraph:
+    """``x_0 + x_1 = t`` for each ``t`` of ``targets``, each with an unregularized multiplier (the 'hard' policy)."""
     g = FactorGraph()
     g.add_variable(Variable("x", 2))
     g.add(Quadratic(["x"], np.eye(2)))
-    for j in range(2):
+    for j, target in enumerate(targets):
         g.add_variable(Variable(("lam", j), 1, "max"))
         H = np.zeros((3, 3))
         H[0, 1:] = H[1:, 0] = [1.0, 1.0]
-        g.add(Quadratic([("lam", j), "x"], H, [0.5, 0.0, 0.0]))
-    with pytest.raises(SingularProblemError, match="prox"):
-        elimination.solve(g, Ordering.from_keys(["x", ("lam", 0), ("lam", 1)]))
+        g.add(Quadratic([("lam", j), "x"], H, [target, 0.0, 0.0]))
+    return g
+
+
+def test_redundant_hard_multipliers_are_singular_and_point_to_prox():
+    """Two unregularized multipliers on the same constraint (the 'hard' policy on a duplicated weld)."""
+    with pytest.raises(SingularProblemError, match="prox") as error:
+        elimination.solve(_one_constraint_twice([0.5, 0.5]), Ordering.from_keys(["x", ("lam", 0), ("lam", 1)]))
+    assert error.value.kind == "singular" and str(error.value).endswith(".")
+
+
+def test_contradicting_hard_multipliers_are_inconsistent_and_named():
+    """``x_0 + x_1 = 0.5`` and ``= 1.5``: no x meets both; the multipliers' pivot says so, not "redundant"."""
+    with pytest.raises(SingularProblemError, match="contradict each other") as error:
+        elimination.solve(_one_constraint_twice([0.5, 1.5]), Ordering.from_keys(["x", ("lam", 0), ("lam", 1)]))
+    assert error.value.kind == "inconsistent" and "[('lam', 0), ('lam', 1)]" in str(error.value)
 
 
 def test_wrong_sign_of_a_max_variable_is_reported():
@@ -233,8 +246,9 @@ def test_batched_singularity_names_the_batch_element():
     g = FactorGraph()
     g.add_variable(Variable("x", 1))
     g.add(Quadratic(["x"], np.array([[[1.0]], [[0.0]], [[2.0]]])))
-    with pytest.raises(SingularProblemError, match=r"batch element\(s\) \[\(1,\)\]"):
+    with pytest.raises(SingularProblemError, match=r"batch element\(s\) \[\(1,\)\]") as error:
         elimination.solve(g)
+    assert str(error.value).endswith(".")  # the note sits before the advice: callers may append a sentence
 
 
 def test_plan_of_another_structure_is_refused():

@@ -7,6 +7,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
+import elimination
 import mechanics
 from mechanics import GROUND, Joint, Link, Mechanism, models
 from tests.mechanics.pinocchio_oracle import pinocchio_model_of
@@ -215,3 +216,46 @@ def test_the_state_arrays_are_not_modified():
     copies = [a.copy() for a in (q, v, tau)]
     mechanics.forward_dynamics(mech, q, v, tau, algorithm="aba")
     assert all(np.array_equal(a, b) for a, b in zip((q, v, tau), copies))
+
+
+# -- dependent constraints under the hard policy: redundant or contradictory ---------------------------------
+def _four_bar_with_the_crank_held_twice(k_first: float, k_second: float):
+    """The four-bar plus two General rows on the crank's angular acceleration about z: ``a_z = k``, twice."""
+    mech = models.four_bar()
+    K = np.zeros((1, 6))
+    K[0, 2] = 1.0
+    held = [mechanics.General(("crank",), (K,), [k_first], name="first"),
+            mechanics.General(("crank",), (K,), [k_second], name="second")]
+    return mech.with_constraints(list(mech.constraints) + held)
+
+
+@pytest.mark.parametrize("backend", ["auto", "numpy"])
+def test_contradictory_general_rows_are_inconsistent_not_redundant(backend):
+    """Two rows that hold one acceleration at 0 and at 1: no motion meets both, and the error says so."""
+    mech = _four_bar_with_the_crank_held_twice(0.0, 1.0)
+    q, v, tau = state(mech)
+    with pytest.raises(elimination.SingularProblemError) as error:
+        mechanics.forward_dynamics(mech, q, v, tau, algorithm="pv", backend=backend)
+    assert error.value.kind == "inconsistent"
+    assert "contradict each other" in str(error.value) and "redundant" not in str(error.value)
+    assert "[Multiplier('first'), Multiplier('second')]" in str(error.value)  # the loop is not involved
+
+
+@pytest.mark.parametrize("backend", ["auto", "numpy"])
+def test_the_same_general_row_twice_is_redundant_and_points_to_prox(backend):
+    mech = _four_bar_with_the_crank_held_twice(0.5, 0.5)
+    q, v, tau = state(mech)
+    with pytest.raises(elimination.SingularProblemError) as error:
+        mechanics.forward_dynamics(mech, q, v, tau, algorithm="pv", backend=backend)
+    assert error.value.kind == "singular" and "linearly dependent" in str(error.value)
+    assert "contradict each other" not in str(error.value) and "use a prox algorithm" in str(error.value)
+    message = str(error.value)
+    assert ". The hard policy" in message and "constraints The" not in message  # sentences joined by full stops
+
+
+# -- sizes of the built-in models ----------------------------------------------------------------------------
+@pytest.mark.parametrize("length", ["crank", "coupler", "rocker", "base"])
+@pytest.mark.parametrize("value", [-1.0, 0.0, float("nan")])
+def test_a_length_of_the_four_bar_that_is_not_positive_is_refused_naming_it(length, value):
+    with pytest.raises(ValueError, match=rf"four_bar: {length} must be a finite number > 0, got {value!r}"):
+        models.four_bar(**{length: value})

@@ -55,7 +55,7 @@ def test_compare_a_sized_builtin_and_render(tmp_path):
 def test_render_writes_svg_pictures(tmp_path):
     render = gaussgraph("render", "four_bar", "--algorithm", "proxbbo", "--out", tmp_path, "--format", "svg")
     assert render.returncode == 0, render.stderr
-    assert (tmp_path / "proxbbo" / "step_0.svg").exists() and (tmp_path / "factor_graph_prox.svg").exists()
+    assert list((tmp_path / "proxbbo").glob("step_*.svg")) and (tmp_path / "factor_graph_prox.svg").exists()
 
 
 def test_list_and_scale(tmp_path):
@@ -79,6 +79,11 @@ def test_list_and_scale(tmp_path):
         (("scale", "fig4", "--sizes", "a,b"), "scale needs|--sizes"),
         (("lst",), r"unknown command 'lst' \(did you mean list\?\); choose from compare, list, render, scale"),
         (("compare", "solo12", "--contact", "FL_FOT"), r"'solo12' has no frame or link 'FL_FOT'; did you mean FL_FOOT"),
+        (("compare", "solo12", "--contact", "FL_FOOT:hinge"), r"--contact 'FL_FOOT:hinge': unknown contact kind "
+                                                              r"'hinge' \(point \| weld\)$"),
+        (("compare", "four_bar:crank=-1"), r"four_bar: crank must be a finite number > 0, got -1$"),
+        (("scale", "four_bar", "--param", "base", "--sizes", "0"), r"four_bar: base must be a finite number > 0, "
+                                                                    r"got 0$"),
         (("compare", "robotx"), r"unknown mechanism 'robotx'; built-ins: .*; robots \(the robots extra\): .*talos"),
         (("compare", "fig4", "--json", "no/such/folder/t.json"), "cannot write no/such/folder/t.json: no folder"),
         (("scale", "cycle", "--sizes", "7", "--json", "no/such/folder/t.json"), "cannot write .*: no folder"),
@@ -110,7 +115,8 @@ def test_a_plot_without_matplotlib_is_refused_before_the_run(monkeypatch, tmp_pa
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
     monkeypatch.setattr(viz.compare, "scale", lambda *a, **k: pytest.fail("the sweep ran"))
     assert cli.main(["scale", "cycle", "--sizes", "7", "--plot", str(tmp_path / "s.png")]) == 2
-    assert "--plot needs matplotlib: pip install 'gaussgraph[plot]'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--plot needs matplotlib: pip install matplotlib" in err and "'.[plot]'" in err and "gaussgraph[" not in err
 
 
 def test_the_talos_command_of_the_issue_runs_and_agrees_with_the_dense_solve(tmp_path):
@@ -204,9 +210,116 @@ def test_compare_notes_runs_that_did_not_converge(tmp_path, capsys):
     table = capsys.readouterr().out
     rows = {r["algorithm"]: r for r in json.loads((tmp_path / "t.json").read_text())["rows"]}
     for name in ("proxbbo", "lcaba", "pv_soft"):
-        assert rows[name]["note"] == f"not converged (residual {rows[name]['residual']:.1e})", rows[name]
+        assert rows[name]["note"] == (f"not converged (residual {rows[name]['residual']:.1e}): inconsistent -- fix "
+                                      "the constraints or the velocities"), rows[name]
         assert rows[name]["note"] in table
-    assert rows["pv"]["note"].startswith("singular")
+    # pv's note says why (the rows contradict each other: the iterative rows above keep a residual) and what helps
+    assert rows["pv"]["note"].startswith("pv: the hard policy cannot solve 'bar' -- its constraints contradict each "
+                                         "other at this state; correct or remove the contradicting constraints")
+    assert rows["pv"]["note"] in table
+
+
+def test_a_refused_algorithm_is_noted_with_its_name_the_reason_and_a_fix_that_works(tmp_path, capsys):
+    """A point contact at the rocker's ground pivot repeats what its joint already holds: the hard policy
+    refuses; the note names pv as the user wrote it, says why, and points to proxpv, which then solves it."""
+    from viz.cli import main
+
+    assert main(["compare", "four_bar", "--contact", "rocker", "--algorithms", "PV,proxpv", "--repeat", "1",
+                 "--json", str(tmp_path / "t.json")]) == 0
+    table = capsys.readouterr().out
+    rows = {r["algorithm"]: r for r in json.loads((tmp_path / "t.json").read_text())["rows"]}
+    assert rows["pv"]["note"] == ("pv: the hard policy cannot solve 'four_bar' -- its constraints are dependent at "
+                                  "this state; use proxpv or another prox algorithm (proxbbo, proxltl)")
+    assert rows["pv"]["seconds"] is None and f"[1] {rows['pv']['note']}" in table.splitlines()
+    assert rows["proxpv"]["seconds"] is not None and "not converged" not in rows["proxpv"]["note"]
+
+
+def test_scale_notes_every_empty_cell_in_the_table_and_in_the_plot_legend(tmp_path, capsys, monkeypatch):
+    """cycle(5): a weld on four joints has dependent rows, which pv refuses; aba does not apply to a loop."""
+    import matplotlib.figure
+
+    from viz.cli import main
+
+    legends = []
+    save = matplotlib.figure.Figure.savefig
+
+    def keep_legends(figure, *args, **kwargs):
+        legends.append([[t.get_text() for t in axis.get_legend().get_texts()] for axis in figure.axes])
+        return save(figure, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", keep_legends)
+    assert main(["scale", "cycle", "--sizes", "5,8", "--algorithms", "pv,proxbbo,aba", "--repeat", "1",
+                 "--plot", str(tmp_path / "s.png"), "--json", str(tmp_path / "s.json")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    points = json.loads((tmp_path / "s.json").read_text())
+    empty = [p for p in points if p["seconds"] is None]
+    assert {(p["size"], p["algorithm"]) for p in empty} >= {(5, "pv"), (5, "aba"), (8, "aba")}
+    for p in empty:  # its row carries a mark, and the mark's footnote is the point's note
+        row = next(line for line in lines if line.split()[:2] == [str(p["size"]), p["algorithm"]])
+        mark = row.split()[-1]
+        assert re.fullmatch(r"\[\d+\]", mark) and f"{mark} {p['note']}" in lines
+        assert p["note"].startswith(p["algorithm"])
+    time_legend = " ".join(legends[0][0]).replace("\n", " ")
+    assert "pv (no point at 5: the hard policy cannot solve it --" in time_legend
+    assert "aba (no point at 5, 8: aba solves a kinematic tree" in time_legend
+    assert (tmp_path / "s.png").exists()
+
+
+MALFORMED_URDF = """<robot name="arm"><link name="base"/>
+  <joint name="shoulder" type="revolute"><parent link="base"/><child link="upper_arm"/><axis xyz="0 0 1"/>
+    <limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>"""
+
+
+def test_a_malformed_urdf_is_one_line_with_the_parsers_cause(tmp_path, capsys):
+    from viz.cli import main
+
+    path = tmp_path / "arm.urdf"
+    path.write_text(MALFORMED_URDF)
+    assert main(["compare", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"gaussgraph: error: {path}: cannot read this URDF file: Failed to build tree: child link " \
+                  "[upper_arm] of joint [shoulder] not found\n"
+
+
+LINK_WITH_A_COLON = """<robot name="arm"><link name="base"/>
+  <link name="tool:tip"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/>
+    </inertial></link>
+  <joint name="slide" type="prismatic"><parent link="base"/><child link="tool:tip"/><axis xyz="1 0 0"/>
+    <limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>"""
+
+
+def test_a_contact_on_a_frame_whose_name_holds_a_colon(tmp_path, capsys):
+    """``tool:tip`` is a link, not the link ``tool`` with a contact kind ``tip``; ``tool:tip:hinge`` is a bad kind."""
+    from viz.cli import main
+
+    path = tmp_path / "arm.urdf"
+    path.write_text(LINK_WITH_A_COLON)
+    assert main(["compare", str(path), "--contact", "tool:tip", "--algorithms", "proxbbo", "--repeat", "1"]) == 0
+    assert "1 constraints" in capsys.readouterr().out
+    assert main(["compare", str(path), "--contact", "tool:tip:hinge"]) == 2
+    assert "unknown contact kind 'hinge' (point | weld)" in capsys.readouterr().err
+
+
+def test_render_with_out_and_html_writes_both_and_html_alone_only_the_page(tmp_path, capsys, monkeypatch):
+    from viz.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    both = ["render", "four_bar", "--algorithm", "proxbbo", "--format", "dot"]
+    assert main(both + ["--out", "frames", "--html", "both.html"]) == 0
+    assert (tmp_path / "both.html").is_file() and (tmp_path / "frames" / "proxbbo" / "overview.dot").is_file()
+    out = capsys.readouterr().out
+    assert "page written to both.html" in out and "files written to frames" in out
+    assert main(both + ["--html", "alone.html"]) == 0
+    assert (tmp_path / "alone.html").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["alone.html", "both.html", "frames"]  # no folder of frames
+
+
+def test_list_reads_as_plain_sentences():
+    """The docstrings' first sentences lose their literals (````loops````): no word may then come twice in a row."""
+    listing = gaussgraph("list")
+    assert listing.returncode == 0
+    doubled = [line for line in listing.stdout.splitlines() if re.search(r"\b(\w+) \1\b", line)]
+    assert doubled == []
 
 
 # -- progress and interruption ------------------------------------------------------------------
