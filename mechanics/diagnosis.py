@@ -14,7 +14,7 @@ short has one of four causes, told apart here in this order:
     iterations removes (the residual stagnates).
 ``"max_iter"``
     The iterations contract quickly (the weakest direction keeps at most
-    ``SLOW_CONTRACTION`` of its residual per iteration), but ``max_iter`` cut
+    ``SLOW_CONTRACTION`` of its residual per iteration), and ``max_iter`` cut
     them short.
 ``"singular configuration"``
     The contraction is slow, and mostly because the constraint rows are
@@ -27,6 +27,11 @@ short has one of four causes, told apart here in this order:
     The contraction is slow while the rows are well apart: the inertia makes
     ``D`` ill-conditioned (or ``mu`` is small for it); more ``max_iter`` or a
     larger ``mu``.
+
+Where the contraction is fast but the accelerations settled (the run stopped
+itself) with the residual above the tolerance, round-off in the solves left a
+floor there (about ``eps cond(D)``); the cause is the singular configuration or
+the inertia that makes ``D`` ill-conditioned, as above, and a looser ``tol`` helps.
 
 Rows are scaled to unit norm before ranks are judged, so that a weld's
 angular and linear rows, or a revolute and a prismatic column, weigh alike.
@@ -45,6 +50,10 @@ from .mechanism import GROUND, Mechanism
 INCONSISTENT, SINGULAR, ILL_CONDITIONED, MAX_ITER = "inconsistent", "singular configuration", "ill-conditioned", "max_iter"
 CAUSES = (INCONSISTENT, SINGULAR, ILL_CONDITIONED, MAX_ITER)
 RANK_RTOL = 1e-10  # singular values of the row-scaled J below this, relative to the largest, are its null space
+REMEDIES = {  # what helps, in a few words (the explanation says it with the numbers)
+    INCONSISTENT: "fix the constraints or the velocities", SINGULAR: "move away from this configuration",
+    ILL_CONDITIONED: "raise max_iter or mu", MAX_ITER: "raise max_iter",
+}
 SLOW_CONTRACTION = 0.5  # the weakest direction keeping more than this of its residual per iteration is slow
 
 
@@ -137,19 +146,24 @@ class Diagnosis:
             return (f"the constraints are inconsistent at this state -- no motion meets them all: the closest any "
                     f"motion comes leaves {self.gap:.1e} on {names}{rank}; check the constraints, and that the "
                     f"velocities v satisfy them (at a singular configuration they may not)")
-        delassus = f"the Delassus matrix has condition {self.condition:.1e} (smallest eigenvalue {self.smallest:.1e})"
-        slow = (f"its weakest direction keeps {self.contraction:.3g} of the residual per "
-                f"{'correction' if soft else 'iteration'}")
+        if self.cause == MAX_ITER:
+            return (f"the iterations contract well ({self.contraction:.1e} per iteration) but max_iter={max_iter} "
+                    f"cut them short: raise max_iter")
         if self.cause == SINGULAR:
-            return (f"a singular configuration: the rows of {names} are nearly dependent here (a combination of them "
-                    f"cancels to {self.dependence:.0e} of its size{rank}), so {delassus} and {slow}; move away from "
-                    f"this configuration, or remove a dependent constraint")
-        if self.cause == ILL_CONDITIONED:
+            why = (f"a singular configuration: the rows of {names} are nearly dependent here (a combination of them "
+                   f"cancels to {self.dependence:.0e} of its size{rank})")
+            remedy = "move away from this configuration, or remove a dependent constraint"
+        else:
+            why = "ill-conditioned by the inertia (the constraint rows are well apart)"
             remedy = "raise mu (larger is stiffer)" if soft else "raise max_iter, or mu (larger is stiffer)"
-            return (f"ill-conditioned: {delassus} although the constraint rows are well apart -- the inertia makes "
-                    f"it so -- and {slow}; {remedy}")
-        return (f"the iterations contract well ({self.contraction:.1e} per iteration) but max_iter={max_iter} cut them "
-                f"short: raise max_iter")
+        delassus = f"the Delassus matrix has condition {self.condition:.1e} (smallest eigenvalue {self.smallest:.1e})"
+        if self.contraction <= SLOW_CONTRACTION:  # fast, yet stopped short: a round-off floor
+            return (f"{why}, so {delassus}: the iterations contract fast ({self.contraction:.1e} per iteration) but "
+                    f"the accelerations settled with the residual above tol, the round-off floor of this state's "
+                    f"solves; loosen tol, or {remedy if self.cause == SINGULAR else 'lower mu'}")
+        per = "correction" if soft else "iteration"
+        return (f"{why}, so {delassus} and its weakest direction keeps {self.contraction:.3g} of the residual per "
+                f"{per}; {remedy}")
 
 
 def _inverse_sqrt(M: np.ndarray) -> np.ndarray:
@@ -159,7 +173,7 @@ def _inverse_sqrt(M: np.ndarray) -> np.ndarray:
     return (Q[:, kept] / np.sqrt(w[kept])) @ Q[:, kept].T
 
 
-def _diagnose_one(J, c, M, mu: float, tolerance: float, iterating: bool, names: np.ndarray) -> Diagnosis:
+def _diagnose_one(J, c, M, mu: float, tolerance: float, capped: bool, names: np.ndarray) -> Diagnosis:
     """:class:`Diagnosis` of one state's ``J qdd = c`` with inertia ``M``."""
     m = J.shape[0]
     scale = np.linalg.norm(J, axis=1)
@@ -177,7 +191,7 @@ def _diagnose_one(J, c, M, mu: float, tolerance: float, iterating: bool, names: 
     contraction = 1.0 / (1.0 + mu * smallest)
     if gap > tolerance:
         cause, weights = INCONSISTENT, np.where(np.abs(gap_rows) > tolerance, 1.0, 0.0)
-    elif iterating and contraction <= SLOW_CONTRACTION:
+    elif contraction <= SLOW_CONTRACTION and capped:
         cause, weights = MAX_ITER, V[:, m - rank]
     elif dependence ** -4 >= condition:  # the rows' near-dependence makes more of D's condition than the inertia
         cause, weights = SINGULAR, U[:, rank - 1]
@@ -188,7 +202,7 @@ def _diagnose_one(J, c, M, mu: float, tolerance: float, iterating: bool, names: 
                      tuple(dict.fromkeys(names[rows])))
 
 
-def diagnose(mechanism: Mechanism, q: np.ndarray, v: np.ndarray, mu: float, tol: float, iterating: bool = True) -> list:
+def diagnose(mechanism: Mechanism, q: np.ndarray, v: np.ndarray, mu: float, tol: float, capped=None) -> list:
     """Why the runs at these states did not converge: a :class:`Diagnosis` each.
 
     Parameters
@@ -199,9 +213,9 @@ def diagnose(mechanism: Mechanism, q: np.ndarray, v: np.ndarray, mu: float, tol:
     mu, tol : float
         The run's settings; a residual within ``max(tol, RESIDUAL_RTOL (1 + max |k|))`` is met
         (:mod:`mechanics.convergence`).
-    iterating : bool
-        Whether the run iterated (``alm``, ``prox``) or made one correction (``soft``): only the first
-        stops at ``max_iter``.
+    capped : ndarray of bool (n,), optional
+        Where the run stopped at ``max_iter`` (default: everywhere); elsewhere it stopped itself, its
+        accelerations settled (or, ``soft``, after its one correction).
 
     Returns
     -------
@@ -221,4 +235,5 @@ def diagnose(mechanism: Mechanism, q: np.ndarray, v: np.ndarray, mu: float, tol:
     tolerance = residual_tolerance(tol, terms, kin.batch_shape)
     J, c, M = _joint_space(mechanism, kin, list(terms.values()))
     names = np.array([c.name for c in mechanism.constraints for _ in range(c.dim)], dtype=object)
-    return [_diagnose_one(J[i], c[i], M[i], mu, float(tolerance[i]), iterating, names) for i in range(len(q))]
+    capped = np.ones(len(q), dtype=bool) if capped is None else capped
+    return [_diagnose_one(J[i], c[i], M[i], mu, float(tolerance[i]), bool(capped[i]), names) for i in range(len(q))]

@@ -335,8 +335,9 @@ def _explained(name: str, label: str, policies: dict, mechanism: Mechanism, mu: 
         yield
     except elimination.SingularProblemError as error:
         advice = " ".join(dict.fromkeys(p.advice for p in policies.values()))
+        settings = f"{label} policy" if label == "hard" else f"{label} policy, mu={mu:g}"  # (mu: no part in hard)
         raise elimination.SingularProblemError(
-            f"{name} ({label} policy, mu={mu:g}) on {mechanism.name!r}: {error} {advice}",
+            f"{name} ({settings}) on {mechanism.name!r}: {error} {advice}",
             error.step, error.keys, error.kind, error.factors,
         ) from None
 
@@ -542,7 +543,8 @@ class PreparedDynamics:
             return np.full(batch, "") if batch else ""
         state = [np.array(np.broadcast_to(a, batch + a.shape[-1:])[failed]) for a in (q, v)]  # (kept past the call)
         iterating = any(p.iterates for p in self.policies.values())
-        diagnosed = functools.cache(lambda: diagnose(self.mechanism, *state, self.mu, self.tol, iterating))
+        capped = (iterations >= self.max_iter)[failed] & iterating
+        diagnosed = functools.cache(lambda: diagnose(self.mechanism, *state, self.mu, self.tol, capped))
         warn_not_converged(self._context, self._names, self.tol, self.max_iter, converged, iterations, worst,
                            diagnosed, stacklevel=stacklevel)
 

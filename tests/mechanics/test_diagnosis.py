@@ -15,6 +15,7 @@ import pytest
 import mechanics
 from mechanics import models
 from tests.mechanics.pinocchio_oracle import _drift, constraint_jacobian, pinocchio_model_of
+from tests.mechanics.random_mechanisms import random_state
 from tests.mechanics.test_convergence import pinned_state, pinned_twice
 
 ITERATING = ["proxbbo", "proxpv", "lcaba"]
@@ -129,6 +130,19 @@ def test_causes_are_told_apart_per_batch_element():
         assert len(reported) == 1 and "in 2 of 3 batch elements" in reported[0]
         assert "Cause of 1: a singular configuration" in reported[0]
         assert "Cause of 1: the constraints are inconsistent" in reported[0] and "rank 4 of 6" in reported[0]
+
+
+def test_a_run_that_settles_above_tol_says_round_off_is_the_floor():
+    """proxLTL on a chain of welded loops near a singular configuration: the iterations contract fast but the
+    accelerations settle with the residual near eps cond(D) -- not the cap (it stops itself before max_iter)."""
+    mech = models.chain_of_loops()
+    q, v, tau = (a[1] for a in random_state(mech, np.random.default_rng(5), (4,)))
+    view = pinocchio_view(mech, q, v)
+    smallest = view["eigenvalues"][len(view["eigenvalues"]) - view["rank"]]
+    assert view["gap"] < 1e-9 and 1.0 / (1.0 + 1e6 * smallest) < 0.5 and view["dependence"] < 1e-2
+    result, reported = run(mech, q, v, tau, algorithm="proxltl", max_iter=500)
+    assert result.converged is False and result.iterations < 500 and result.cause == "singular configuration"
+    assert "round-off floor" in reported[0] and "loosen tol" in reported[0] and "raise max_iter" not in reported[0]
 
 
 def test_soft_names_the_cause_with_mu_as_the_remedy():
