@@ -20,11 +20,11 @@ from factorgraph import __version__
 
 from . import models
 from .algorithms import ALGORITHMS, Algorithm, resolve_algorithm
-from .convergence import ConvergenceWarning, MuConventionWarning
+from .convergence import ConvergenceWarning, MuConventionWarning, NumpyPathWarning
 from .dynamics import DynamicsResult, PreparedDynamics, algorithm_plan, delassus, forward_dynamics, prepare
 from .gplc import GPLCLayout, gplc_graph
 from .keys import JointAcceleration, LinkAcceleration, LoopTerm, Multiplier, Penalty, Prior, ProximalPrior, Torque, TreeJoint
-from .policies import ALM, POLICIES, ConstraintPolicy, Hard, Prox, Soft, resolve_policies
+from .policies import ALM, POLICIES, ConstraintPolicy, Hard, PolicyNumbers, Prox, Soft, resolve_policies
 from .joints import Joint
 from .kinematics import constraint_terms, kinematics
 from .mechanism import GROUND, Connect, General, Link, Mechanism, Pose, Weld, at
@@ -53,11 +53,13 @@ __all__ = [
     "LoopTerm",
     "Mechanism",
     "MuConventionWarning",
+    "NumpyPathWarning",
     "Multiplier",
     "POLICIES",
     "Penalty",
     "Pose",
     "Prior",
+    "PolicyNumbers",
     "Prox",
     "ProximalPrior",
     "Soft",

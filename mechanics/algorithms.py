@@ -274,8 +274,9 @@ def layout_of(mechanism: Mechanism, algorithm: Algorithm) -> GPLCLayout:
 
 
 def policy_types(policies: dict) -> tuple:
-    """``(constraint, policy class)`` pairs: what structure derived from a choice of policies depends on."""
-    return tuple((c, type(p)) for c, p in policies.items())
+    """``(constraint, policy)`` pairs: what a layout and tables derived from a choice of policies depend on
+    (a policy compares by class and numbers: a stiffer ``prox`` fills other numbers)."""
+    return tuple(policies.items())
 
 
 def plan_key(layout: GPLCLayout, algorithm: Algorithm) -> tuple:

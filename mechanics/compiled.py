@@ -36,8 +36,10 @@ found dependent (re-planned there), a suspect factorization whose refinement
 does not settle, dropped rows that contradict each other -- it says so per
 state and the caller runs the numpy path, which names the variables.
 
-Built-in constraint policies only (``alm``, ``prox``, ``hard``, ``soft``): a
-policy subclass runs on the numpy path (:attr:`CompiledDynamics.unsupported`).
+Constraint policies enter as their numbers (:class:`mechanics.policies.PolicyNumbers`,
+a row of the constraint tables each): any policy whose arithmetic is its
+numbers' runs here; one with an ``update`` or ``moving_term`` of its own runs on
+the numpy path (:attr:`CompiledDynamics.unsupported` says why).
 
 A program of mostly tree and wide pairs (:func:`elimination.lanes.covers_pairs`:
 ABA's, LCABA's, proxBBO's on the benchmark robots) runs sixteen states at a time
@@ -76,18 +78,18 @@ from .checks import UNIT_NORM_TOL
 from .convergence import RESIDUAL_RTOL, SOFT_CONTRACTION
 from .keys import JointAcceleration, LinkAcceleration, LoopTerm, Multiplier, Penalty, Prior, ProximalPrior, Torque, TreeJoint
 from .mechanism import GROUND, Connect, Weld
-from .policies import ALM, Hard, Prox, Soft
+from .policies import EXACT, HOLDS, INFORMATION
 
 JOINTS = {"fixed": 0, "revolute": 1, "revolute_unbounded": 2, "prismatic": 3, "spherical": 4, "planar": 5, "free": 6}
-POLICY_CODES = {ALM: 0, Prox: 1, Hard: 2, Soft: 3}
 PRIOR, TORQUE, TREE, PENALTY, LOOP, PROXIMAL = range(6)  # factor kinds
 WELD, CONNECT, GENERAL = range(3)  # constraint kinds
 ROLES = {Prior: PRIOR, Torque: TORQUE, TreeJoint: TREE, Penalty: PENALTY, LoopTerm: LOOP, ProximalPrior: PROXIMAL}
 
 # columns of the link table (PRIOR_F, TORQUE_F, TREE_F: the link's own factors' rows of the factor table, -1: none)
 PARENT, JOINT, Q0, V0, NV, ACC, QDD, PRIOR_F, TORQUE_F, TREE_F = range(10)
-# columns of the constraint table
-CKIND, L1, L2, CDIM, ROW0, PAIR0, NPAIR, POLICY, MULT, MOVING = range(10)
+# columns of the constraint table (MOVES, ITERATES, TEST: its policy's PolicyNumbers), and of its float table
+CKIND, L1, L2, CDIM, ROW0, PAIR0, NPAIR, MULT, MOVING, MOVES, ITERATES, TEST = range(12)
+STIFFNESS, KEEP, PUSH, TAKE = range(4)
 # columns of the factor table (JOINT0: a tree factor's first joint column; JOINT_ONLY: 1 where only a tree
 # pair's kernel reads it, through its joint columns -- the rest of [I, -I, -S] and the row scales go unwritten)
 FKIND, WHO, PAIR, FIRST, MAT, SCL, LIN, SC0, SC1, FN, JOINT0, JOINT_ONLY = range(12)
@@ -152,12 +154,12 @@ class CompiledDynamics:
                                program.value_size, program.dropped_size, max_front(program), int(program.check_rank)],
                               dtype=np.int64)
         self.iterating = any(p.iterates for p in layout.policies.values())
-        self.soft = any(isinstance(p, Soft) for p in layout.policies.values())
+        self.soft = any(p.numbers.test == HOLDS for p in layout.policies.values())
         # a batch of a program of tree pairs runs LANES states at a time (lanes_kernel), bit for bit as one by one
         self.lanes = lanes.covers_pairs(program)
         self.lane_floats = self.lane_ints = self.lane_own = None
         self.refill, self.patience = REFILL, PATIENCE
-        hard = np.concatenate([np.full(c.dim, layout.policies[c.name].name == "hard")
+        hard = np.concatenate([np.full(c.dim, layout.policies[c.name].numbers.test == EXACT)
                                for c in mechanism.constraints] or [np.zeros(0, bool)])
         self.hard_rows = hard if hard.any() else None  # constraint rows under the hard policy (None: no such rows)
         self.unit = np.array([(cols.start, cols.stop) for _, cols, _ in mechanism.unit_norm_columns],
@@ -172,9 +174,9 @@ class CompiledDynamics:
         self.floats = np.zeros(self.parts[-1])
         self.ints = np.zeros(factorize_scratch_size(int(self.sizes[6]))[1], dtype=np.int64)
         # every table in two flat arrays (the order dynamics_kernel unpacks them in): two arguments, not 48
-        self.tables = (*packed([*self.factorize_maps, *self.solve_maps[1:], self.model[0], *self.constraints,
+        self.tables = (*packed([*self.factorize_maps, *self.solve_maps[1:], self.model[0], *self.constraints[:3],
                                 self.factors, self.scope, self.drops, self.sizes, self.unit, self.parts]),
-                       *packed([*self.model[1:], *self.general]))
+                       *packed([*self.model[1:], *self.general, self.constraints[3]]))
 
     def run(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, forces0: np.ndarray, mu: float, tol: float,
             max_iter: int, refine: int) -> tuple:
@@ -259,8 +261,8 @@ def _workspace_parts(mechanism, constraints: tuple, program) -> np.ndarray:
 
 def _unsupported(mechanism, layout) -> str:
     for name, policy in layout.policies.items():
-        if type(policy) not in POLICY_CODES:
-            return f"constraint {name!r} has the policy {policy!r}, which runs on the numpy path only"
+        if policy.lowered():
+            return f"constraint {name!r} has the policy {policy!r}, whose numbers do not say it all: {policy.lowered()}"
     for c in mechanism.constraints:
         links = [l for l in c.links if l != GROUND]
         if len(set(links)) != len(links):
@@ -295,11 +297,13 @@ def _model_tables(mechanism, index: dict, program) -> tuple:
 
 
 def _constraint_tables(mechanism, layout, index: dict, program) -> tuple:
-    """Constraints (columns ``CKIND ... MOVING``), their pairs ``(constraint, link)`` in the order of the
-    policies' slots, and the float tables: axes, frame placements, General's constant ``K`` and ``k``."""
+    """Constraints (columns ``CKIND ... TEST``, and their policies' float numbers ``STIFFNESS ... TAKE``),
+    their pairs ``(constraint, link)`` in the order of the policies' slots, and the float tables: axes,
+    frame placements, General's constant ``K`` and ``k``."""
     constraints = mechanism.constraints
     nc = len(constraints)
-    table = np.full((max(nc, 1), 10), -1, dtype=np.int64)[:nc]
+    table = np.full((max(nc, 1), 12), -1, dtype=np.int64)[:nc]
+    numbers = np.zeros((max(nc, 1), 4))[:nc]
     axes = np.zeros((max(nc, 1), 6), dtype=np.int64)
     place_R, place_p = np.zeros((max(nc, 1), 2, 3, 3)), np.zeros((max(nc, 1), 2, 3))
     pairs, K_const, k_const, row = [], [], np.zeros(mechanism.constraint_dim), 0
@@ -310,8 +314,8 @@ def _constraint_tables(mechanism, layout, index: dict, program) -> tuple:
         kind = WELD if isinstance(c, Weld) else CONNECT if isinstance(c, Connect) else GENERAL
         mult = program.value_offset.get(Multiplier(c.name), -1)
         l1, l2 = (index[c.link1], index[c.link2]) if kind != GENERAL else (-1, -1)
-        table[j] = (kind, l1, l2, c.dim, row, len(pairs), len(links), POLICY_CODES[type(policy)], mult,
-                    layout.moving.get(c.name, -1))
+        codes, numbers[j] = policy.numbers.row()
+        table[j] = (kind, l1, l2, c.dim, row, len(pairs), len(links), mult, layout.moving.get(c.name, -1), *codes)
         blocks = dict(zip(c.links, c.K)) if kind == GENERAL else {}
         for link in links:
             pairs.append((j, index[link]))
@@ -326,7 +330,7 @@ def _constraint_tables(mechanism, layout, index: dict, program) -> tuple:
         row += c.dim
     pair_table = np.asarray(pairs, dtype=np.int64).reshape(len(pairs), 2)
     K_const = np.asarray(K_const, dtype=float).reshape(len(pairs), 6, 6)
-    return (table, axes, pair_table), pair_table, (place_R, place_p, K_const, k_const)
+    return (table, axes, pair_table, numbers), pair_table, (place_R, place_p, K_const, k_const)
 
 
 def _factor_tables(layout, program, constraints: tuple, pairs: np.ndarray, mechanism, index: dict) -> tuple:
@@ -562,7 +566,7 @@ def _constraint_terms(constraints, general, root, R, p, vel, Kbuf, k, scratch):
     """:func:`mechanics.kinematics.constraint_terms` of every constraint: ``K`` per pair into ``Kbuf`` (rows
     ``0..m``), ``k`` (ground terms folded in, as there) stacked in constraint order (``scratch``:
     ``TERMS_SCRATCH`` floats)."""
-    table, axes, pairs = constraints
+    table, axes = constraints[0], constraints[1]
     place_R, place_p, K_const, k_const = general
     ground = R.shape[0] - 1
     R1, p1, R2, p2 = scratch[:9].reshape((3, 3)), scratch[9:12], scratch[12:21].reshape((3, 3)), scratch[21:24]
@@ -631,12 +635,19 @@ def _constraint_terms(constraints, general, root, R, p, vel, Kbuf, k, scratch):
 
 # -- the graph's numbers ----------------------------------------------------------------------------------------
 
+@njit(cache=True, inline="always")
+def _mu(constraints, j, mu):
+    """Constraint ``j``'s ``mu_s``: its policy's stiffness times the call's ``mu`` (``PolicyNumbers``)."""
+    return constraints[3][ix(j), STIFFNESS] * mu
+
+
 @njit(cache=True, **UNCOUNTED)
 def _penalty_information(factors, f, constraints, Kbuf, mu, e, out):
-    """``out = A' (mu e)`` for the penalty factor ``f``: ``A = [K_l ...]`` over its links (``LeastSquares.information``)."""
+    """``out = A' (mu_s e)`` for the penalty factor ``f``: ``A = [K_l ...]`` over its links (``LeastSquares.information``)."""
     table = constraints[0]
     j = factors[ix(f), WHO]
     m, pair0 = table[ix(j), CDIM], table[ix(j), PAIR0]
+    mu = _mu(constraints, j, mu)
     for q in range(table[ix(j), NPAIR]):
         for c in range(6):
             t = 0.0
@@ -727,17 +738,18 @@ def _fill_constraints(constraints, factors, Kbuf, k, lam, mu, Fw, Lin, meas, lar
             for j in range(0 if kind == PENALTY else n):  # (the penalty writes every entry)
                 Fw[ix(mat + i * n + j)] = 0.0
             Lin[ix(lin + i)] = 0.0
-        if kind == PENALTY:  # LeastSquares: H = A' (mu A), g = A' (mu b), b = k - lambda / mu
+        mu_s = _mu(constraints, who, mu)
+        if kind == PENALTY:  # LeastSquares: H = A' (mu_s A), g = A' (mu_s b), b = k - lambda / mu_s
             m, r0, pair0 = table[ix(who), CDIM], table[ix(who), ROW0], table[ix(who), PAIR0]
             for r in range(m):
-                meas[ix(r0 + r)] = k[ix(r0 + r)] - lam[ix(r0 + r)] / mu
+                meas[ix(r0 + r)] = k[ix(r0 + r)] - lam[ix(r0 + r)] / mu_s
             for a in range(n):
                 qa, ca = a // 6, a % 6
                 for c in range(n):
                     qc, cc = c // 6, c % 6
                     t = 0.0
                     for r in range(m):
-                        t += Kbuf[ix(pair0 + qa), ix(r), ix(ca)] * (mu * Kbuf[ix(pair0 + qc), ix(r), ix(cc)])
+                        t += Kbuf[ix(pair0 + qa), ix(r), ix(ca)] * (mu_s * Kbuf[ix(pair0 + qc), ix(r), ix(cc)])
                     Fw[ix(mat + a * n + c)] = t
             _penalty_information(factors, f, constraints, Kbuf, mu, meas[r0:], Lin[lin:])
         elif kind == LOOP:  # [[0, K], [K', 0]] on (lambda, a_l); -lambda' k carried by the first link's
@@ -747,11 +759,11 @@ def _fill_constraints(constraints, factors, Kbuf, k, lam, mu, Fw, Lin, meas, lar
                     Fw[ix(mat + r * n + m + c)] = Fw[ix(mat + (m + c) * n + r)] = Kbuf[ix(pair), ix(r), ix(c)]
                 if factors[ix(f), FIRST]:
                     Lin[ix(lin + r)] = k[ix(r0 + r)]
-        else:  # PROXIMAL: -I / mu, g = -lambda / mu
+        else:  # PROXIMAL: -I / mu_s, g = -lambda / mu_s
             r0 = table[ix(who), ROW0]
             for i in range(n):
-                Fw[ix(mat + i * n + i)] = -1.0 / mu
-                Lin[ix(lin + i)] = -lam[ix(r0 + i)] / mu
+                Fw[ix(mat + i * n + i)] = -1.0 / mu_s
+                Lin[ix(lin + i)] = -lam[ix(r0 + i)] / mu_s
         for i in range(n):
             Fw[ix(scl + i)] = abs(Fw[ix(mat + i * n + i)])
             largest = max(largest, Fw[ix(scl + i)])
@@ -761,15 +773,15 @@ def _fill_constraints(constraints, factors, Kbuf, k, lam, mu, Fw, Lin, meas, lar
 @njit(cache=True, **UNCOUNTED)
 def _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas):
     """Constraint ``j``'s moving term for ``lambda`` (:meth:`~mechanics.policies.ConstraintPolicy.moving_term`):
-    the penalty's target ``k - lambda / mu`` (``alm``, ``soft``) or the proximal prior's ``-lambda / mu``."""
+    the proximal prior's ``-lambda / mu_s`` (``INFORMATION``) or the penalty's target ``k - lambda / mu_s``."""
     table = constraints[0]
-    f, m, r0 = table[ix(j), MOVING], table[ix(j), CDIM], table[ix(j), ROW0]
-    if table[ix(j), POLICY] == 1:
+    f, m, r0, mu_s = table[ix(j), MOVING], table[ix(j), CDIM], table[ix(j), ROW0], _mu(constraints, j, mu)
+    if table[ix(j), MOVES] == INFORMATION:
         for r in range(m):
-            Lin[ix(factors[ix(f), LIN] + r)] = -lam[ix(r0 + r)] / mu
+            Lin[ix(factors[ix(f), LIN] + r)] = -lam[ix(r0 + r)] / mu_s
     else:
         for r in range(m):
-            meas[ix(r0 + r)] = k[ix(r0 + r)] - lam[ix(r0 + r)] / mu
+            meas[ix(r0 + r)] = k[ix(r0 + r)] - lam[ix(r0 + r)] / mu_s
         _penalty_information(factors, f, constraints, Kbuf, mu, meas[r0:], Lin[factors[ix(f), LIN]:])
 
 
@@ -1228,12 +1240,12 @@ def _lane_moving_term(table, j, lin, KK, Kk, LAM, MEAS, E, mu, Lin, M, mask):
     """Constraint ``j``'s term that moves with ``lambda`` (:func:`_move`; the fill's own, as it writes them),
     written at ``Lin``'s row ``lin`` in the lanes where row ``mask`` of ``M`` is not zero: the proximal
     prior's ``-lambda / mu``, or the penalty's measurements ``k - lambda / mu`` (into ``MEAS``) and their
-    ``A' (mu e)`` (:func:`_penalty_information`).  ``E``'s rows: a value, ``mu``, ``mu`` times the
-    measurements."""
+    ``A' (mu e)`` (:func:`_penalty_information`), ``mu`` the constraint's ``mu_s`` (:func:`_mu`).  ``E``'s
+    rows: a value, ``mu``, ``mu`` times the measurements."""
     T, MU, ME = 0, 1, 2
     m, r0 = table[ix(j), CDIM], table[ix(j), ROW0]
     vectors.fill(E, MU, mu)
-    if table[ix(j), POLICY] == 1:  # prox
+    if table[ix(j), MOVES] == INFORMATION:
         for r in range(m):
             vectors.scaled(E, T, -1.0, LAM, r0 + r)
             vectors.div(E, T, E, T, E, MU)
@@ -1266,7 +1278,7 @@ def _lane_fill_constraints(constraints, factors, KK, MEAS, Kk, LAM, E, mu, Fw, L
         kind, who, n = factors[ix(f), FKIND], factors[ix(f), WHO], factors[ix(f), FN]
         if kind == PRIOR or kind == TORQUE or kind == TREE:  # (_lane_fill_links)
             continue
-        mat, scl, lin = factors[ix(f), MAT], factors[ix(f), SCL], factors[ix(f), LIN]
+        mat, scl, lin, mu_s = factors[ix(f), MAT], factors[ix(f), SCL], factors[ix(f), LIN], _mu(constraints, who, mu)
         vectors.fill(E, T, 0.0)
         for i in range(n):
             for j in range(0 if kind == PENALTY else n):
@@ -1276,13 +1288,13 @@ def _lane_fill_constraints(constraints, factors, KK, MEAS, Kk, LAM, E, mu, Fw, L
             m, pair0 = table[ix(who), CDIM], table[ix(who), PAIR0]
             for r in range(m):
                 for c in range(n):
-                    vectors.scaled(E, MK + c * m + r, mu, KK, 36 * (pair0 + c // 6) + 6 * r + c % 6)
+                    vectors.scaled(E, MK + c * m + r, mu_s, KK, 36 * (pair0 + c // 6) + 6 * r + c % 6)
             for a in range(n):  # (the sums over the rows r: K's rows six apart)
                 row_a = 36 * (pair0 + a // 6) + a % 6
                 for c in range(n):
                     vectors.dot(E, T, KK, row_a, 6, E, MK + c * m, 1, m)
                     vectors.put(Fw, mat + a * n + c, E, T, KL, MASK)
-            _lane_moving_term(table, who, lin, KK, Kk, LAM, MEAS, E, mu, Lin, KL, MASK)
+            _lane_moving_term(table, who, lin, KK, Kk, LAM, MEAS, E, mu_s, Lin, KL, MASK)
         elif kind == LOOP:  # [[0, K], [K', 0]] on (lambda, a_l); -lambda' k carried by the first link's
             m, r0, pair = table[ix(who), CDIM], table[ix(who), ROW0], factors[ix(f), PAIR]
             for r in range(m):
@@ -1291,11 +1303,11 @@ def _lane_fill_constraints(constraints, factors, KK, MEAS, Kk, LAM, E, mu, Fw, L
                     vectors.put(Fw, mat + (m + c) * n + r, KK, 36 * pair + 6 * r + c, KL, MASK)
                 if factors[ix(f), FIRST]:
                     vectors.put(Lin, lin + r, Kk, r0 + r, KL, MASK)
-        else:  # PROXIMAL: -I / mu, g = -lambda / mu
-            vectors.fill(E, T, -1.0 / mu)
+        else:  # PROXIMAL: -I / mu_s, g = -lambda / mu_s
+            vectors.fill(E, T, -1.0 / mu_s)
             for i in range(n):
                 vectors.put(Fw, mat + i * n + i, E, T, KL, MASK)
-            _lane_moving_term(table, who, lin, KK, Kk, LAM, MEAS, E, mu, Lin, KL, MASK)
+            _lane_moving_term(table, who, lin, KK, Kk, LAM, MEAS, E, mu_s, Lin, KL, MASK)
         for i in range(n):
             vectors.absolute(E, T, Fw, mat + i * n + i)
             vectors.put(Fw, scl + i, E, T, KL, MASK)
@@ -1318,13 +1330,13 @@ def _lane_constraint_residual(constraints, KK, Kk, links, X, RES):
 
 @njit(cache=True, inline="always")
 def _lane_move(constraints, factors, KK, Kk, LAM, MEAS, E, mu, Lin, KC, MOVE):
-    """:func:`_move` of every iterating constraint (``alm``, ``prox``) in the lanes whose row ``MOVE`` of ``KC``
-    is not zero, from their ``lambda`` in ``LAM`` (:func:`_lane_moving_term`); the other lanes keep theirs."""
+    """:func:`_move` of every iterating constraint in the lanes whose row ``MOVE`` of ``KC`` is not zero, from
+    their ``lambda`` in ``LAM`` (:func:`_lane_moving_term`); the other lanes keep theirs."""
     table = constraints[0]
     for j in range(table.shape[0]):
-        if table[ix(j), POLICY] <= 1:
+        if table[ix(j), ITERATES]:
             lin = factors[ix(table[ix(j), MOVING]), LIN]
-            _lane_moving_term(table, j, lin, KK, Kk, LAM, MEAS, E, mu, Lin, KC, MOVE)
+            _lane_moving_term(table, j, lin, KK, Kk, LAM, MEAS, E, _mu(constraints, j, mu), Lin, KC, MOVE)
 
 
 @njit(cache=True, inline="always")
@@ -1345,7 +1357,7 @@ def _lane_factor_residuals(factors, scope, constraints, KK, MEAS, mu, Fw, Lin, X
                 vectors.copy(E, r, MEAS, r0 + r)
                 for c in range(n):
                     vectors.sub_mul(E, r, KK, 36 * (pair0 + c // 6) + 6 * r + c % 6, X, scope[ix(s0 + c)])
-                vectors.scaled(E, PENALTY_ROWS + r, mu, E, r)
+                vectors.scaled(E, PENALTY_ROWS + r, _mu(constraints, j, mu), E, r)
             for q in range(table[ix(j), NPAIR]):
                 for c in range(6):
                     vectors.dot(Lres, lin + 6 * q + c, KK, 36 * (pair0 + q) + c, 6, E, PENALTY_ROWS, 1, m)
@@ -1492,18 +1504,23 @@ def _constraint_residual(constraints, Kbuf, k, links, x, res):
 
 @njit(cache=True, **UNCOUNTED)
 def _update(constraints, x, res, mu, lam):
-    """Every constraint's ``lambda`` after a solve (the policies' ``update``: 000 eq. 33, eq. 42, the
-    multiplier, the penalty force)."""
-    table = constraints[0]
+    """Every constraint's ``lambda`` after a solve: its policy's ``push mu_s residual + keep lambda + take
+    lambda_x`` (``PolicyNumbers``: 000 eq. 33, eq. 42, the penalty force), the absent terms left out -- so
+    each built-in policy's arithmetic is its equation's, bit for bit."""
+    table, numbers = constraints[0], constraints[3]
     for j in range(table.shape[0]):
-        m, r0, policy, mult = table[ix(j), CDIM], table[ix(j), ROW0], table[ix(j), POLICY], table[ix(j), MULT]
+        m, r0, mult = table[ix(j), CDIM], table[ix(j), ROW0], table[ix(j), MULT]
+        keep, push, take = numbers[ix(j), KEEP], numbers[ix(j), PUSH], numbers[ix(j), TAKE]
+        mu_s = _mu(constraints, j, mu)
         for r in range(m):
-            if policy == 0:
-                lam[ix(r0 + r)] += mu * res[ix(r0 + r)]
-            elif policy == 3:
-                lam[ix(r0 + r)] = mu * res[ix(r0 + r)]
-            else:
-                lam[ix(r0 + r)] = x[ix(mult + r)]
+            t, have = 0.0, False
+            if push != 0.0:
+                t, have = (push * mu_s) * res[ix(r0 + r)], True
+            if keep != 0.0:
+                t, have = (t + lam[ix(r0 + r)] * keep if have else lam[ix(r0 + r)] * keep), True
+            if take != 0.0:
+                t = t + x[ix(mult + r)] * take if have else x[ix(mult + r)] * take
+            lam[ix(r0 + r)] = t
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -1520,12 +1537,12 @@ def _qdd_step(links, x, qdd, set_qdd):
 
 
 @njit(cache=True, **UNCOUNTED)
-def _rows_max(table, values, first, last):
-    """``max |values|`` over the rows of the constraints whose policy code (:data:`POLICY_CODES`) is in
-    ``first..last``: 0..1 the iterating ones (``alm``, ``prox``), 2 ``hard``, 3 ``soft`` (0 if none)."""
+def _rows_max(table, values, column, value):
+    """``max |values|`` over the rows of the constraints whose ``column`` of the constraint table reads
+    ``value`` (``ITERATES, 1``: the iterating ones; ``TEST, EXACT``: the hard ones; 0 if none)."""
     top = 0.0
     for j in range(table.shape[0]):
-        if first <= table[ix(j), POLICY] <= last:
+        if table[ix(j), column] == value:
             for r in range(table[ix(j), ROW0], table[ix(j), ROW0] + table[ix(j), CDIM]):
                 top = max(top, abs(values[ix(r)]))
     return top
@@ -1535,7 +1552,7 @@ def _rows_max(table, values, first, last):
 def _soft_norm(table, res):
     total = 0.0
     for j in range(table.shape[0]):
-        if table[ix(j), POLICY] == 3:
+        if table[ix(j), TEST] == HOLDS:
             for r in range(table[ix(j), ROW0], table[ix(j), ROW0] + table[ix(j), CDIM]):
                 total += res[ix(r)] * res[ix(r)]
     return np.sqrt(total)
@@ -1581,7 +1598,8 @@ def _unpacked_tables(TI, II, TF, IF):
     """The tables of :attr:`CompiledDynamics.tables`, unpacked: ``(factorize_maps, solve_maps, constraints,
     factors, scope, drops, sizes, unit, parts, model, general)``."""
     k0 = FACTORIZE_MAPS + SOLVE_MAPS
-    constraints = (unpacked2(TI, II, k0 + 1), unpacked2(TI, II, k0 + 2), unpacked2(TI, II, k0 + 3))
+    constraints = (unpacked2(TI, II, k0 + 1), unpacked2(TI, II, k0 + 2), unpacked2(TI, II, k0 + 3),
+                   unpacked2(TF, IF, 10))
     model = (unpacked2(TI, II, k0), unpacked2(TF, IF, 0), unpacked3(TF, IF, 1), unpacked2(TF, IF, 2),
              unpacked2(TF, IF, 3), unpacked3(TF, IF, 4), unpacked1(TF, IF, 5))
     general = (unpacked4(TF, IF, 6), unpacked3(TF, IF, 7), unpacked3(TF, IF, 8), unpacked1(TF, IF, 9))
@@ -1601,10 +1619,10 @@ def _kinematic_parts(ws, o, n):
 
 @njit(cache=True, inline="always")
 def _has_soft(table):
-    """Whether any constraint is under the ``soft`` policy."""
+    """Whether any constraint's policy is judged by one correction (``HOLDS``: ``soft``)."""
     soft = False
     for j in range(table.shape[0]):
-        soft = soft or table[ix(j), POLICY] == 3
+        soft = soft or table[ix(j), TEST] == HOLDS
     return soft
 
 
@@ -1640,7 +1658,7 @@ def _answer(b, ratio, solved, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows
         if min(step, _largest(res)) < tol or not iterating or iterations >= max_iter:
             break
         for j in range(table.shape[0]):
-            if table[ix(j), POLICY] <= 1:  # alm, prox
+            if table[ix(j), ITERATES]:
                 _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas)
         if startable:  # from the last iterate (Factorization.solve)
             _copy(x, xn)
@@ -1673,12 +1691,12 @@ def _conclude(b, iterations, ratio, solve_maps, drops, sscr, work, C, Lmag, Lin0
     c_forces, c_acc, c_res, c_k = nv, nv + m, nv + m + 6 * n, nv + 2 * m + 6 * n
     c_worst = nv + 3 * m + 6 * n  # then the hard rows' largest residual and largest |k| (_output_columns)
     tolerance = max(tol, RESIDUAL_RTOL * (1.0 + _largest(k)))
-    converged = _rows_max(table, res, 0, 1) <= tolerance
-    if has_soft and not _rows_max(table, res, 3, 3) <= tolerance:  # does one ALM correction halve it?
+    converged = _rows_max(table, res, ITERATES, 1) <= tolerance
+    if has_soft and not _rows_max(table, res, TEST, HOLDS) <= tolerance:  # does one ALM correction halve it?
         _copy(Lin0, Lin)
         _copy(meas0, meas)
         for j in range(table.shape[0]):
-            if table[ix(j), POLICY] == 3:
+            if table[ix(j), TEST] == HOLDS:
                 _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas)
         if not _solve(solve_maps, drops, sscr, work, C, Lmag, xn, ratio, refine):
             return
@@ -1688,8 +1706,8 @@ def _conclude(b, iterations, ratio, solve_maps, drops, sscr, work, C, Lmag, Lin0
         out[ix(b), ix(c_forces + r)], out[ix(b), ix(c_res + r)] = -lam[ix(r)], res[ix(r)]
         out[ix(b), ix(c_k + r)] = k[ix(r)]
     out[ix(b), ix(c_worst)] = _largest(res)
-    out[ix(b), ix(c_worst + 1)] = _rows_max(table, res, 2, 2)  # the hard rows'
-    out[ix(b), ix(c_worst + 2)] = _rows_max(table, k, 2, 2)
+    out[ix(b), ix(c_worst + 1)] = _rows_max(table, res, TEST, EXACT)  # the hard rows'
+    out[ix(b), ix(c_worst + 2)] = _rows_max(table, k, TEST, EXACT)
     _accelerations_out(links, x, out[ix(b)], c_acc)
     flags[ix(b), CONVERGED], flags[ix(b), ITERATIONS], flags[ix(b), STATUS] = converged, iterations, OK
 
@@ -1944,21 +1962,31 @@ def _lane_steps(links, X, RES, IT):
 def _lanes_updated(constraints, links, X, RES, LAM, IT, mu):
     """What :func:`_advance` marked, in lanes: ``qdd = qdd(X)`` kept where ``SET_QDD``, and ``lambda`` updated
     from ``RES`` where ``UPDATE`` (:func:`_update`'s operations); the other lanes keep theirs."""
-    table = constraints[0]
+    table, numbers = constraints[0], constraints[3]
     for l in range(links.shape[0]):
         v0, off = links[ix(l), V0], links[ix(l), QDD]
         for i in range(links[ix(l), NV]):
             vectors.put(IT, ITERATION_ROWS + v0 + i, X, off + i, IT, SET_QDD)
     for j in range(table.shape[0]):
-        m, r0, policy, mult = table[ix(j), CDIM], table[ix(j), ROW0], table[ix(j), POLICY], table[ix(j), MULT]
-        for r in range(m):
-            if policy == 0:  # lam + mu res (one sum: the order of its terms is no matter)
-                vectors.scaled(IT, IT_T, mu, RES, r0 + r)
-                vectors.add(IT, IT_T, LAM, r0 + r)
-            elif policy == 3:
-                vectors.scaled(IT, IT_T, mu, RES, r0 + r)
-            else:
-                vectors.copy(IT, IT_T, X, mult + r)
+        m, r0, mult = table[ix(j), CDIM], table[ix(j), ROW0], table[ix(j), MULT]
+        keep, push, take = numbers[ix(j), KEEP], numbers[ix(j), PUSH], numbers[ix(j), TAKE]
+        mu_s = _mu(constraints, j, mu)
+        for r in range(m):  # _update's terms in its order
+            have = False
+            if push != 0.0:
+                vectors.scaled(IT, IT_T, push * mu_s, RES, r0 + r)
+                have = True
+            if keep != 0.0:
+                if have:
+                    vectors.add_scaled(IT, IT_T, LAM, r0 + r, keep)
+                else:
+                    vectors.scaled(IT, IT_T, keep, LAM, r0 + r)
+                have = True
+            if take != 0.0:
+                if have:
+                    vectors.add_scaled(IT, IT_T, X, mult + r, take)
+                else:
+                    vectors.scaled(IT, IT_T, take, X, mult + r)
             vectors.put(LAM, r0 + r, IT, IT_T, IT, UPDATE)
 
 

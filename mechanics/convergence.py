@@ -43,6 +43,8 @@ from typing import Callable
 
 import numpy as np
 
+from .policies import HOLDS
+
 RESIDUAL_RTOL = 1e-8  # round-off floor of a constraint residual, relative to 1 + max |k|
 SOFT_CONTRACTION = 0.5  # soft: the residual ratio after one ALM correction above which the constraints do not hold
 
@@ -64,6 +66,14 @@ class MuConventionWarning(UserWarning):
     Pinocchio's ``mu=1e-12`` is ``mu=1e12`` here.  A user warning (a parameter
     that looks like a mistake) rather than a :class:`ConvergenceWarning`, which
     reports an outcome.
+    """
+
+
+class NumpyPathWarning(UserWarning):
+    """A prepared call runs on the numpy path where a compiled one was asked for: a constraint policy whose
+    ``update`` or ``moving_term`` is arithmetic of its own, which no
+    :class:`~mechanics.policies.PolicyNumbers` says (the compiled kernels read only those).  Its answers are
+    right; it is slower.  ``backend="numba"`` refuses such a policy instead.
     """
 
 
@@ -89,8 +99,9 @@ def residual_tolerance(tol: float, terms: dict, batch: tuple) -> np.ndarray:
 
 
 def warn_inverse_mu(mu: float, policies: set, label: str, stacklevel: int) -> None:
-    """Warn (:class:`MuConventionWarning`) when ``mu < 1`` and some constraint is under ``prox`` or ``alm``."""
-    if mu < 1.0 and policies & {"prox", "alm"}:
+    """Warn (:class:`MuConventionWarning`) when ``mu < 1`` and some constraint's policy iterates with a stiffness
+    (``prox``, ``alm``); ``policies`` are the :class:`~mechanics.policies.PolicyNumbers` in use."""
+    if mu < 1.0 and any(p.iterates and p.stiffness for p in policies):
         warnings.warn(
             f"{label}: mu={mu:g} < 1 -- here mu is a stiffness, larger is stiffer (the papers use 1e5-1e7), "
             f"the inverse of Pinocchio's ProximalSettings mu: Pinocchio's mu={mu:g} is mu={1.0 / mu:g} here. "
@@ -118,15 +129,16 @@ def shown(category: type, stacklevel: int) -> bool:
 def warn_not_converged(label: str, policies: set, tol: float, max_iter: int, converged: np.ndarray,
                        iterations: np.ndarray, residual: np.ndarray, diagnosed: Callable, stacklevel: int) -> None:
     """One :class:`ConvergenceWarning` for the elements of ``converged`` (shape ``batch``) that are False;
-    ``policies`` are the names of the constraint policies in use, ``diagnosed()`` gives a
+    ``policies`` are the :class:`~mechanics.policies.PolicyNumbers` in use, ``diagnosed()`` gives a
     :class:`mechanics.diagnosis.Diagnosis` per failed element (called only where the warning is shown)."""
     failed = ~converged
     if not failed.any() or not shown(ConvergenceWarning, stacklevel + 1):
         return
-    capped = bool(np.any(failed & (iterations >= max_iter))) and bool(policies & {"alm", "prox"})
+    capped = bool(np.any(failed & (iterations >= max_iter))) and any(p.iterates for p in policies)
+    soft = all(p.test == HOLDS for p in policies)  # (one correction, no iterations: tol and max_iter play no part)
     where = f" in {int(failed.sum())} of {failed.size} batch elements" if converged.ndim else ""
     worst = float(np.max(residual[failed]))
-    if policies == {"soft"}:
+    if soft:
         reached = f"constraint residual {worst:.1e} (tol={tol:g} and max_iter={max_iter} do not apply to the soft policy)"
     elif capped:
         reached = f"constraint residual {worst:.1e} > tol={tol:g}, stopped at max_iter={max_iter}"
@@ -136,7 +148,7 @@ def warn_not_converged(label: str, policies: set, tol: float, max_iter: int, con
     found = diagnosed()
     explained = {}  # each cause in the words of its element with the largest residual
     for i in np.argsort(-np.atleast_1d(residual[failed]), kind="stable"):
-        explained.setdefault(found[i].cause, found[i].explanation(max_iter, soft=policies == {"soft"}))
+        explained.setdefault(found[i].cause, found[i].explanation(max_iter, soft=soft))
     counts = Counter(d.cause for d in found)
     said = [f"Cause: {words}" if not converged.ndim else f"Cause of {counts[cause]}: {words}"
             for cause, words in explained.items()]

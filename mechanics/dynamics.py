@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -31,7 +32,7 @@ from .checks import (
     check_max_iter, check_mechanism, check_mu, check_multipliers, check_state, check_tol, plain_state, state_arrays,
 )
 from .convergence import (
-    RESIDUAL_RTOL, SOFT_CONTRACTION, element_max, element_norm, residual_tolerance, warn_inverse_mu, warn_not_converged,
+    RESIDUAL_RTOL, SOFT_CONTRACTION, NumpyPathWarning, element_max, element_norm, residual_tolerance, warn_inverse_mu, warn_not_converged,
 )
 from .compiled import CONVERGED, ITERATIONS, OK, STATUS, CompiledDynamics
 from .diagnosis import diagnose
@@ -39,7 +40,7 @@ from .gplc import GPLCLayout, split_multipliers
 from .keys import JointAcceleration, LinkAcceleration, Multiplier
 from .kinematics import LINEAR_FIRST, kinematics
 from .mechanism import Mechanism, PlanCache
-from .policies import POLICIES, resolve_policies
+from .policies import EXACT, HOLDS, resolve_policies
 
 HARD_RESIDUAL_RTOL = RESIDUAL_RTOL  # a hard solution must satisfy its constraints; anything else is a singular problem
 
@@ -293,11 +294,12 @@ def outer_iterations(mechanism, gplc, fact, policies: dict, mu: float, lam: dict
 def _soft_holds(fact, gplc, policies: dict, mu: float, lam: dict, residual: dict, tolerance: np.ndarray, refine: int,
                 batch) -> np.ndarray:
     """``soft`` constraints hold where one ALM correction halves their residual (:mod:`~mechanics.convergence`)."""
-    soft = [c for c, p in policies.items() if p.name == "soft"]
+    soft = [c for c, p in policies.items() if p.numbers.test == HOLDS]
     settled = element_max((residual[c] for c in soft), batch) <= tolerance
     if settled.all():
         return settled
-    corrected = _residuals(gplc, _resolve(fact, gplc, policies, mu, lam, refine, moving=lambda p: p.name == "soft"))
+    corrected = _residuals(gplc, _resolve(fact, gplc, policies, mu, lam, refine,
+                                          moving=lambda p: p.numbers.test == HOLDS))
     before, after = element_norm((residual[c] for c in soft), batch), element_norm((corrected[c] for c in soft), batch)
     return settled | (after <= SOFT_CONTRACTION * before)
 
@@ -307,7 +309,7 @@ def _converged(fact, gplc, policies: dict, mu, lam, residual, tol, refine, batch
     tolerance = residual_tolerance(tol, gplc.terms, batch)
     iterating = [c for c, p in policies.items() if p.iterates]
     converged = element_max((residual[c] for c in iterating), batch) <= tolerance
-    if any(p.name == "soft" for p in policies.values()):
+    if any(p.numbers.test == HOLDS for p in policies.values()):
         converged &= _soft_holds(fact, gplc, policies, mu, lam, residual, tolerance, refine, batch)
     return converged
 
@@ -318,12 +320,13 @@ def _beyond_round_off(worst: float, k_max: float) -> bool:
 
 
 def _check_hard_residual(name: str, mechanism: Mechanism, gplc, policies: dict, residual: dict) -> None:
-    hard = [c for c, p in policies.items() if p.name == "hard"]
+    hard = [c for c, p in policies.items() if p.numbers.test == EXACT]
     worst = _max_abs(residual[c] for c in hard)
     if hard and _beyond_round_off(worst, _max_abs(gplc.terms[c].k for c in hard)):
+        advice = " ".join(dict.fromkeys(policies[c].advice for c in hard))
         raise elimination.SingularProblemError(
             f"{name} (hard policy) on {mechanism.name!r}: the solution leaves a constraint residual of {worst:.2e}: "
-            f"the constraints are dependent (or inconsistent) at this state. {POLICIES['hard'].advice}", -1, (),
+            f"the constraints are dependent (or inconsistent) at this state. {advice}", -1, (),
         )
 
 
@@ -335,7 +338,8 @@ def _explained(name: str, label: str, policies: dict, mechanism: Mechanism, mu: 
         yield
     except elimination.SingularProblemError as error:
         advice = " ".join(dict.fromkeys(p.advice for p in policies.values()))
-        settings = f"{label} policy" if label == "hard" else f"{label} policy, mu={mu:g}"  # (mu: no part in hard)
+        stiff = any(p.numbers.stiffness for p in policies.values())
+        settings = f"{label} policy, mu={mu:g}" if stiff else f"{label} policy"  # (mu: no part in hard)
         raise elimination.SingularProblemError(
             f"{name} ({settings}) on {mechanism.name!r}: {error} {advice}",
             error.step, error.keys, error.kind, error.factors,
@@ -399,10 +403,11 @@ class PreparedDynamics:
         self.mechanism, self.algorithm, self.backend = mechanism, algo, backend
         self.layout = layout_of(mechanism, algo)
         self.policies, self.label = self.layout.policies, algo.policy_label
-        self._names = {p.name for p in self.policies.values()}
+        self._numbers = {p.numbers for p in self.policies.values()}
         self._context = f"forward_dynamics: {self.name} ({self.label} policy, mu={self.mu:g}) on {mechanism.name!r}"
         if _stacklevel is not None:  # (None: the caller warns, forward_dynamics for a kept one too)
-            warn_inverse_mu(self.mu, self._names, self._context, stacklevel=_stacklevel)
+            warn_inverse_mu(self.mu, self._numbers, self._context, stacklevel=_stacklevel)
+        self._say_numpy_path(backend, _stacklevel if _stacklevel is not None else 6)
         self.plan = plan_of(mechanism, algo, self.layout)
         if refine is None:
             refine = mechanism.derived.get(("refine", policy_types(self.policies), algo.ordering),
@@ -419,6 +424,19 @@ class PreparedDynamics:
             self.compiled = None if compiled.unsupported else compiled
             if self.compiled is not None:
                 self._row_parts = mechanism.derived.get(("row parts",), lambda: _row_parts(mechanism, compiled.columns))
+
+    def _say_numpy_path(self, backend: str, stacklevel: int) -> None:
+        """A policy the compiled kernels cannot run from its numbers: refused under ``backend="numba"``, a
+        :class:`~mechanics.convergence.NumpyPathWarning` under ``"auto"``."""
+        own = [(c, p) for c, p in self.policies.items() if p.lowered()]
+        if not own or backend == "numpy":
+            return
+        (c, p), = own[:1]
+        text = (f"{self._context}: constraint {c!r}'s policy {p!r} runs on the numpy path -- {p.lowered()}; a policy "
+                f"whose arithmetic is its PolicyNumbers runs compiled")
+        if backend == "numba":
+            raise ValueError(f"{text} (backend='numba' asks for compiled code: use backend='auto' or 'numpy')")
+        warnings.warn(text, NumpyPathWarning, stacklevel=stacklevel + 1)
 
     def __repr__(self) -> str:
         return (f"PreparedDynamics({self.name!r} on {self.mechanism.name!r}, mu={self.mu:g}, tol={self.tol:g}, "
@@ -545,7 +563,7 @@ class PreparedDynamics:
         iterating = any(p.iterates for p in self.policies.values())
         capped = (iterations >= self.max_iter)[failed] & iterating
         diagnosed = functools.cache(lambda: diagnose(self.mechanism, *state, self.mu, self.tol, capped))
-        warn_not_converged(self._context, self._names, self.tol, self.max_iter, converged, iterations, worst,
+        warn_not_converged(self._context, self._numbers, self.tol, self.max_iter, converged, iterations, worst,
                            diagnosed, stacklevel=stacklevel)
 
         def causes():
@@ -684,7 +702,7 @@ def _prepared(mechanism: Mechanism, algorithm, mu, tol, max_iter, refine, backen
         prepared = make()
     else:
         prepared = mechanism.derived.get(("prepared calls",), lambda: PlanCache(PREPARED_KEPT)).get(key, make)
-    warn_inverse_mu(prepared.mu, prepared._names, prepared._context, stacklevel=3)
+    warn_inverse_mu(prepared.mu, prepared._numbers, prepared._context, stacklevel=3)
     return prepared
 
 

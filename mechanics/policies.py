@@ -1,11 +1,14 @@
 """Constraint policies: how a loop or contact constraint ``K a = k`` enters the GPLC graph.
 
-A policy says what it adds to the graph (:meth:`ConstraintPolicy.slots`),
-which linear term moves between outer iterations and to what
-(:meth:`~ConstraintPolicy.moving_term`), how the multiplier is updated after a
-solve (:meth:`~ConstraintPolicy.update`), whether it iterates, its default
-refinement and what to try when a problem is singular.  Policies are chosen
-per constraint (:func:`resolve_policies`): one for all, or a mapping such as
+A policy says what it adds to the graph (:meth:`ConstraintPolicy.slots`:
+structure) and, as numbers (:class:`PolicyNumbers`), everything the outer
+iterations do with it: its stiffness, which linear term moves between outer
+iterations (:meth:`~ConstraintPolicy.moving_term`), how the multiplier is
+updated after a solve (:meth:`~ConstraintPolicy.update`), whether it iterates
+and how its convergence is judged.  Every executor reads those numbers -- the
+numpy path through the two methods, the compiled kernels from a table -- and
+nothing outside this module asks a policy its name.  Policies are chosen per
+constraint (:func:`resolve_policies`): one for all, or a mapping such as
 ``{"knee": "alm", "default": "prox"}``.
 
 =====  ===========================================================  ================
@@ -17,8 +20,11 @@ hard   ``lambda' (K a - k)`` (PV, 001)                              --, one solv
 soft   ``mu/2 ||K a - k||^2`` (MuJoCo's soft Gauss, 001 eq. 52)     --, one solve
 =====  ===========================================================  ================
 
-Adding a policy is one subclass here: its slots, its moving term and its
-update (see ``tests/mechanics/test_policies.py`` for a small one written in a test).
+Adding a policy is one subclass: its slots and its numbers.  A subclass that
+changes only the numbers runs compiled (``tests/mechanics/test_policies.py``
+writes a stiffer ``prox`` in a few lines); one that overrides
+:meth:`~ConstraintPolicy.update` or :meth:`~ConstraintPolicy.moving_term` with
+other arithmetic runs on the numpy path, and :func:`mechanics.prepare` says so.
 """
 from __future__ import annotations
 
@@ -50,25 +56,67 @@ class Slot:
     units: tuple = ()
 
 
-def alm_update(lam: np.ndarray, residual: np.ndarray, mu: float) -> np.ndarray:
-    """000 eq. 33: ``lambda^(k+1) = lambda^k + mu (K a^(k+1) - k)``."""
-    return lam + mu * residual
+NONE, TARGET, INFORMATION = range(3)  # PolicyNumbers.moves: no term, a penalty's target b, a prior's g
+RESIDUAL, HOLDS, EXACT = range(3)  # PolicyNumbers.test: within tol, one correction halves it, a hard solve's
 
 
-def proximal_update(multiplier: np.ndarray) -> np.ndarray:
-    """000 eq. 42: ``lambda^(k+1)`` is the multiplier the proximal subproblem returns."""
-    return multiplier
+@dataclass(frozen=True)
+class PolicyNumbers:
+    """A constraint policy as the numbers every executor reads (000 eqs. 25, 33, 42).
+
+    With ``mu_s = stiffness * mu`` (the policy's own stiffness; 0: ``mu`` plays no part):
+
+    ``moves``
+        The linear term that moves with ``lambda^k`` between outer iterations: ``NONE``; ``TARGET``, a
+        penalty's target ``b = k - lambda^k / mu_s`` (eq. 25); ``INFORMATION``, a proximal prior's
+        ``g = -lambda^k / mu_s`` (eq. 42c).
+    ``keep, push, take``
+        The update after a solve: ``lambda' = keep lambda + push mu_s (K a - k) + take lambda_x``, with
+        ``lambda_x`` the solution's multiplier (eq. 33: ``1, 1, 0``; eq. 42: ``0, 0, 1``).
+    ``iterates``
+        Whether outer iterations move ``lambda^k`` (000 Algorithms 3 and 6), or one solve answers.
+    ``test``
+        How a run is judged converged: ``RESIDUAL`` (``max |K a - k|`` within ``tol``), ``HOLDS`` (one
+        correction of the ``TARGET`` halves it: a soft penalty, :mod:`mechanics.convergence`), ``EXACT``
+        (a hard solve: round-off, else the problem is refused).
+
+    >>> POLICIES["alm"].numbers
+    PolicyNumbers(stiffness=1.0, moves=1, keep=1.0, push=1.0, take=0.0, iterates=True, test=0)
+    """
+
+    stiffness: float
+    moves: int
+    keep: float
+    push: float
+    take: float
+    iterates: bool
+    test: int
+
+    def row(self) -> tuple:
+        """``(integers, floats)``: the compiled kernels' table rows, ``(moves, iterates, test)`` and
+        ``(stiffness, keep, push, take)``."""
+        return (self.moves, int(self.iterates), self.test), (self.stiffness, self.keep, self.push, self.take)
 
 
 class ConstraintPolicy:
-    """Base class: a policy is a small stateless object (compare by name)."""
+    """Base class: a policy is a small stateless object, its structure (:meth:`slots`) and its
+    :class:`PolicyNumbers`; two compare equal when both agree (same class, same numbers)."""
 
     name: ClassVar[str]
     description: ClassVar[str]
-    iterates: ClassVar[bool]  # outer iterations move lambda^k (000 Algorithms 3 and 6)
+    numbers: PolicyNumbers
     refine: ClassVar[int]  # default steps of iterative refinement per solve
     advice: ClassVar[str]  # what to try when the problem is singular: whole sentences
     fix: ClassVar[str]  # the same remedy as one clause, for one-line notes ("use proxpv or ...")
+
+    @property
+    def iterates(self) -> bool:
+        """Outer iterations move ``lambda^k`` (000 Algorithms 3 and 6)."""
+        return self.numbers.iterates
+
+    def stiffness(self, mu: float) -> float:
+        """``mu_s``: this policy's share of the call's ``mu``."""
+        return self.numbers.stiffness * mu
 
     def variables(self, constraint) -> list:
         """Variables the policy adds for ``constraint`` (a multiplier, or none)."""
@@ -79,18 +127,34 @@ class ConstraintPolicy:
         raise NotImplementedError
 
     def moving_term(self, terms, mu: float, lam: np.ndarray):
-        """``("g" | "b", value)``: the new linear term of the moving slot for ``lambda^k``."""
-        raise NotImplementedError
+        """``("g" | "b", value)``: the new linear term of the moving slot for ``lambda^k`` (``moves``)."""
+        mu_s = self.stiffness(mu)
+        if self.numbers.moves == TARGET:
+            return "b", terms.k - lam / mu_s
+        if self.numbers.moves == INFORMATION:
+            return "g", -lam / mu_s
+        raise ValueError(f"the {self.name} policy has no moving term")
 
     def update(self, lam: np.ndarray, x: dict, residual: np.ndarray, mu: float, constraint: str) -> np.ndarray:
-        """``lambda`` after a solve with solution ``x`` and constraint residual ``K a - k``."""
-        raise NotImplementedError
+        """``lambda`` after a solve with solution ``x`` and constraint residual ``K a - k``:
+        ``keep lambda + push mu_s residual + take lambda_x`` (the terms whose coefficient is 0 left out)."""
+        n = self.numbers
+        terms = [n.keep * lam if n.keep else None, n.push * self.stiffness(mu) * residual if n.push else None,
+                 n.take * x[Multiplier(constraint)] if n.take else None]
+        present = [t for t in terms if t is not None]
+        return sum(present[1:], present[0]) if present else np.zeros_like(residual)
+
+    def lowered(self) -> str:
+        """Why the compiled kernels cannot run this policy from its numbers ("" when they can): its
+        :meth:`update` or :meth:`moving_term` is arithmetic of its own."""
+        own = [m for m in ("update", "moving_term") if getattr(type(self), m) is not getattr(ConstraintPolicy, m)]
+        return f"its {' and '.join(own)} {'is' if len(own) == 1 else 'are'} Python of its own" if own else ""
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, ConstraintPolicy) and type(other) is type(self)
+        return isinstance(other, ConstraintPolicy) and type(other) is type(self) and other.numbers == self.numbers
 
     def __hash__(self) -> int:
-        return hash(type(self))
+        return hash((type(self), self.numbers))
 
     def __repr__(self) -> str:
         return self.name
@@ -103,7 +167,8 @@ def _a(links: tuple) -> tuple:
 class ALM(ConstraintPolicy):
     """Augmented Lagrangian (LCABA, constrainedABA): a penalty factor coupling the links; no multiplier variable."""
 
-    name, iterates, refine = "alm", True, 1
+    name, refine = "alm", 1
+    numbers = PolicyNumbers(1.0, TARGET, 1.0, 1.0, 0.0, True, RESIDUAL)
     description = "augmented-Lagrangian penalty factor; outer iterations move lambda (LCABA, constrainedABA)"
     advice = "With the alm policy mu K'K enters the link pivots: lower mu, or use a prox algorithm (proxbbo, proxpv)."
     fix = "lower mu, or use a prox algorithm (proxbbo, proxpv)"
@@ -114,16 +179,9 @@ class ALM(ConstraintPolicy):
         def penalty(state):
             terms = state.terms[name]
             target = self.moving_term(terms, state.mu, state.lam[name])[1]
-            return LeastSquares(_a(links), [terms.K[l] for l in links], target, weight=state.mu)
+            return LeastSquares(_a(links), [terms.K[l] for l in links], target, weight=self.stiffness(state.mu))
 
         return [Slot(Penalty(name), _a(links), 0, penalty, moving=True)]
-
-    def moving_term(self, terms, mu: float, lam: np.ndarray):
-        """``b = k - lambda^k / mu``: the penalty's target, so that ``g = K'(mu k - lambda^k)`` (000 eq. 25)."""
-        return "b", terms.k - lam / mu
-
-    def update(self, lam, x, residual, mu, constraint):
-        return alm_update(lam, residual, mu)
 
 
 class Soft(ALM):
@@ -134,19 +192,18 @@ class Soft(ALM):
     (:mod:`mechanics.convergence`).
     """
 
-    name, iterates, refine = "soft", False, 1
+    name, refine = "soft", 1
+    numbers = PolicyNumbers(1.0, TARGET, 0.0, 1.0, 0.0, False, HOLDS)
     description = "fixed quadratic penalty mu/2||Ka - k||^2, no iterations (PV-soft, MuJoCo's soft Gauss)"
     advice = "Lower mu, or check the mechanism's inertias."
     fix = "lower mu, or check the mechanism's inertias"
-
-    def update(self, lam, x, residual, mu, constraint):
-        return mu * residual
 
 
 class Hard(ConstraintPolicy):
     """Exact multipliers (PV, 001): ``lambda' (K a - k)``, one bilinear factor per link; needs independent constraints."""
 
-    name, iterates, refine = "hard", False, 0
+    name, refine = "hard", 0
+    numbers = PolicyNumbers(0.0, NONE, 0.0, 0.0, 1.0, False, EXACT)
     description = "multiplier variable without prior; needs full-rank constraints (PV)"
     advice = ("The hard policy needs independent constraints: where they are dependent but consistent, use a prox "
               "algorithm (proxbbo, proxpv, proxltl).")
@@ -175,14 +232,12 @@ class Hard(ConstraintPolicy):
 
         return Slot(LoopTerm(name, link), (lam, LinkAcceleration(link)), 0, bilinear)
 
-    def update(self, lam, x, residual, mu, constraint):
-        return proximal_update(x[Multiplier(constraint)])
-
 
 class Prox(Hard):
     """Proximally regularized multipliers (proxBBO, proxPV, proxLTL): the hard factors plus a proximal prior."""
 
-    name, iterates, refine = "prox", True, 0
+    name, refine = "prox", 0
+    numbers = PolicyNumbers(1.0, INFORMATION, 0.0, 0.0, 1.0, True, RESIDUAL)
     description = "multiplier variable with a proximal prior; outer iterations move its centre (proxBBO, proxPV, proxLTL)"
     advice = ("With the prox policy 1/mu regularizes the multipliers; where constraints are dependent it must stay "
               "above round-off: lower mu (1e5-1e10). Otherwise check the mechanism's inertias and joints (a massless "
@@ -194,13 +249,10 @@ class Prox(Hard):
 
         def prior(state):
             g = self.moving_term(state.terms[name], state.mu, state.lam[name])[1]
-            return Quadratic([lam], -np.eye(m) / state.mu, np.broadcast_to(g, state.terms[name].k.shape[:-1] + (m,)))
+            mu_s = self.stiffness(state.mu)
+            return Quadratic([lam], -np.eye(m) / mu_s, np.broadcast_to(g, state.terms[name].k.shape[:-1] + (m,)))
 
         return super().slots(constraint, links) + [Slot(ProximalPrior(name), (lam,), 0, prior, moving=True)]
-
-    def moving_term(self, terms, mu: float, lam: np.ndarray):
-        """``g = -lambda^k / mu``: the proximal prior's information (000 eq. 42c)."""
-        return "g", -lam / mu
 
 
 POLICIES = {policy.name: policy for policy in (ALM(), Prox(), Hard(), Soft())}

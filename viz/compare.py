@@ -26,6 +26,7 @@ from mechanics import ALGORITHMS, ConvergenceWarning, JointAcceleration, MuConve
 from mechanics.checks import check_mu
 from mechanics.convergence import warn_inverse_mu
 from mechanics.diagnosis import REMEDIES
+from mechanics.policies import EXACT
 
 
 @dataclass
@@ -219,17 +220,18 @@ def refusal_note(name: str, algo, mech, error: elimination.SingularProblemError)
     "pv: the hard policy cannot solve 'four_bar' -- its constraints are dependent at this state;
     use proxpv or another prox algorithm (proxbbo, proxltl)"
     """
-    labels = algo.policy_label.split("+")
-    reason = _refusal_reason(error.kind, labels)
-    fix = CONTRADICTION_FIX if error.kind == "inconsistent" else " or ".join(mechanics.POLICIES[p].fix for p in labels)
+    policies = list(dict.fromkeys(mechanics.resolve_policies(algo.policies, mech).values()))
+    reason = _refusal_reason(error.kind, policies)
+    fix = CONTRADICTION_FIX if error.kind == "inconsistent" else " or ".join(dict.fromkeys(p.fix for p in policies))
     return f"{name}: the {algo.policy_label} policy cannot solve {mech.name!r} -- {reason}; {fix}"
 
 
 def _refusal_reason(kind: str, policies: list) -> str:
-    """Why a solve was refused, from the error's ``kind`` (``""``: the hard policy's residual check)."""
+    """Why a solve was refused, from the error's ``kind`` (``""``: the hard policy's residual check) and the
+    policies in use."""
     if kind in REFUSALS:
         return REFUSALS[kind]
-    if "hard" not in policies:
+    if not any(p.numbers.test == EXACT for p in policies):
         return "a pivot is singular at this state"
     if kind == "singular":
         return "its constraints are dependent at this state"

@@ -1,4 +1,5 @@
 """Constraint policies as objects, typed keys and roles, plans from structure alone."""
+import dataclasses
 import warnings
 
 import numpy as np
@@ -41,27 +42,23 @@ def test_two_constraints_under_two_policies_equal_the_dense_solve():
 class StiffProx(Prox):
     """A policy written outside the package: prox with its own stiffness ``scale * mu``.
 
-    Everything a policy is -- what it adds, what moves, how lambda is updated --
-    is these few lines; nothing else changes to use it.
+    Its numbers are all it changes (what it adds, what moves and how lambda is
+    updated follow from them), so it runs compiled like the built-in ones.
     """
 
     name = "stiff_prox"
 
     def __init__(self, scale: float):
-        self.scale = scale
-
-    def slots(self, constraint, links):
-        slots = super().slots(constraint, links)
-        fill = slots[-1].fill  # the proximal prior, filled at scale * mu
-        slots[-1] = type(slots[-1])(slots[-1].role, slots[-1].keys, 0, lambda s: fill(_stiffer(s, self.scale)), True)
-        return slots
-
-    def moving_term(self, terms, mu, lam):
-        return super().moving_term(terms, self.scale * mu, lam)
+        self.numbers = dataclasses.replace(Prox.numbers, stiffness=scale)
 
 
-def _stiffer(state, scale):
-    return type(state)(state.kin, state.tau, state.terms, scale * state.mu, state.lam)
+class HalfStepALM(mechanics.ALM):
+    """An ALM whose multiplier takes half of eq. 33's step: arithmetic no PolicyNumbers says (a Python update)."""
+
+    name = "half_alm"
+
+    def update(self, lam, x, residual, mu, constraint):
+        return lam + 0.5 * mu * residual
 
 
 def test_a_policy_written_in_a_test_is_accepted_per_constraint():
@@ -74,6 +71,58 @@ def test_a_policy_written_in_a_test_is_accepted_per_constraint():
     graph = mechanics.gplc_graph(mech, q, v, tau, policy=policies, mu=1e4)
     priors = {graph.role(i).constraint: graph.factor(i).H for i in range(len(graph)) if graph.role(i).kind == "multiplier prior"}
     assert np.allclose(priors["12"], -np.eye(3) / 1e6) and np.allclose(priors["13"], -np.eye(3) / 1e4)
+
+
+@pytest.mark.parametrize("algorithm", [early_multipliers, tree_min_degree])
+def test_a_policy_of_numbers_alone_runs_compiled_as_the_numpy_path(algorithm):
+    """StiffProx runs in the compiled kernels (one state, a batch) and gives the numpy path's answers (to
+    round-off: the two decide refinement per state and per batch), a batch element its single call's bits;
+    a stiffness of 1 is prox itself, bit for bit; two stiffnesses are two policies (their own tables)."""
+    mech, _ = _fig4_state()
+    q, v, tau = random_state(mech, np.random.default_rng(4), (20,))
+    model, cms = pinocchio_model_of(mech)
+    for scale in (0.01, 100.0):
+        spec = ({"12": StiffProx(scale), "default": "prox"}, algorithm)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no NumpyPathWarning: it runs compiled
+            prepared = mechanics.prepare(mech, spec, mu=1e4, tol=1e-12, max_iter=400, backend="numba")
+        assert prepared.compiled is not None and prepared.policies["12"].numbers.stiffness == scale
+        compiled = prepared(q, v, tau)
+        numpy_path = mechanics.forward_dynamics(mech, q, v, tau, algorithm=spec, mu=1e4, tol=1e-12, max_iter=400,
+                                                backend="numpy")
+        assert compiled.converged.all() and numpy_path.converged.all() and relative(compiled.qdd, numpy_path.qdd) < 1e-9
+        one = prepared(q[3], v[3], tau[3])
+        assert np.array_equal(one.qdd, compiled.qdd[3]) and one.iterations == compiled.iterations[3]
+        ddq, _ = dense_reference(model, cms, q[3], v[3], tau[3])
+        assert relative(one.qdd, ddq) < 1e-8
+        # one iteration (warned unconverged): its iterate depends on the stiffness, the same on both paths
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", mechanics.ConvergenceWarning)
+            first = {backend: mechanics.forward_dynamics(mech, q, v, tau, algorithm=spec, mu=100.0, max_iter=1,
+                                                         backend=backend) for backend in ("numba", "numpy")}
+            prox = mechanics.forward_dynamics(mech, q, v, tau, algorithm=("prox", algorithm), mu=100.0, max_iter=1)
+        assert relative(first["numba"].forces, first["numpy"].forces) < 1e-9
+        assert relative(first["numba"].forces, prox.forces) > 1e-3
+    unit = mechanics.forward_dynamics(mech, q, v, tau, algorithm=({"12": StiffProx(1.0), "default": "prox"}, algorithm))
+    prox = mechanics.forward_dynamics(mech, q, v, tau, algorithm=("prox", algorithm))
+    assert np.array_equal(unit.qdd, prox.qdd) and np.array_equal(unit.iterations, prox.iterations)
+    assert StiffProx(2.0) != StiffProx(3.0) and StiffProx(2.0) == StiffProx(2.0) and StiffProx(1.0) != Prox()
+
+
+def test_a_policy_with_arithmetic_of_its_own_says_it_runs_on_the_numpy_path():
+    mech, (q, v, tau) = _fig4_state(2)
+    spec = ({"12": HalfStepALM(), "default": "alm"}, tree_min_degree)
+    with pytest.warns(mechanics.NumpyPathWarning, match="'12'.*half_alm.*update is Python of its own"):
+        prepared = mechanics.prepare(mech, spec, mu=1e4, tol=1e-12, max_iter=400)
+    assert prepared.compiled is None
+    model, cms = pinocchio_model_of(mech)
+    ddq, _ = dense_reference(model, cms, q, v, tau)
+    assert relative(prepared(q, v, tau).qdd, ddq) < 1e-8  # right, at numpy speed
+    with pytest.raises(ValueError, match="backend='numba'"):
+        mechanics.prepare(mech, spec, backend="numba")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mechanics.prepare(mech, spec, backend="numpy")  # asked for: nothing to say
 
 
 @pytest.mark.parametrize("policy", sorted(POLICIES))
