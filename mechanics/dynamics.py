@@ -34,7 +34,8 @@ from .checks import (
 from .convergence import (
     RESIDUAL_RTOL, SOFT_CONTRACTION, NumpyPathWarning, element_max, element_norm, residual_tolerance, warn_inverse_mu, warn_not_converged,
 )
-from .compiled import CONVERGED, ITERATIONS, OK, STATUS, CompiledDynamics
+from .compiled import CompiledDynamics
+from .compiled_tables import CONVERGED, ITERATIONS, OK, STATUS
 from .diagnosis import diagnose
 from .gplc import GPLCLayout, split_multipliers
 from .keys import JointAcceleration, LinkAcceleration, Multiplier

@@ -18,7 +18,8 @@ from elimination import lanes
 from elimination.compiled import (SOLVE_SCRATCH, factorize_maps, factorize_one, factorize_scratch_in, factorize_scratch_size,
                                   max_front, solve_maps, solve_one, solve_scratch_in)
 from elimination.lanes import LANES
-from mechanics.compiled import BAD_INPUT, CONVERGED, FALLBACK, OK, STATUS, CompiledDynamics
+from mechanics.compiled import CompiledDynamics
+from mechanics.compiled_tables import BAD_INPUT, CONVERGED, FALLBACK, OK, STATUS
 from mechanics.pinocchio_io import from_pinocchio
 from tests.mechanics.pinocchio_oracle import (ALM_MU, constraint_jacobian, dense_reference, hands_and_cube,
                                           pinocchio_model_of, scenario, std_vectors)
@@ -155,7 +156,7 @@ def test_tree_factors_only_pair_kernels_read_are_filled_in_their_joint_columns_a
     those columns each state; the refinement's residuals read it as what it is.  With every entry of the factor
     workspace poisoned (NaN) between calls, each answer is the clean one bit for bit: nothing reads an entry no
     state writes.  ABA, LCABA and proxBBO run pairs; proxLTL's order leaves its tree factors to generic steps."""
-    from mechanics.compiled import FKIND, JOINT_ONLY, TREE
+    from mechanics.compiled_tables import FKIND, JOINT_ONLY, TREE
 
     mech = models.fig4()
     mech = mech.without_constraints() if name == "aba" else mech
@@ -292,7 +293,7 @@ def test_a_kernel_answer_that_leaves_hard_rows_unsolved_is_not_returned(monkeypa
 def test_a_strided_state_runs_the_compiled_kernel_without_compiling_it_again():
     """Strided one-state arrays (a column of a batch, every other entry) are copied into contiguous rows, not
     handed to the kernel as they are: same answer as the contiguous state, no new signature of the kernel."""
-    from mechanics.compiled import dynamics_kernel
+    from mechanics.compiled_iterations import dynamics_kernel
 
     mech = models.MODELS["four_bar"]()
     q, v, tau = random_state(mech, np.random.default_rng(4))
@@ -412,7 +413,7 @@ def test_loops_in_lanes_equal_their_states_one_at_a_time_bit_for_bit(mech, seed,
 @pytest.mark.parametrize("name", ["lcaba", "proxbbo"])
 def test_general_constraints_in_lanes_equal_their_states_one_at_a_time_bit_for_bit(name):
     """General rows (constant K, k) on two links and on a link and the ground, beside fig4's loops: their terms
-    and factors filled in lanes (mechanics.compiled._lane_constraint_terms) are the per-state kernel's."""
+    and factors filled in lanes (mechanics.compiled_kinematics._lane_constraint_terms) are the per-state kernel's."""
     mech = models.fig4()
     rows = np.eye(6)[[1, 5]]
     mech = mech.with_constraints(list(mech.constraints) + [General(("6", "8"), (rows, -rows), np.array([0.3, -0.2]), "pair"),

@@ -1,0 +1,464 @@
+"""The outer iterations of the compiled dynamics, sixteen states side by side: :func:`lanes_kernel` and the
+bookkeeping of each lane's iterations (a lane whose state has its answer takes the next state) -- the
+numbers of :func:`mechanics.compiled_iterations.dynamics_kernel`, bit for bit.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+import elimination.lanes as lanes
+import elimination.vectors as vectors
+from elimination.compiled import UNCOUNTED, factorize_scratch_in, max_front, solve_scratch_in, started_error, ix
+from elimination.gaussian import PIVOT_SUSPECT_RTOL
+from elimination.numeric import FINISHING_REFINE, SCALE_FLOOR, SETTLED_RTOL, SUSPECT_REFINE, VERIFY_RTOL, WARM_RTOL
+from elimination.lanes import LANES
+
+from .compiled_tables import (
+    drop_stale_kernels, BAD_INPUT, CDIM, CONVERGED, FALLBACK, ITERATIONS, KEEP, MULT, NV, PUSH, QDD, ROW0, STATUS, TAKE, V0,
+    _unpacked_tables,
+)
+from .compiled_kinematics import (
+    _lane_constraint_parts, _lane_constraint_residual, _lane_constraint_terms, _lane_kinematic_parts,
+    _lane_kinematics, lane_constraint_rows, lane_kinematic_rows,
+)
+from .compiled_fill import (
+    _lane_factor_residuals, _lane_fill_constraints, _lane_fill_links, _lane_link_residuals, _lane_move, _mu,
+)
+from .compiled_iterations import _answer, _conclude, _copy, _has_soft, _load_state, _settles
+
+drop_stale_kernels(__file__)
+
+
+# rows of lanes_kernel's integers, a column per lane: the factorization's weakest and failed step, whether a
+# state was loaded into it, where its outer iterations stand (PHASE: at their HEAD, its first iterate REFINED,
+# an iterate RESOLVED), its refinement steps so far in this solve, its iterations, the solve's MODE (0: a
+# started solve's steps, 1: PLAIN steps, then a verification with SMALL changes in a row so far, 2: a
+# verification of a factorization an earlier solve verified, 3: a re-solve's PLAIN steps alone), whether it
+# wants a solve, the STATE it holds (-1: idle), whether its solve is FRESH (of its linear terms, not a step)
+WEAK, FAILED, VALID, PHASE, COUNT, ITERS, MODE, NEED, STATE, PLAIN, SMALL, FRESH = range(12)
+LANE_ROWS = 12
+HEAD, REFINED, RESOLVED, FINISHED = range(4)  # (FINISHED: a re-solve's one more step taken, _may_be_answer)
+REFILL, PATIENCE = 11, 1  # a refill waits until this many lanes (of sixteen) idle, and then one round more (the
+# busy lanes may be about to finish: one factorization of the lanes serves them all).  B = 1024, us a state, the
+# minimum of five calls: Cassie LCABA (9..12, 1) 22.8-23.3, (8, 1) 23.8, (14, 0) 25.4 (its states take 3-50
+# iterations: a round's wait is a round of idle lanes); Solo12 LCABA (11, 1) 5.7, (10, 1) 5.9 (its states finish
+# within a round of each other); Talos, two hands within noise of each other from (8, 1) to (12, 1).  (With eight
+# lanes: (5, 1); a group at a time cost Cassie 1.35x.)  A refill's busy lanes get no solve: running their steps
+# beside the new lanes' first solve (bit for bit the same) took 4% fewer rounds and cost Cassie 5% more.
+
+
+def _lane_sizes(program, constraints: tuple, mechanism) -> tuple:
+    """Floats of :func:`_lane_parts`' workspace (a float per lane per entry), its integer rows, and the floats
+    per lane of each state's own constraint terms (``Kbuf``, ``k``, the measurements, ``lambda``)."""
+    m = mechanism.constraint_dim
+    entries = (program.factor_size + program.conditional_size + 3 * program.linear_size + program.cache_size
+               + 2 * program.value_size + 4 + lanes.pairs_scratch_rows(max_front(program))
+               + lane_kinematic_rows(len(mechanism.links), mechanism.nq, mechanism.nv)
+               + lane_constraint_rows(constraints[2].shape[0], m) + ITERATION_ROWS + mechanism.nv)
+    return entries * LANES, (LANE_ROWS, LANES), (LANES, 36 * constraints[2].shape[0] + 4 * m + 2)
+
+
+@njit(cache=True, inline="always")
+def _lane_parts(lw, sizes, maxn, kinematic_rows, constraint_rows, iteration_rows):
+    """:func:`lanes_kernel`'s lanes, carved from ``lw``: ``Fw, C, Lin, Lmag, cache, X, Lres, corrections
+    (entries, LANES)``, the scale floors ``(1, LANES)``, the pivot ratios ``(LANES,)``, the largest
+    magnitudes of a correction and its values ``(2, LANES)``, :func:`elimination.lanes.factorize_pairs`' and
+    ``solve_pairs``' scratch, the kinematics' rows ``KL`` (:func:`_lane_kinematic_parts`), the
+    constraints' rows ``KC`` (:func:`_lane_constraint_parts`) and the outer iterations' ``IT``
+    (:data:`ITERATION_ROWS`)."""
+    rows = lw.reshape((-1, LANES))
+    a = np.int64(sizes[0])  # the ends of the parts, in _lane_sizes' order
+    b = a + np.int64(sizes[1])
+    c = b + np.int64(sizes[2])
+    d = c + np.int64(sizes[2])
+    e = d + np.int64(sizes[3])
+    f = e + np.int64(sizes[4])
+    g = f + np.int64(sizes[2])
+    h = g + np.int64(sizes[4])
+    k = h + 4 + kinematic_rows
+    z = k + constraint_rows
+    y = z + iteration_rows
+    factorize_scratch, solve_scratch = lanes.pairs_scratch_in(rows[y:], maxn)
+    return (rows[:a], rows[a:b], rows[b:c], rows[c:d], rows[d:e], rows[e:f], rows[f:g], rows[g:h], rows[h:h + 1],
+            rows[h + 1], rows[h + 2:h + 4], factorize_scratch, solve_scratch, rows[h + 4:k], rows[k:z], rows[z:y])
+
+
+@njit(cache=True, inline="always")
+def _iteration_state(lk, w, pairs, m):
+    """Lane ``w``'s last ``qdd`` step and its verification's last change ``(2,)`` (:func:`_own_terms`' last)."""
+    K = 36 * pairs + 4 * m
+    return lk[w, K:K + 2]
+
+
+@njit(cache=True, inline="always")
+def _own_terms(lk, w, pairs, m):
+    """Lane ``w``'s state's own constraint terms in ``lk`` (:func:`_lane_sizes`): ``Kbuf (pairs, 6, 6), k,
+    meas, lam, res (m)``, and its outer iterations' last ``qdd`` step and its verification's last change
+    ``(2,)``."""
+    K = 36 * pairs
+    return (lk[w, :K].reshape((pairs, 6, 6)), lk[w, K:K + m], lk[w, K + m:K + 2 * m], lk[w, K + 2 * m:K + 3 * m],
+            lk[w, K + 3 * m:K + 4 * m], _iteration_state(lk, w, pairs, m))
+
+
+@njit(cache=True, **UNCOUNTED)
+def _lanes_concluded(links, factors, scope, constraints, lk, pairs, m, mu, li, ratio, smaps, drops, sscr, Fw, Lin, C,
+                     Lmag, cache, X, RES, LAM, IT, Lin0, Lres1, e, corr, dropped, meas0, corrected, xn, refine,
+                     has_soft, tol, nv, out, flags):
+    """What :func:`_advance` marked in ``IT`` (:func:`_lanes_updated`), then the answers of the lanes whose
+    iterations ended (row ``DONE``): each one's ``lambda``, residual and ``qdd`` out of the lanes, then
+    :func:`_conclude`; the lane idles."""
+    _lanes_updated(constraints, links, X, RES, LAM, IT, mu)
+    for w in range(LANES):
+        if IT[ix(DONE), w] == 0.0:
+            continue
+        b = li[STATE, w]
+        li[STATE, w] = -1
+        Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
+        _copy(LAM[:, w], lam)
+        _copy(RES[:, w], res)
+        for i in range(nv):
+            out[ix(b), ix(i)] = IT[ix(ITERATION_ROWS + i), w]
+        work = (links, factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], Lres1, e, corr, cache[:, w],
+                dropped)
+        _conclude(b, li[ITERS, w], ratio[w], smaps, drops, sscr, work, C[:, w], Lmag[:, w], Lin0,
+                  (k, meas, meas0, res, lam, corrected), X[:, w], xn, refine, has_soft, tol, nv, out, flags)
+
+
+@njit(cache=True, inline="always")
+def _solving(li, state, w, verify, plain, fresh):
+    """Lane ``w`` starts a solve: of its linear terms (``fresh``) or from its values, then ``_started_solve``'s
+    refinement steps, or (``verify`` 1) ``plain`` refinement steps and :func:`_verified`'s, or (2) those of a
+    factorization an earlier solve verified."""
+    li[MODE, w], li[PLAIN, w], li[COUNT, w], li[SMALL, w], li[FRESH, w], state[1] = verify, plain, 0, 0, fresh, np.inf
+    return True
+
+
+@njit(cache=True, inline="always")
+def _refined(li, state, w, change, refine, ratio):
+    """Lane ``w``'s solve after a refinement step that changed its values by ``change`` (relative): 0 where it
+    wants another step, 1 where it is done, -1 where its verification did not settle (the numpy path then
+    answers).  The decisions of :func:`_started_solve`, and of ``refine`` plain steps then :func:`_verified`
+    (from the last plain step's change)."""
+    li[COUNT, w] += 1
+    c = li[COUNT, w]
+    if li[MODE, w] == 0:  # _started_solve: refine steps, and one more where the change is large
+        return 0 if c < refine or (c == refine and started_error(change, ratio) > WARM_RTOL) else 1
+    if li[MODE, w] == 3:  # a re-solve's PLAIN steps alone, the last one's change kept (_advance reads it)
+        state[1] = change
+        return 0 if c < li[PLAIN, w] else 1
+    if c <= li[PLAIN, w]:  # the plain steps, then at least one of the verification's
+        state[1] = change
+        return 0
+    if _settles(change, state[1], ratio, li[MODE, w] == 2):
+        return 1
+    contracting = change > SETTLED_RTOL and change <= 0.5 * state[1]
+    if change > VERIFY_RTOL and not contracting:
+        return -1
+    li[SMALL, w] = li[SMALL, w] + 1 if change <= VERIFY_RTOL else 0
+    if not contracting or li[SMALL, w] > FINISHING_REFINE:
+        return 1
+    state[1] = change
+    if c - li[PLAIN, w] < SUSPECT_REFINE:
+        return 0
+    return -1 if change > VERIFY_RTOL else 1  # the steps ran out: the last one's verdict
+
+
+@njit(cache=True, inline="always")
+def _advance(w, li, state, ratio, refine, IT, moves, tol, max_iter):
+    """Lane ``w``'s outer iterations (:func:`_answer`'s loop, where each re-solve starts from the last iterate)
+    from where its last refined solve left them (``li[PHASE, w]``) to its next refined solve (:func:`_solving`),
+    whose steps :func:`lanes_kernel` runs in lanes: whether it wants one (False: its iterations ended).  The
+    first solve's refinement waits until its iterate may be the answer, unless the pivots are suspect
+    (``ratio``): then it is refined and verified first; a re-solve's one more step where its change is large --
+    on a suspect factorization its steps until they settle -- waits the same way (:func:`_may_be_answer`).  A
+    re-solve refines the iterate in place: the per-state kernel refines a copy and copies it back, the same
+    numbers.  ``state``: the lane's last ``qdd`` step and its verification's (or re-solve's) last change.
+
+    The numbers are the lanes' (:func:`_lane_steps`: the iterate's ``qdd`` step and its residual's largest
+    magnitude in ``IT``); what the iterate then does, in lanes, is marked in ``IT`` for
+    :func:`_lanes_updated` -- its ``qdd`` kept (``SET_QDD``), ``lambda`` updated (``UPDATE``) -- its answer
+    for :func:`_lanes_concluded` (``DONE``), and in ``moves[w]`` for :func:`_lanes_moved`: its terms moved
+    for the re-solve."""
+    phase, suspect = li[PHASE, w], ratio < PIVOT_SUSPECT_RTOL
+    step, top = IT[ix(QDD_STEP), w], IT[ix(RES_TOP), w]
+    if (phase == RESOLVED and li[MODE, w] == 3 and started_error(state[1], ratio) > WARM_RTOL
+            and (li[ITERS, w] + 1 >= max_iter or min(step, top) < tol)):  # _started_solve's one more step, or
+        li[PHASE, w] = FINISHED  # a suspect factorization's steps until they settle (_may_be_answer)
+        return _solving(li, state, w, 2, 0, 0) if suspect else _solving(li, state, w, 3, 1, 0)
+    if phase == RESOLVED or phase == FINISHED:  # a re-solve, refined: the next iterate
+        state[0] = step
+        li[ITERS, w] += 1
+        IT[ix(SET_QDD), w] = 1.0
+    elif phase == REFINED:  # the first iterate, refined
+        IT[ix(SET_QDD), w] = 1.0
+    elif suspect:  # (HEAD) the first solve's refinement and verification (_solve)
+        li[PHASE, w] = REFINED
+        return _solving(li, state, w, 1, refine, 0)
+    else:  # (HEAD) the first iterate: refined now where it may be the answer (refined solves only)
+        IT[ix(SET_QDD), w] = 1.0
+        if refine > 0 and (top < tol or li[ITERS, w] >= max_iter):
+            li[PHASE, w] = REFINED
+            return _solving(li, state, w, 0, 0, 0)
+    IT[ix(UPDATE), w] = 1.0  # (_update)
+    if min(state[0], top) < tol or li[ITERS, w] >= max_iter:
+        IT[ix(DONE), w] = 1.0  # (_lanes_concluded)
+        return False
+    moves[w] = 1.0  # alm's and prox's terms (_move)
+    li[PHASE, w] = RESOLVED  # from the last iterate where the solves are refined (Factorization.startable)
+    if refine == 0:  # a fresh solve (verified where suspect)
+        return _solving(li, state, w, 1 if suspect else 0, 0, 1)
+    # started: the steps alone (then _advance), a suspect factorization's too (the first solve verified it)
+    return _solving(li, state, w, 3, refine, 0)
+
+
+@njit(cache=True, inline="always")
+def _lanes_moved(constraints, factors, KC, pairs, m, mu, Lin):
+    """The iterating constraints' terms of the lanes whose outer iterations go on (``KC``'s row of moves, then
+    cleared), moved for their ``lambda`` (``KC``'s, where the iterations in lanes keep it) in lanes
+    (:func:`_lane_move`)."""
+    KK, MEAS, Kk, LAM, RES, MOVE, E = _lane_constraint_parts(KC, pairs, m)
+    moving = 0
+    for w in range(LANES):
+        moving += KC[ix(MOVE), w] != 0.0
+    if moving == 0:
+        return
+    _lane_move(constraints, factors, KK, Kk, LAM, MEAS, E, mu, Lin, KC, MOVE)
+    vectors.fill(KC, MOVE, 0.0)
+
+
+QDD_STEP, RES_TOP, SET_QDD, UPDATE, DONE, IT_T = range(6)  # IT's rows (:func:`_lane_steps`, _advance's marks)
+
+
+ITERATION_ROWS = 6  # then the qdd each lane's iterations kept (nv rows): IT's rows, ITERATION_ROWS + nv
+
+
+@njit(cache=True, inline="always")
+def _lane_steps(links, X, RES, IT):
+    """Every lane's iterate ``X``: its ``qdd`` step ``max |qdd(X) - qdd|`` from the ``qdd`` its iterations kept
+    (``IT``'s rows from ``ITERATION_ROWS``; :func:`_qdd_step`'s operations) and its residual's ``max |RES|``
+    (:func:`_largest`'s) into ``IT``'s rows ``QDD_STEP``, ``RES_TOP``; :func:`_advance`'s marks cleared.
+    Lanes that advance none get numbers nothing reads."""
+    vectors.fill(IT, QDD_STEP, 0.0)
+    for l in range(links.shape[0]):
+        v0, off = links[ix(l), V0], links[ix(l), QDD]
+        for i in range(links[ix(l), NV]):
+            vectors.copy(IT, IT_T, X, off + i)
+            vectors.sub(IT, IT_T, IT, ITERATION_ROWS + v0 + i)
+            vectors.largest(IT, QDD_STEP, IT, IT_T)
+    vectors.fill(IT, RES_TOP, 0.0)
+    for r in range(RES.shape[0]):
+        vectors.largest(IT, RES_TOP, RES, r)
+    for row in (SET_QDD, UPDATE, DONE):
+        vectors.fill(IT, row, 0.0)
+
+
+@njit(cache=True, inline="always")
+def _lanes_updated(constraints, links, X, RES, LAM, IT, mu):
+    """What :func:`_advance` marked, in lanes: ``qdd = qdd(X)`` kept where ``SET_QDD``, and ``lambda`` updated
+    from ``RES`` where ``UPDATE`` (:func:`_update`'s operations); the other lanes keep theirs."""
+    table, numbers = constraints[0], constraints[3]
+    for l in range(links.shape[0]):
+        v0, off = links[ix(l), V0], links[ix(l), QDD]
+        for i in range(links[ix(l), NV]):
+            vectors.put(IT, ITERATION_ROWS + v0 + i, X, off + i, IT, SET_QDD)
+    for j in range(table.shape[0]):
+        m, r0, mult = table[ix(j), CDIM], table[ix(j), ROW0], table[ix(j), MULT]
+        keep, push, take = numbers[ix(j), KEEP], numbers[ix(j), PUSH], numbers[ix(j), TAKE]
+        mu_s = _mu(constraints, j, mu)
+        for r in range(m):  # _update's terms in its order
+            have = False
+            if push != 0.0:
+                vectors.scaled(IT, IT_T, push * mu_s, RES, r0 + r)
+                have = True
+            if keep != 0.0:
+                if have:
+                    vectors.add_scaled(IT, IT_T, LAM, r0 + r, keep)
+                else:
+                    vectors.scaled(IT, IT_T, keep, LAM, r0 + r)
+                have = True
+            if take != 0.0:
+                if have:
+                    vectors.add_scaled(IT, IT_T, X, mult + r, take)
+                else:
+                    vectors.scaled(IT, IT_T, take, X, mult + r)
+            vectors.put(LAM, r0 + r, IT, IT_T, IT, UPDATE)
+
+
+@njit(cache=True, inline="always")
+def _lanes_solved(links, factors, scope, constraints, KC, pairs, m, mu, smaps, sscr, slane, Fw, Lin, X, C, cache,
+                  Lres, D, need, fresh, tops):
+    """One solve of the lanes that want one (``need``): a refinement step of ``X`` in place (:func:`_refine_step`
+    in lanes: the residuals of every factor in lanes, one solve of the lanes into ``D``, the largest magnitude
+    of each lane's correction and of its new values into ``tops``), or where ``fresh`` a solve of the linear
+    terms themselves into ``X`` (one solve of ``Lin`` straight into ``X`` where every lane that wants one
+    wants that).  Lanes that want none get meaningless numbers, which nothing reads."""
+    stepping = 0  # lanes that want a refinement step
+    for w in range(LANES):
+        stepping += need[w] and not fresh[w]
+    if stepping == 0:
+        lanes.solve_pairs(smaps, C, Lin, cache, X, slane, sscr)
+        return
+    KK, MEAS, _, _, _, _, E = _lane_constraint_parts(KC, pairs, m)  # (MEAS: as filled, or moved in lanes)
+    for l in range(links.shape[0]):
+        _lane_link_residuals(links, factors, l, Fw, Lin, X, Lres)
+    _lane_factor_residuals(factors, scope, constraints, KK, MEAS, mu, Fw, Lin, X, Lres, E)
+    for w in range(LANES):
+        if need[w] and fresh[w]:
+            _copy(Lin[:, w], Lres[:, w])
+    lanes.solve_pairs(smaps, C, Lres, cache, D, slane, sscr)
+    vectors.add_rows(X, D, tops, X.shape[0])
+    for w in range(LANES):
+        if need[w] and fresh[w]:
+            _copy(D[:, w], X[:, w])
+
+
+@njit(cache=True, **UNCOUNTED)
+def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, iterating, refill, patience, ws, wi, lw, li,
+                 lk, out, flags):
+    """:func:`dynamics_kernel` for a program of mostly tree and wide pairs (:func:`elimination.lanes.covers_pairs`),
+    ``LANES`` states at a time: the new states' kinematics and link factors in lanes, each one's constraint
+    terms and their factors into its lane (:func:`_refill`), one factorization of the lanes and their first solve without refinement
+    (:func:`elimination.lanes.factorize_pairs`, :func:`~elimination.lanes.solve_pairs`).  Then, where the
+    program iterates, every lane's outer iterations advance to their next solve (:func:`_advance`: a
+    refinement step, a fresh solve, a suspect pivot's verification step) and the solves run in lanes
+    (:func:`_lanes_solved`); a lane whose state has its answer idles until ``refill`` lanes do and ``patience``
+    rounds more have run, and they take the next states (the lanes' factorization again: the busy lanes' own
+    conditionals come out as they were).
+    Where the program does not iterate, or has soft rows, each state runs :func:`_answer` on its lane's
+    columns after the first solve.  The numbers of :func:`dynamics_kernel` bit for bit.  ``lw``, ``li``,
+    ``lk``: the lanes' workspace, integers and each state's own constraint terms (:func:`_lane_sizes`), zeroed
+    once when made."""
+    fmaps, smaps, constraints, factors, scope, drops, sizes, unit, o, model, general = _unpacked_tables(TI, II, TF, IF)
+    links, table, maxn = model[0], constraints[0], np.int64(sizes[6])
+    m, nv, B, pairs = F0.shape[1], V.shape[1], Q.shape[0], constraints[2].shape[0]
+    rows_m, rows_L = ws[o[8]:o[9]].reshape((6, m)), ws[o[9]:o[10]].reshape((4, np.int64(sizes[2])))
+    rows_x, e = ws[o[10]:o[11]].reshape((3, np.int64(sizes[4]))), ws[o[11]:o[12]]
+    dropped, qn = ws[o[15]:o[16]], ws[o[16]:o[17]]
+    fscr, sscr = factorize_scratch_in(ws[o[17]:o[18]], wi, maxn), solve_scratch_in(ws[o[18]:o[19]], maxn)
+    meas0, corrected, Lin0, Lres1, xn, corr = rows_m[2], rows_m[5], rows_L[1], rows_L[3], rows_x[1], rows_x[2]
+    kparts = _lane_kinematic_parts(links.shape[0], Q.shape[1], nv)
+    Fw, C, Lin, Lmag, cache, X, Lres, D, floor, ratio, tops, flane, slane, KL, KC, IT = _lane_parts(
+        lw, sizes, maxn, kparts[-1] + 1, lane_constraint_rows(pairs, m), ITERATION_ROWS + nv)
+    weak, failed, valid, need = li[WEAK], li[FAILED], li[VALID], li[NEED]
+    KK, MEAS, Kk, LAM, RES, MOVE, E = _lane_constraint_parts(KC, pairs, m)
+    has_soft = _has_soft(table)
+    # the outer iterations in lanes: each re-solve refined from the last iterate (Factorization.startable) or a
+    # fresh solve (refine == 0), the first solve's refinement deferred (_answer), a suspect pivot's verification
+    in_lanes = iterating and drops.shape[0] == 0 and not has_soft
+    for w in range(LANES):
+        li[STATE, w], need[w] = -1, 0
+    loaded, waited = 0, 0
+    while True:
+        idle = 0
+        for w in range(LANES):
+            idle += li[STATE, w] < 0
+        if loaded < B and (idle == LANES or (idle >= refill and waited >= patience)):
+            waited = 0
+            loaded = _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, unit, pairs, m, qn, li,
+                             lk, Fw, Lin, Lmag, floor, flags, KL, kparts, KC, in_lanes)
+            lanes.factorize_pairs(fmaps, Fw, C, floor, fscr, flane, ratio, weak, failed)
+            whole = idle == LANES  # (every lane new: the first solve straight into X)
+            lanes.solve_pairs(smaps, C, Lin, cache, X if whole else D, slane, sscr)
+            for i in range(0 if whole else X.shape[0]):  # the new lanes' first solve (KL's row of them: MASK)
+                vectors.put(X, i, D, i, KL, kparts[10])
+            _lane_constraint_residual(constraints, KK, Kk, links, X, RES)
+            _lane_steps(links, X, RES, IT)
+            for w in range(LANES):  # each new state's iterations: up to its next solve in lanes, or all in its lane
+                b = li[STATE, w]
+                if valid[w] == 0:
+                    continue
+                li[STATE, w] = -1
+                if failed[w] != -1:
+                    continue
+                if in_lanes:
+                    step = _iteration_state(lk, w, pairs, m)
+                    li[PHASE, w], li[ITERS, w], li[STATE, w], step[0] = HEAD, 1, b, np.inf
+                    need[w] = _advance(w, li, step, ratio[w], refine, IT, KC[MOVE], tol, max_iter)
+                    continue
+                Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
+                work = (links, factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], Lres1, e, corr,
+                        cache[:, w], dropped)
+                _copy(Lin[:, w], Lin0)
+                _copy(meas, meas0)
+                _answer(b, ratio[w], True, smaps, drops, sscr, work, C[:, w], Lmag[:, w], Lin0,
+                        (k, meas, meas0, res, lam, corrected), X[:, w], xn, refine, iterating, has_soft, tol, max_iter,
+                        nv, out, flags)
+            if in_lanes:
+                _lanes_concluded(links, factors, scope, constraints, lk, pairs, m, mu, li, ratio, smaps, drops, sscr,
+                                 Fw, Lin, C, Lmag, cache, X, RES, LAM, IT, Lin0, Lres1, e, corr, dropped, meas0,
+                                 corrected, xn, refine, has_soft, tol, nv, out, flags)
+            _lanes_moved(constraints, factors, KC, pairs, m, mu, Lin)
+            continue
+        if idle == LANES:
+            break
+        waited += idle >= refill
+        _lanes_solved(links, factors, scope, constraints, KC, pairs, m, mu, smaps, sscr, slane, Fw, Lin, X, C,
+                      cache, Lres, D, need, li[FRESH], tops)
+        _lane_constraint_residual(constraints, KK, Kk, links, X, RES)  # (read by the lanes whose solve is done)
+        _lane_steps(links, X, RES, IT)
+        for w in range(LANES):  # each lane's iterations between its solves
+            if need[w] == 0:
+                continue
+            step = _iteration_state(lk, w, pairs, m)
+            if li[FRESH, w]:  # solved: done, or verified from here
+                li[FRESH, w] = 0
+                done = 0 if li[MODE, w] else 1
+            else:
+                done = _refined(li, step, w, tops[0, w] / max(tops[1, w], 2.2250738585072014e-308), refine, ratio[w])
+            if done == 0:
+                continue
+            if done == -1:  # left to the numpy path
+                need[w], li[STATE, w] = 0, -1
+                continue
+            need[w] = _advance(w, li, step, ratio[w], refine, IT, KC[MOVE], tol, max_iter)
+        _lanes_concluded(links, factors, scope, constraints, lk, pairs, m, mu, li, ratio, smaps, drops, sscr, Fw, Lin,
+                         C, Lmag, cache, X, RES, LAM, IT, Lin0, Lres1, e, corr, dropped, meas0, corrected, xn, refine,
+                         has_soft, tol, nv, out, flags)
+        _lanes_moved(constraints, factors, KC, pairs, m, mu, Lin)
+
+
+@njit(cache=True, inline="always")
+def _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, unit, pairs, m, qn, li, lk, Fw, Lin,
+            Lmag, floor, flags, KL, kparts, KC, in_lanes):
+    """The next states, from ``loaded`` on, into the idle lanes (``li[STATE] < 0``), all in lanes: their
+    kinematics, their links' factors, their constraint terms and the constraints' factors
+    (:func:`_lane_kinematics`, :func:`_lane_fill_links`, :func:`_lane_constraint_terms`,
+    :func:`_lane_fill_constraints`: ``KC``'s rows, :func:`_lane_constraint_parts`), then each one's own
+    constraint terms copied to its lane's ``lk`` for its iterations (``li[VALID]``: 1 where a state was loaded
+    and the checks pass, its lane then holding it) -- its ``K`` only where they run lane by lane (not
+    ``in_lanes``).  Returns how many states are loaded now."""
+    n = model[0].shape[0]
+    QN, VV, MASK, TOP = kparts[7], kparts[8], kparts[10], kparts[11]
+    for w in range(LANES):
+        li[VALID, w], KL[ix(MASK), w] = 0, 0.0
+        if li[STATE, w] >= 0 or loaded >= Q.shape[0]:
+            continue
+        b = loaded
+        loaded += 1
+        flags[ix(b), STATUS], flags[ix(b), ITERATIONS], flags[ix(b), CONVERGED] = BAD_INPUT, 0, 0
+        Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
+        if not _load_state(Q, V, TAU, F0, b, unit, qn, lam):
+            continue
+        flags[ix(b), STATUS], li[VALID, w], li[STATE, w], KL[ix(MASK), w] = FALLBACK, 1, b, 1.0
+        for i in range(Q.shape[1]):
+            KL[ix(QN + i), w] = qn[ix(i)]
+        for i in range(V.shape[1]):
+            KL[ix(VV + i), w] = V[ix(b), ix(i)]
+    _lane_kinematics(model, KL, kparts)
+    _lane_fill_links(model, factors, KL, kparts, TAU, li[STATE], Fw, Lin, Lmag)
+    KK, MEAS, Kk, LAM, _, _, E = _lane_constraint_parts(KC, pairs, m)
+    _lane_constraint_terms(constraints, general, model[6], n, KL, kparts, KK, Kk)
+    for w in range(LANES):
+        if li[VALID, w] != 0:
+            _copy(_own_terms(lk, w, pairs, m)[3], LAM[:, w])
+    _lane_fill_constraints(constraints, factors, KK, MEAS, Kk, LAM, E, mu, Fw, Lin, KL, MASK, TOP)
+    for w in range(LANES):  # each new state's own terms, for its iterations lane by lane
+        if li[VALID, w] != 0:
+            Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
+            if not in_lanes:  # (the iterations in lanes read the lanes' K; its answer, k)
+                _copy(KK[:, w], lk[w, :36 * pairs])
+            _copy(Kk[:, w], k)
+            _copy(MEAS[:, w], meas)
+            floor[0, w] = SCALE_FLOOR * KL[ix(TOP), w]
+    return loaded

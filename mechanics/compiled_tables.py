@@ -1,0 +1,211 @@
+"""The compiled dynamics' model data: a mechanism, its constraints and its GPLC graph's factor slots as integer
+and float tables (what :mod:`mechanics.kinematics`, :mod:`mechanics.gplc` and :mod:`mechanics.policies`
+compute, as data), their columns, and the kernels' view of them (:func:`_unpacked_tables`).
+
+Made once per (mechanism, policies, ordering) by :class:`mechanics.compiled.CompiledDynamics`; read, never
+written, by the kernels of :mod:`mechanics.compiled_kinematics`, :mod:`mechanics.compiled_fill`,
+:mod:`mechanics.compiled_iterations` and :mod:`mechanics.compiled_lanes`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from numba import njit
+
+import elimination.compiled as elimination_compiled
+import elimination.lanes as lanes
+import elimination.vectors as vectors
+
+from elimination.compiled import (
+    drop_stale_cache, FACTORIZE_MAPS, SOLVE_MAPS, SOLVE_SCRATCH, factorize_scratch_size, factorize_maps_in, max_front, solve_maps_in,
+    unpacked1, unpacked2, unpacked3, unpacked4,
+)
+from elimination.program import F, LINK_HALF, WIDE_LINK
+
+from .keys import (
+    JointAcceleration, LinkAcceleration, LoopTerm, Multiplier, Penalty, Prior, ProximalPrior, Torque, TreeJoint,
+)
+from .mechanism import GROUND, Connect, Weld
+
+
+KERNEL_MODULES = ("compiled_tables", "compiled_kinematics", "compiled_fill", "compiled_iterations", "compiled_lanes")
+TERMS_SCRATCH = 96  # floats of _constraint_terms' scratch
+
+
+def drop_stale_kernels(module: str) -> None:
+    """Drop ``module``'s numba cache where a kernel source it may inline is newer: these modules' or the
+    engine's (numba keys a cached function on its own file only)."""
+    here = Path(__file__).parent
+    drop_stale_cache(module, *(here / f"{name}.py" for name in KERNEL_MODULES), elimination_compiled.__file__,
+                     lanes.__file__, vectors.__file__)
+
+
+drop_stale_kernels(__file__)
+
+JOINTS = {"fixed": 0, "revolute": 1, "revolute_unbounded": 2, "prismatic": 3, "spherical": 4, "planar": 5, "free": 6}
+PRIOR, TORQUE, TREE, PENALTY, LOOP, PROXIMAL = range(6)  # factor kinds
+WELD, CONNECT, GENERAL = range(3)  # constraint kinds
+ROLES = {Prior: PRIOR, Torque: TORQUE, TreeJoint: TREE, Penalty: PENALTY, LoopTerm: LOOP, ProximalPrior: PROXIMAL}
+
+# columns of the link table (PRIOR_F, TORQUE_F, TREE_F: the link's own factors' rows of the factor table, -1: none)
+PARENT, JOINT, Q0, V0, NV, ACC, QDD, PRIOR_F, TORQUE_F, TREE_F = range(10)
+# columns of the constraint table (MOVES, ITERATES, TEST: its policy's PolicyNumbers), and of its float table
+CKIND, L1, L2, CDIM, ROW0, PAIR0, NPAIR, MULT, MOVING, MOVES, ITERATES, TEST = range(12)
+STIFFNESS, KEEP, PUSH, TAKE = range(4)
+# columns of the factor table (JOINT0: a tree factor's first joint column; JOINT_ONLY: 1 where only a tree
+# pair's kernel reads it, through its joint columns -- the rest of [I, -I, -S] and the row scales go unwritten)
+FKIND, WHO, PAIR, FIRST, MAT, SCL, LIN, SC0, SC1, FN, JOINT0, JOINT_ONLY = range(12)
+
+OK, FALLBACK, BAD_INPUT = 0, 1, 2  # per-state status: the kernel's answer, the numpy path's to take, or a
+# state the checks of mechanics.checks refuse (NaN / inf, a quaternion far from unit norm): they name it
+ITERATIONS, CONVERGED, STATUS = range(3)  # columns of the kernel's integer output
+
+
+def _output_columns(mechanism) -> dict:
+    """Name -> first column (``slice`` of columns for arrays) of :meth:`CompiledDynamics.run`'s ``out``."""
+    nv, m, n = mechanism.nv, mechanism.constraint_dim, len(mechanism.links)
+    starts = np.cumsum([0, nv, m, 6 * n, m, m])
+    names = ("qdd", "forces", "accelerations", "residual", "k")
+    return {**{name: slice(int(a), int(b)) for name, a, b in zip(names, starts, starts[1:])}, "worst": int(starts[-1]),
+            "hard_worst": int(starts[-1]) + 1, "hard_k": int(starts[-1]) + 2}
+
+
+def _workspace_parts(mechanism, constraints: tuple, program) -> np.ndarray:
+    """Offsets of the kernel's float workspace parts (the order :func:`dynamics_kernel` carves them in)."""
+    n, m, nq = len(mechanism.links), mechanism.constraint_dim, mechanism.nq
+    maxn = max_front(program)
+    sizes = (9 * (n + 1), 3 * (n + 1), 6 * (n + 1), 36 * n, 6 * n, 36 * n, 6 * n,  # R p vel S bias Iw fb
+             36 * max(constraints[2].shape[0], 1), 6 * m, 4 * program.linear_size, 3 * program.value_size,  # Kbuf rows
+             max(6, maxn), program.factor_size, program.conditional_size, program.cache_size,  # e Fw C cache
+             program.dropped_size, nq, factorize_scratch_size(maxn)[0], SOLVE_SCRATCH * maxn,  # dropped qn scratch
+             6 + TERMS_SCRATCH)  # the kinematics' scratch
+    return np.cumsum((0,) + sizes).astype(np.int64)
+
+
+def _unsupported(mechanism, layout) -> str:
+    for name, policy in layout.policies.items():
+        if policy.lowered():
+            return f"constraint {name!r} has the policy {policy!r}, whose numbers do not say it all: {policy.lowered()}"
+    for c in mechanism.constraints:
+        links = [l for l in c.links if l != GROUND]
+        if len(set(links)) != len(links):
+            return f"constraint {c.name!r} names a link twice"
+    for slot in layout.slots:
+        if type(slot.role) not in ROLES:
+            return f"factor role {slot.role!r} runs on the numpy path only"
+    return ""
+
+
+def _model_tables(mechanism, index: dict, program) -> tuple:
+    """Links (``PARENT ... QDD`` columns; their own factors' columns left -1 for :func:`_own_factors`) and
+    their constant geometry and inertia."""
+    n = len(mechanism.links)
+    table = np.full((n, 10), -1, dtype=np.int64)
+    axis, place_R, place_p = np.zeros((n, 3)), np.zeros((n, 3, 3)), np.zeros((n, 3))
+    body, S_local = np.zeros((n, 13)), np.zeros((n, 6, 6))
+    from .joints import motion_subspace
+
+    for i, link in enumerate(mechanism.links):
+        joint = link.joint
+        qdd = program.value_offset[JointAcceleration(link.name)] if joint.nv else -1
+        table[i, :QDD + 1] = (index[link.parent], JOINTS[joint.kind], mechanism.q_slices[link.name].start,
+                    mechanism.v_slices[link.name].start, joint.nv, program.value_offset[LinkAcceleration(link.name)], qdd)
+        if joint.axis is not None:
+            axis[i] = joint.axis
+        place_R[i], place_p[i] = link.placement.rotation, link.placement.translation
+        body[i] = (link.mass, *link.com, *np.asarray(link.inertia).ravel())
+        S_local[i, :, : joint.nv] = motion_subspace(joint)
+    root = np.concatenate([np.zeros(3), -np.asarray(mechanism.gravity, dtype=float)])
+    return table, axis, place_R, place_p, body, S_local, root
+
+
+def _constraint_tables(mechanism, layout, index: dict, program) -> tuple:
+    """Constraints (columns ``CKIND ... TEST``, and their policies' float numbers ``STIFFNESS ... TAKE``),
+    their pairs ``(constraint, link)`` in the order of the policies' slots, and the float tables: axes,
+    frame placements, General's constant ``K`` and ``k``."""
+    constraints = mechanism.constraints
+    nc = len(constraints)
+    table = np.full((max(nc, 1), 12), -1, dtype=np.int64)[:nc]
+    numbers = np.zeros((max(nc, 1), 4))[:nc]
+    axes = np.zeros((max(nc, 1), 6), dtype=np.int64)
+    place_R, place_p = np.zeros((max(nc, 1), 2, 3, 3)), np.zeros((max(nc, 1), 2, 3))
+    pairs, K_const, k_const, row = [], [], np.zeros(mechanism.constraint_dim), 0
+    root = np.concatenate([np.zeros(3), -np.asarray(mechanism.gravity, dtype=float)])
+    for j, c in enumerate(constraints):
+        policy = layout.policies[c.name]
+        links = [l for l in c.links if l != GROUND]
+        kind = WELD if isinstance(c, Weld) else CONNECT if isinstance(c, Connect) else GENERAL
+        mult = program.value_offset.get(Multiplier(c.name), -1)
+        l1, l2 = (index[c.link1], index[c.link2]) if kind != GENERAL else (-1, -1)
+        codes, numbers[j] = policy.numbers.row()
+        table[j] = (kind, l1, l2, c.dim, row, len(pairs), len(links), mult, layout.moving.get(c.name, -1), *codes)
+        blocks = dict(zip(c.links, c.K)) if kind == GENERAL else {}
+        for link in links:
+            pairs.append((j, index[link]))
+            K_const.append(np.pad(blocks[link], ((0, 6 - c.dim), (0, 0))) if kind == GENERAL else np.zeros((6, 6)))
+        if kind == GENERAL:
+            k = c.k - (blocks[GROUND] @ root if GROUND in blocks else 0.0)
+            k_const[row : row + c.dim] = k
+        else:
+            axes[j, : c.dim] = c.axes
+            place_R[j] = (c.placement1.rotation, c.placement2.rotation)
+            place_p[j] = (c.placement1.translation, c.placement2.translation)
+        row += c.dim
+    pair_table = np.asarray(pairs, dtype=np.int64).reshape(len(pairs), 2)
+    K_const = np.asarray(K_const, dtype=float).reshape(len(pairs), 6, 6)
+    return (table, axes, pair_table, numbers), pair_table, (place_R, place_p, K_const, k_const)
+
+
+def _factor_tables(layout, program, constraints: tuple, pairs: np.ndarray, mechanism, index: dict) -> tuple:
+    """One row per graph factor (columns ``FKIND ... JOINT_ONLY``) and the values each one's scope reads."""
+    table, cidx = constraints[0], {c.name: j for j, c in enumerate(mechanism.constraints)}
+    dims = {v.key: v.dim for v in layout.variables}
+    steps = program.steps
+    paired = (steps[:, F["pair"]] == LINK_HALF) | ((steps[:, F["pair"]] == WIDE_LINK) & (steps[:, F["tq"]] >= 0))
+    joint_columns = steps[paired, F["tq"]]  # where the pair kernels read their tree factors (elimination.compiled)
+    rows, scope, start = [], [], 0
+    for f, slot in enumerate(layout.slots):
+        kind, role = ROLES[type(slot.role)], slot.role
+        hard = slot.rows > 0
+        who = index[role.link] if kind in (PRIOR, TORQUE, TREE) else cidx[role.constraint]
+        pair, first = -1, 0
+        if kind == LOOP:
+            j = cidx[role.constraint]
+            local = [p for p in range(table[j, PAIR0], table[j, PAIR0] + table[j, NPAIR])]
+            pair = next(p for p in local if pairs[p, 1] == index[role.link])
+            first = int(pair == local[0])
+        values = np.concatenate([np.arange(program.value_offset[k], program.value_offset[k] + dims[k]) for k in slot.keys])
+        scope.append(values)
+        mat = program.A_offset[f] if hard else program.H_offset[f]
+        scl = program.rs_offset[f] if hard else program.scale_offset[f]
+        lin = program.b_offset[f] if hard else program.g_offset[f]
+        n = len(values)
+        joint0 = n - mechanism.links[who].joint.nv if kind == TREE else -1
+        joint_only = kind == TREE and bool(np.any((joint_columns >= mat) & (joint_columns < mat + 6 * n)))
+        rows.append((kind, who, pair, first, mat, scl, lin, start, start + n, n, joint0, int(joint_only)))
+        start += n
+    return np.asarray(rows, dtype=np.int64).reshape(len(rows), 12), np.concatenate(scope).astype(np.int64)
+
+
+def _own_factors(links: np.ndarray, factors: np.ndarray) -> None:
+    """Each link's prior, torque and tree factor (their rows of ``factors``) into its columns of ``links``."""
+    column = {PRIOR: PRIOR_F, TORQUE: TORQUE_F, TREE: TREE_F}
+    for f, (kind, who) in enumerate(factors[:, [FKIND, WHO]]):
+        if kind in column:
+            links[who, column[kind]] = f
+
+
+@njit(cache=True, inline="always")
+def _unpacked_tables(TI, II, TF, IF):
+    """The tables of :attr:`CompiledDynamics.tables`, unpacked: ``(factorize_maps, solve_maps, constraints,
+    factors, scope, drops, sizes, unit, parts, model, general)``."""
+    k0 = FACTORIZE_MAPS + SOLVE_MAPS
+    constraints = (unpacked2(TI, II, k0 + 1), unpacked2(TI, II, k0 + 2), unpacked2(TI, II, k0 + 3),
+                   unpacked2(TF, IF, 10))
+    model = (unpacked2(TI, II, k0), unpacked2(TF, IF, 0), unpacked3(TF, IF, 1), unpacked2(TF, IF, 2),
+             unpacked2(TF, IF, 3), unpacked3(TF, IF, 4), unpacked1(TF, IF, 5))
+    general = (unpacked4(TF, IF, 6), unpacked3(TF, IF, 7), unpacked3(TF, IF, 8), unpacked1(TF, IF, 9))
+    return (factorize_maps_in(TI, II), solve_maps_in(TI, II, FACTORIZE_MAPS), constraints, unpacked2(TI, II, k0 + 4),
+            unpacked1(TI, II, k0 + 5), unpacked2(TI, II, k0 + 6), unpacked1(TI, II, k0 + 7), unpacked2(TI, II, k0 + 8),
+            unpacked1(TI, II, k0 + 9), model, general)
