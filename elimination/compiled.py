@@ -45,8 +45,8 @@ outlives it.
 The hot loops index through ``ix(k)``, ``k`` as numba's ``uint64``: numba wraps
 a negative signed index (a compare and a select at every access, which also
 keeps LLVM from folding the address arithmetic into the load); an unsigned one
-has no wrap.  ``ix`` is the same bits, so it changes no number; in the wide
-revolute pairs it took 30% of the time (0.78 us a pair on Talos, from 1.12).
+has no wrap.  ``ix`` is the same bits, so it changes no number (the wrap's cost:
+benchmarks/README.md).
 The helper around ``eigh`` keeps plain indices: LAPACK's cost there dwarfs
 the wrap.
 """

@@ -4,8 +4,8 @@ A general substitution (:func:`elimination.gaussian.substitution`) needs the
 rank-revealing SVD of the front's hard rows -- an ``18 x 6`` block in a
 joint-space order of a loop mechanism -- with the complete left basis: its
 last columns span the rows passed on.  ``np.linalg.svd`` in numba allocates
-its outputs and calls LAPACK, whose set-up dominates at this size (12 us for
-``18 x 6``, against the ~2 us of arithmetic).  Here, in place in the
+its outputs and calls LAPACK, whose set-up dominates at this size (six times the
+arithmetic for ``18 x 6``: benchmarks/README.md).  Here, in place in the
 caller's scratch:
 
 1. Householder QR of the tall one of ``G`` and ``G'`` (``p x k``, ``p >= k``),

@@ -286,7 +286,7 @@ def _fill_group(sources, members, first, elements, Fw):
 def _largest_diagonal(sources, members, elements):
     """The largest diagonal magnitude of every member's matrix over the batch: what
     :func:`elimination.compiled._largest_diagonal` takes from the same matrices, in one compiled pass over the
-    typed list the fill reads (the numpy one costs 0.4 ms a graph on the engine benchmark's batch)."""
+    typed list the fill reads (numpy's took most of a batch's fill: benchmarks/README.md)."""
     top = 0.0
     for k in range(members.shape[0]):
         src, rows, n, stride = sources[k], members[k, 2], members[k, 3], members[k, 4]

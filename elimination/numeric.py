@@ -812,7 +812,7 @@ def _linear_workspace(program, lin_g: dict, lin_b: dict, batch: tuple):
 
 def _own_linear_terms(factors, program) -> list:
     """The graph's own ``b`` (hard factors) or ``g`` per factor group of ``program``, read from the factors."""
-    # two plain comprehensions: attribute reads are 2.5x faster than getattr on thousands of factors
+    # two plain comprehensions: attribute reads, not getattr, on thousands of factors (benchmarks/README.md)
     return [[factors[i].b for i in group.members] if group.hard else [factors[i].g for i in group.members]
             for group in program.groups]
 

@@ -31,12 +31,8 @@ from numba.extending import intrinsic
 
 WIDTH = 16
 """Lanes per row.  Sixteen, not eight: the wider operations give the out-of-order core four independent
-registers' work per instruction, and a lane costs less -- a batch of B = 1024 states, per state, interleaved
-(eight -> sixteen lanes, each at its best refill threshold): Solo12 LCABA 6.3 -> 5.6 us, Talos 12.5 -> 11.6,
-Cassie 24.4 -> 22.8, Cassie ABA 6.2 -> 5.8; four lanes cost 1.3x eight, thirty-two about sixteen's (and twice
-the compile).  The engine's batches of graphs run in as many lanes (``benchmarks/engine.py``, 256 graphs: the
-factorization as with eight, the solve 1.3x its time, factorize + solve alike).  The lane kernels compile for
-this width; nothing else depends on it."""
+registers' work per instruction, and a lane costs less (benchmarks/README.md).  The engine's batches of graphs
+run in as many lanes.  The lane kernels compile for this width; nothing else depends on it."""
 _VECTOR = ir.VectorType(ir.DoubleType(), WIDTH)
 _ZERO = ir.Constant(_VECTOR, [0.0] * WIDTH)  # (a row of zeros: a sum's start, a mask's test)
 

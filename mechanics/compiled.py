@@ -164,8 +164,7 @@ class CompiledDynamics:
                              f"{forces0.shape} do not fit ({mech.nq}, {mech.nv}, {mech.constraint_dim}) per state")
         if self.lanes and B >= LANES and (refine == 0 and not self.iterating or self.iterating and not self.soft):
             # (where the iterations would run on a lane's columns, strided -- soft rows' iterations, or refined
-            # first solves without re-solves -- state by state was measured faster: Talos LCABA 31.0 -> 34.0 us
-            # a state before its re-solves ran in lanes)
+            # first solves without re-solves -- state by state is faster: benchmarks/README.md)
             return self._run_lanes(q, v, tau, forces0, mu, tol, max_iter, refine)
         return self._run_states(q, v, tau, forces0, mu, tol, max_iter, refine)
 

@@ -40,12 +40,8 @@ WEAK, FAILED, VALID, PHASE, COUNT, ITERS, MODE, NEED, STATE, PLAIN, SMALL, FRESH
 LANE_ROWS = 12
 HEAD, REFINED, RESOLVED, FINISHED = range(4)  # (FINISHED: a re-solve's one more step taken, _may_be_answer)
 REFILL, PATIENCE = 11, 1  # a refill waits until this many lanes (of sixteen) idle, and then one round more (the
-# busy lanes may be about to finish: one factorization of the lanes serves them all).  B = 1024, us a state, the
-# minimum of five calls: Cassie LCABA (9..12, 1) 22.8-23.3, (8, 1) 23.8, (14, 0) 25.4 (its states take 3-50
-# iterations: a round's wait is a round of idle lanes); Solo12 LCABA (11, 1) 5.7, (10, 1) 5.9 (its states finish
-# within a round of each other); Talos, two hands within noise of each other from (8, 1) to (12, 1).  (With eight
-# lanes: (5, 1); a group at a time cost Cassie 1.35x.)  A refill's busy lanes get no solve: running their steps
-# beside the new lanes' first solve (bit for bit the same) took 4% fewer rounds and cost Cassie 5% more.
+# busy lanes may be about to finish: one factorization of the lanes serves them all); a refill's busy lanes get
+# no solve.  The measurements that chose them: benchmarks/README.md
 
 
 def _lane_sizes(program, constraints: tuple, mechanism) -> tuple:
