@@ -263,22 +263,24 @@ def _lanes_updated(constraints, links, X, RES, LAM, IT, mu):
         keep, push, take = numbers[ix(j), KEEP], numbers[ix(j), PUSH], numbers[ix(j), TAKE]
         mu_s = _mu(constraints, j, mu)
         for r in range(m):  # _update's terms in its order
-            have = False
-            if push != 0.0:
-                vectors.scaled(IT, IT_T, push * mu_s, RES, r0 + r)
-                have = True
-            if keep != 0.0:
-                if have:
-                    vectors.add_scaled(IT, IT_T, LAM, r0 + r, keep)
-                else:
-                    vectors.scaled(IT, IT_T, keep, LAM, r0 + r)
-                have = True
-            if take != 0.0:
-                if have:
-                    vectors.add_scaled(IT, IT_T, X, mult + r, take)
-                else:
-                    vectors.scaled(IT, IT_T, take, X, mult + r)
+            have = _lane_term(IT, False, push * mu_s, RES, r0 + r)
+            have = _lane_term(IT, have, keep, LAM, r0 + r)
+            _lane_term(IT, have, take, X, mult + r)
             vectors.put(LAM, r0 + r, IT, IT_T, IT, UPDATE)
+
+
+@njit(cache=True, inline="always")
+def _lane_term(IT, have, s, A, row):
+    """One term ``s A[row]`` of :func:`_lanes_updated`'s sum into ``IT``'s row ``IT_T``: its first term where
+    ``have`` is False, added after the others; none where ``s`` is 0 (its row may not exist).  Whether the
+    sum has a term now."""
+    if s == 0.0:
+        return have
+    if have:
+        vectors.add_scaled(IT, IT_T, A, row, s)
+    else:
+        vectors.scaled(IT, IT_T, s, A, row)
+    return True
 
 
 @njit(cache=True, inline="always")
