@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .checks import normalized_configuration
-from .convergence import residual_tolerance
+from .convergence import SOFT_CONTRACTION, residual_tolerance
 from .kinematics import Kinematics, constraint_terms, kinematics
 from .mechanism import GROUND, Mechanism
 
@@ -54,7 +54,7 @@ REMEDIES = {  # what helps, in a few words (the explanation says it with the num
     INCONSISTENT: "fix the constraints or the velocities", SINGULAR: "move away from this configuration",
     ILL_CONDITIONED: "raise max_iter or mu", MAX_ITER: "raise max_iter",
 }
-SLOW_CONTRACTION = 0.5  # the weakest direction keeping more than this of its residual per iteration is slow
+SLOW_CONTRACTION = SOFT_CONTRACTION  # keeping more of its residual per iteration is slow (a soft correction: not holding)
 
 
 def joint_space_constraints(mechanism: Mechanism, q: np.ndarray, v: np.ndarray) -> tuple:

@@ -32,7 +32,8 @@ from .checks import (
     check_max_iter, check_mechanism, check_mu, check_multipliers, check_state, check_tol, plain_state, state_arrays,
 )
 from .convergence import (
-    RESIDUAL_RTOL, SOFT_CONTRACTION, NumpyPathWarning, element_max, element_norm, residual_tolerance, warn_inverse_mu, warn_not_converged,
+    RESIDUAL_RTOL, SOFT_CONTRACTION, NumpyPathWarning, element_max, element_norm, residual_tolerance, warn_inverse_mu,
+    warn_not_converged,
 )
 from .compiled import CompiledDynamics
 from .compiled_tables import CONVERGED, ITERATIONS, OK, STATUS
@@ -432,7 +433,7 @@ class PreparedDynamics:
         own = [(c, p) for c, p in self.policies.items() if p.lowered()]
         if not own or backend == "numpy":
             return
-        (c, p), = own[:1]
+        c, p = own[0]
         text = (f"{self._context}: constraint {c!r}'s policy {p!r} runs on the numpy path -- {p.lowered()}; a policy "
                 f"whose arithmetic is its PolicyNumbers runs compiled")
         if backend == "numba":

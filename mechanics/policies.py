@@ -138,11 +138,14 @@ class ConstraintPolicy:
     def update(self, lam: np.ndarray, x: dict, residual: np.ndarray, mu: float, constraint: str) -> np.ndarray:
         """``lambda`` after a solve with solution ``x`` and constraint residual ``K a - k``:
         ``keep lambda + push mu_s residual + take lambda_x`` (the terms whose coefficient is 0 left out)."""
-        n = self.numbers
-        terms = [n.keep * lam if n.keep else None, n.push * self.stiffness(mu) * residual if n.push else None,
-                 n.take * x[Multiplier(constraint)] if n.take else None]
-        present = [t for t in terms if t is not None]
-        return sum(present[1:], present[0]) if present else np.zeros_like(residual)
+        n, terms = self.numbers, []
+        if n.keep:
+            terms.append(n.keep * lam)
+        if n.push:
+            terms.append(n.push * self.stiffness(mu) * residual)
+        if n.take:
+            terms.append(n.take * x[Multiplier(constraint)])
+        return sum(terms[1:], terms[0]) if terms else np.zeros_like(residual)
 
     def lowered(self) -> str:
         """Why the compiled kernels cannot run this policy from its numbers ("" when they can): its
