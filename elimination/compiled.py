@@ -62,7 +62,7 @@ from numba import uint64 as ix  # an index as unsigned: no negative-index wrap (
 from .gaussian import RANK_RTOL, SINGULAR_RTOL  # numba freezes module globals: the numpy rule's tolerances
 from . import jacobi
 from .jacobi import load_tall, svd_rows
-from .program import F, JOINT_HALF, LINK_HALF, PIVOTS, WIDE_JOINT, WIDE_LINK
+from .program import (F, KEEP_MIRRORED, KEEP_NONE, PIVOTS, START_CARRIED, START_LEFT, START_SPREAD, Op)
 
 INDEFINITE = PIVOTS["indefinite"]  # the one pivot whose Linv is not lower triangular (an eigendecomposition's)
 _ANNOUNCED: set = set()  # (module, kernel) pairs announced in this process
@@ -75,9 +75,11 @@ T_, HF_, LINV, Y_, DS, WW, NN, EE, ED, RS = (F[k] for k in ("T", "HF", "Linv", "
 G0, G1, B0, B1, OUT_G, OUT_B = (F[k] for k in ("g0", "g1", "b0", "b1", "out_g", "out_b"))
 TC, YC, DROP = (F[k] for k in ("t", "y", "drop"))
 XF0, XF1, XS0, XS1 = (F[k] for k in ("xf0", "xf1", "xs0", "xs1"))
-CARRY, UROW = F["carry"], F["unit_row"]
-PAIR, TQ, TN, TSIG, TP, PB0, PB1, PH0, PH1, PS0, PS1, PG0, PG1 = (
-    F[k] for k in ("pair", "tq", "tn", "tsig", "tp", "pb0", "pb1", "ph0", "ph1", "ps0", "ps1", "pg0", "pg1"))
+OP, START, KEEP, UROW = F["op"], F["start"], F["keep"], F["unit_row"]
+TQ, TN, TSIG, TP, PB0, PB1, PH0, PH1, PS0, PS1, PG0, PG1 = (
+    F[k] for k in ("tq", "tn", "tsig", "tp", "pb0", "pb1", "ph0", "ph1", "ps0", "ps1", "pg0", "pg1"))
+OP_FRONT, OP_PIVOT, OP_UNIT, OP_TREE, OP_REVOLUTE, OP_WIDE_REVOLUTE, OP_FUSED = (  # (as ints: numba freezes them)
+    int(op) for op in (Op.FRONT, Op.PIVOT, Op.UNIT, Op.TREE_PAIR, Op.REVOLUTE_PAIR, Op.WIDE_REVOLUTE, Op.FUSED))
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -499,13 +501,6 @@ def _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, scratch):
 
 
 @njit(cache=True, inline="always")
-def _revolute(steps, st):
-    """Whether the tree pair whose link half is step ``st`` is a one-dimensional joint of a 6-dimensional
-    link (the fixed-size kernels)."""
-    return steps[st, NF] == 6 and steps[st + 1, NF] == 1
-
-
-@njit(cache=True, inline="always")
 def _revolute_T(steps, st, Fw, C, t6, m):
     """A revolute pair's ``t = -+D`` (the joint's column of its hard factor) into ``t6`` and into the first
     column of ``T = [t, sigma E_p]`` (``6 x (1 + m)``) in ``C``.  The rest of ``T``, the parent's ``sigma I``,
@@ -659,25 +654,25 @@ def _generic_step(maps, st, Fw, C, floor, check_rank, scratch, Hf, Af):
     ``-2 - st``: a substitution's rank short of the plan's)."""
     steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed = maps[:11]
     H, A, scale, unit, L, Lw, Li, X, Dv, T, HFT, Wm, Nm, Ek, Ed, Hz, Hzs, sz, Tnz = scratch
-    pair, step_ratio = steps[st, PAIR], np.inf
+    start, step_ratio = steps[st, START], np.inf
     row = steps[st]
     nF, nS, m, nz = row[NF], row[NS], row[M], row[NZ]
     n = nF + nS
     carried = 0  # the front's rows that the step before left: their factor is not gathered (program._carried)
-    if pair == WIDE_JOINT:  # the front is the separator block the link half left (program._wide_pair)
+    if start == START_LEFT:  # the front is the separator block the link half left (program._wide_pair)
         o = steps[st - 1, NF]
         for i in range(n):  # (moved up and left, row by row: nothing is read after it is written)
             scale[ix(i)] = scale[ix(o + i)]
             for j in range(n):
                 H[ix(i), ix(j)] = H[ix(o + i), ix(o + j)]
-    elif row[CARRY] == 1:  # the front is the generated factor the step before left in its upper triangle
+    elif start == START_CARRIED:  # the front is the generated factor the step before left in its upper triangle
         o, carried = steps[st - 1, NF], n
         for i in range(n):  # (moved up and left: no entry is read after it is written)
             scale[ix(i)] = scale[ix(o + i)]
             for j in range(i, n):
                 H[ix(i), ix(j)] = H[ix(o + i), ix(o + j)]
         _front_mirrored(H, nF, n)
-    elif row[CARRY] == 2:  # that factor spread onto its positions in a wider front (its scale gather's)
+    elif start == START_SPREAD:  # that factor spread onto its positions in a wider front (its scale gather's)
         o, carried = steps[st - 1, NF], steps[st - 1, NS]
         for i in range(carried):  # (through X, Dv: the positions may lie on either side of the block)
             Dv[ix(i)] = scale[ix(o + i)]
@@ -793,13 +788,13 @@ def _generic_step(maps, st, Fw, C, floor, check_rank, scratch, Hf, Af):
                 for j in range(i + 1, nS):
                     H[ix(nF + i), ix(nF + j)] -= a * X[ix(q), ix(j)]
                 scale[ix(nF + i)] += X[ix(q), ix(i)] * X[ix(q), ix(i)]
-    carry = st + 1 < steps.shape[0] and steps[st + 1, CARRY] != 0  # (the next step starts from H_SS)
-    if row[OUT_H] >= 0 and not carry:
+    keep = row[KEEP]  # (what the next step starts from)
+    if row[OUT_H] >= 0 and keep == KEEP_NONE:
         for i in range(nS):
             Fw[ix(row[OUT_S] + i)] = scale[ix(nF + i)]
             for j in range(i, nS):
                 Fw[ix(row[OUT_H] + i * nS + j)] = Fw[ix(row[OUT_H] + j * nS + i)] = H[ix(nF + i), ix(nF + j)]
-    elif pair == WIDE_LINK:  # what the generated factor would hold, left in the front
+    elif keep == KEEP_MIRRORED:  # what the generated factor would hold, left in the front
         for i in range(nS):
             for j in range(i + 1, nS):
                 H[ix(nF + j), ix(nF + i)] = H[ix(nF + i), ix(nF + j)]
@@ -822,30 +817,23 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
     Hf, Af = H.reshape(maxn * maxn), A.reshape(maxn * maxn)  # flat views: the gathers' destinations
     ratio, weak, failed = np.inf, -1, -1  # (one exit, no early return: see _revolute_pair)
     for st in range(steps.shape[0]):
-        pair = steps[st, PAIR]
-        if pair == JOINT_HALF:  # done with the link half, just before
+        op = steps[st, OP]
+        if op == OP_FUSED:  # run by its pair's instruction, just before
             continue
-        if pair == LINK_HALF:
-            if _revolute(steps, st):
+        if op == OP_REVOLUTE or op == OP_TREE or op == OP_WIDE_REVOLUTE:
+            if op == OP_REVOLUTE:
                 r = _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, unit, Dv)
-            else:
+            elif op == OP_TREE:
                 r = _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, scratch)
+            else:
+                r = _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, Hf, scale, unit, sz, Dv)
             if r < 0.0:
                 failed = st + 1
                 break
             if r < ratio:
                 ratio, weak = r, st + 1
             continue
-        if pair == WIDE_LINK and steps[st, TQ] >= 0:
-            r = _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, Hf, scale, unit, sz, Dv)
-            if r < 0.0:
-                failed = st + 1
-                break
-            if r < ratio:
-                ratio, weak = r, st + 1
-            continue
-        if pair == WIDE_JOINT and steps[st - 1, TQ] >= 0:  # done with the link half, just before
-            continue
+        # FRONT, and PIVOT and UNIT as FRONT: the shorter roads are the lane kernels'
         r, fail = _generic_step(maps, st, Fw, C, floor, check_rank, scratch, Hf, Af)
         if fail != -1:
             failed = fail
@@ -1105,9 +1093,26 @@ def _step_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, g, gz):
         Xout[ix(xfs[ix(q)])] = x[ix(xfd[ix(q)])]
 
 
+KERNELS = frozenset(int(op) for op in (Op.FRONT, Op.PIVOT, Op.UNIT, Op.TREE_PAIR, Op.REVOLUTE_PAIR, Op.WIDE_REVOLUTE,
+                                        Op.FUSED))
+"""The instructions these kernels run (``PIVOT`` and ``UNIT`` as ``FRONT``)."""
+
+
+def runnable(program) -> None:
+    """Raise ``ValueError`` naming the first step whose instruction these kernels do not run."""
+    ops = program.steps[:, OP] if len(program.steps) else np.zeros(0, int)
+    unknown = [k for k, op in enumerate(ops) if int(op) not in KERNELS]
+    if unknown:
+        k = unknown[0]
+        raise ValueError(f"step {k} of the program is instruction {int(ops[k])}, which the compiled executor has no "
+                         f"kernel for ({len(unknown)} such step(s)); run it with backend='numpy', or add the kernel "
+                         "to elimination/compiled.py")
+
+
 def solve_maps(program) -> tuple:
     """The step table and index maps :func:`solve_one` reads, :func:`narrowed` (made once per program)."""
     if "solve_maps" not in program.derived:
+        runnable(program)
         maps = program.maps
         program.derived["solve_maps"] = tuple(narrowed(a) for a in (
             program.steps, *maps["g"], *maps["b"], *maps["xf"], *maps["xs"], *maps["pg"]))
@@ -1119,10 +1124,9 @@ def _step_forward(steps, st, gs, gd, bs, bd, C, Lin, Lmag, cache, dropped, g, bl
     """The forward sweep of one generic step ``st`` (a wide pair's halves among them, the joint half starting
     from the separator terms its link half left in ``g``): ``g`` gathered, ``t = W b`` and ``g -= HF t``, the
     hard rows' passed-on and dropped terms, ``y = Linv g_z``, ``g_S - Y' D y`` into the generated linear term."""
-    pair = steps[st, PAIR]
     nF, nS, m, nz, ident = steps[st, NF], steps[st, NS], steps[st, M], steps[st, NZ], steps[st, IDENTITY]
     n = nF + nS
-    if pair == WIDE_JOINT:  # the link half's separator terms, where it left them
+    if steps[st, START] == START_LEFT:  # the link half's separator terms, where it left them
         o = steps[st - 1, NF]
         for i in range(n):
             g[ix(i)] = g[ix(o + i)]
@@ -1213,29 +1217,27 @@ def solve_one(maps, C, Lin, Lmag, cache, Xout, dropped, scratch):
     g, bl, bm, x, xs, gz = scratch
     # the table is read by (step, column), never through a row view: see _revolute_pair
     for st in range(steps.shape[0]):
-        pair = steps[st, PAIR]
-        if pair == JOINT_HALF:  # done with the link half, just before
+        op = steps[st, OP]
+        if op == OP_FUSED:  # run by its pair's instruction, just before
             continue
-        if pair == LINK_HALF:
-            if _revolute(steps, st):
-                _revolute_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g)
-            else:
-                _tree_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g)
+        if op == OP_REVOLUTE:
+            _revolute_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g)
             continue
-        if pair == WIDE_LINK and steps[st, TQ] >= 0:
+        if op == OP_TREE:
+            _tree_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g)
+            continue
+        if op == OP_WIDE_REVOLUTE:
             _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g)
-            continue
-        if pair == WIDE_JOINT and steps[st - 1, TQ] >= 0:  # done with the link half, just before
             continue
         _step_forward(steps, st, gs, gd, bs, bd, C, Lin, Lmag, cache, dropped, g, bl, bm, gz)
     st = steps.shape[0]
     while st > 0:
         st -= 1
-        if steps[st, PAIR] == JOINT_HALF and _revolute(steps, st - 1):
+        if steps[st, OP] == OP_FUSED and steps[st - 1, OP] == OP_REVOLUTE:
             st -= 1
             _revolute_pair_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs)
             continue
-        if steps[st, PAIR] == WIDE_JOINT and steps[st - 1, TQ] >= 0:
+        if steps[st, OP] == OP_FUSED and steps[st - 1, OP] == OP_WIDE_REVOLUTE:
             st -= 1
             _wide_revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs)
             continue
@@ -1529,6 +1531,7 @@ def factorize_maps(program) -> tuple:
     """The step table and index maps :func:`factorize_one` reads (gathers re-addressed by
     :func:`scratch_maps`), :func:`narrowed` (made once per program)."""
     if "factorize_maps" not in program.derived:
+        runnable(program)
         (hs, hd), (as_, ad) = scratch_maps(program)
         maps = program.maps
         program.derived["factorize_maps"] = tuple(narrowed(a) for a in (

@@ -54,15 +54,16 @@ import numpy as np
 from numba import njit
 from numba.typed import List
 
-from .compiled import (A0, A1, B0, B1, CARRY, DS, G0, G1, H0, H1, HF_, IDENTITY, INDEFINITE, LINV, M, NF, NN, NS, NZ,
-                       OUT_G, OUT_H, OUT_S, PAIR, PG0, PG1, PH0, PH1, PIVOT, PS0, PS1, PB0, PB1, RS, S0, S1,
+from .compiled import (A0, A1, B0, B1, DS, G0, G1, H0, H1, HF_, IDENTITY, INDEFINITE, LINV, M, NF, NN, NS, NZ,
+                       KEEP, OP, OP_FRONT, OP_FUSED, OP_PIVOT, OP_REVOLUTE, OP_TREE, OP_UNIT, OP_WIDE_REVOLUTE, START,
+                       OUT_G, OUT_H, OUT_S, PG0, PG1, PH0, PH1, PIVOT, PS0, PS1, PB0, PB1, S0, S1,
                        SINGULAR_RTOL, T_, TC, TN, TQ, TSIG, UNCOUNTED, UROW, XF0, XF1, XS0, XS1, Y_, YC,
                        announce_first_compile, factorize_maps, max_front, solve_maps)
-from .compiled import _generic_step as generic_step, _parent_block as parent_block, _revolute
+from .compiled import _generic_step as generic_step, _parent_block as parent_block
 from .compiled import _step_backward as step_backward, _step_forward as step_forward, _tree_pair as tree_pair
 from .compiled import drop_stale_cache
 from . import compiled, vectors as v
-from .program import JOINT_HALF, LINK_HALF, PIVOTS, WIDE_JOINT, WIDE_LINK
+from .program import KEEP_MIRRORED, PIVOTS, START_GATHERED, START_LEFT
 
 LANES = v.WIDTH
 """Elements per pass: the vector operations' width.  (Written as loops over the lanes, numba unrolls them
@@ -91,12 +92,11 @@ def aligned_zeros(shape) -> np.ndarray:
 
 
 def covers(program) -> bool:
-    """Whether the lane kernels run every step of ``program``: no hard rows, a definite or negative pivot of
-    the whole frontal block, no pairs (a program of quadratic and least-squares factors)."""
+    """Whether the lane kernels run every step of ``program``: every instruction a ``PIVOT`` (no hard rows, a
+    definite or negative pivot of the whole frontal block: a program of quadratic and least-squares
+    factors).  They ignore the ``start`` and ``keep`` marks (module docstring of :mod:`elimination.program`)."""
     steps = program.steps
-    return bool(len(steps)) and not program.unsupported and bool(np.all(
-        (steps[:, M] == 0) & (steps[:, IDENTITY] == 0) & (steps[:, PAIR] == 0) & (steps[:, NZ] == steps[:, NF])
-        & ((steps[:, PIVOT] == DEFINITE) | (steps[:, PIVOT] == NEGATIVE))))
+    return bool(len(steps)) and not program.unsupported and bool(np.all(steps[:, OP] == OP_PIVOT))
 
 
 def groups_of(elements: int) -> int:
@@ -444,19 +444,16 @@ def covers_pairs(program) -> bool:
     """Whether :func:`factorize_pairs` and :func:`solve_pairs` run ``program`` and it pays: the programs of a
     mechanism's dynamics in a spanning-tree order (ABA's, LCABA's, proxBBO's), mostly tree pairs
     (:func:`elimination.program._tree_pair`) and wide pairs (``_wide_pair``).  A revolute pair runs in lanes; any
-    other pair (a free-flyer or spherical joint) and the generic steps (a loop root's multipliers) lane by
-    lane through the per-element kernels -- at most a quarter of the steps, and none with hard rows but a
-    joint's, substituted as they are (the lanes pass no sizes of right-hand sides and check no dropped rows)."""
+    other pair (a free-flyer or spherical joint) and the steps alone (``FRONT``, ``PIVOT``, ``UNIT``: a loop
+    root's multipliers, a free body's link) in lanes or lane by lane through the per-element kernels -- at
+    most a quarter of the steps, and no ``FRONT`` with hard rows (the lanes pass no sizes of right-hand sides
+    and check no dropped rows)."""
     steps = program.steps
-    pair = steps[:, PAIR]
-    generic = (pair != LINK_HALF) & (pair != JOINT_HALF)  # (a revolute wide pair's halves are not)
-    generic[1:] &= ~((pair[1:] == WIDE_JOINT) & (steps[:-1, TQ] >= 0))
-    generic &= ~((pair == WIDE_LINK) & (steps[:, TQ] >= 0))
-    hard = steps[:, M] > 0
-    # (a non-revolute wide pair's link half substitutes its joint's rows, W = I, with no rows left over)
-    hard &= (steps[:, IDENTITY] == 0) | (steps[:, M] > steps[:, NF])
-    return (bool(len(steps)) and not program.unsupported and not bool(np.any(hard & generic))
-            and 4 * int(generic.sum()) <= len(steps))
+    op = steps[:, OP]
+    generic = (op == OP_FRONT) | (op == OP_PIVOT) | (op == OP_UNIT)  # (not a pair's)
+    known = generic | (op == OP_TREE) | (op == OP_REVOLUTE) | (op == OP_WIDE_REVOLUTE) | (op == OP_FUSED)
+    return (bool(len(steps)) and not program.unsupported and bool(np.all(known))
+            and not bool(np.any((op == OP_FRONT) & (steps[:, M] > 0))) and 4 * int(generic.sum()) <= len(steps))
 
 
 @njit(cache=True, inline="always")
@@ -723,12 +720,10 @@ def _tree_parent(steps, st, Fw, C, floor, H, scale, Y, tmp):
 
 
 @njit(cache=True, inline="always")
-def _whole_pivot(steps, st, pair):
-    """Whether step ``st`` (its ``pair`` column: 0, or ``WIDE_JOINT``) pivots its whole frontal block, definite
-    or negative, with no rows to substitute (a step of the programs :func:`covers`: :func:`factorize_group`'s
-    operations)."""
-    return (steps[st, M] == 0 and steps[st, IDENTITY] == 0 and steps[st, PAIR] == pair and steps[st, CARRY] == 0
-            and steps[st, NZ] == steps[st, NF] and (steps[st, PIVOT] == DEFINITE or steps[st, PIVOT] == NEGATIVE))
+def _whole_pivot(steps, st, start):
+    """Whether step ``st`` is a ``PIVOT`` (a step of the programs :func:`covers`: :func:`factorize_group`'s
+    operations) whose front starts as ``start`` says (gathered, or left by a wide pair's link half)."""
+    return steps[st, OP] == OP_PIVOT and steps[st, START] == start
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -740,7 +735,7 @@ def _pivot_step(maps, st, Fw, C, floor, H, scale, L, Li, X, maxn, tmp, r, ratio,
     six scratch rows."""
     steps, hs, hd, ss, sd = maps[0], maps[1], maps[2], maps[3], maps[4]
     n = steps[st, NF] + steps[st, NS]
-    if steps[st, PAIR] == WIDE_JOINT:
+    if steps[st, START] == START_LEFT:
         o = steps[st - 1, NF]
         for i in range(n):  # (up and left, row by row: nothing is read after it is written)
             v.copy(scale, i, scale, o + i)
@@ -759,11 +754,9 @@ def _pivot_step(maps, st, Fw, C, floor, H, scale, L, Li, X, maxn, tmp, r, ratio,
 
 @njit(cache=True, inline="always")
 def _unit_link(steps, st):
-    """Whether step ``st`` is the link half of a wide pair whose joint is not revolute (a free flyer's, a
-    spherical joint's) that reads the link from its tree joint's declared ``+-I`` rows, with no rows left over
-    (:func:`_wide_unit_link`)."""
-    return (steps[st, PAIR] == WIDE_LINK and steps[st, TQ] < 0 and steps[st, IDENTITY] != 0 and steps[st, CARRY] == 0
-            and steps[st, M] == steps[st, NF] and steps[st, NZ] == 0 and steps[st, RS] < 0 and steps[st, OUT_H] < 0)
+    """Whether step ``st`` is a ``UNIT`` that leaves its front to a wide pair's joint half (a free flyer's, a
+    spherical joint's: :func:`_wide_unit_link`)."""
+    return steps[st, OP] == OP_UNIT and steps[st, START] == START_GATHERED and steps[st, KEEP] == KEEP_MIRRORED
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -839,7 +832,7 @@ def _run_end(steps, st):
     """The step after the run of generic steps from ``st`` that share the per-element kernels' scratch: a wide
     pair's joint half after its link half, a step that starts from the front the step before left."""
     end = st + 1
-    while end < steps.shape[0] and (steps[end, PAIR] == WIDE_JOINT or steps[end, CARRY] != 0):
+    while end < steps.shape[0] and steps[end, START] != START_GATHERED:
         end += 1
     return end
 
@@ -860,18 +853,19 @@ def factorize_pairs(maps, Fw, C, floor, scratch, lane_scratch, ratio, weak, fail
         ratio[w], weak[w], failed[w] = np.inf, -1, -1
     st = 0
     while st < steps.shape[0]:
-        if steps[st, PAIR] == WIDE_LINK and steps[st, TQ] >= 0:
+        op = steps[st, OP]
+        if op == OP_WIDE_REVOLUTE:
             _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, maxn, scale, t6, u6, y, tmp, r)
-        elif steps[st, PAIR] != LINK_HALF:  # generic steps, lane by lane (each lane's run of them at once)
+        elif op != OP_REVOLUTE and op != OP_TREE:  # steps alone, lane by lane (each lane's run of them at once)
             end, first = _run_end(steps, st), st
-            if end == st + 1 and _whole_pivot(steps, st, 0):  # a contact's multipliers, say: in lanes
+            if end == st + 1 and _whole_pivot(steps, st, START_GATHERED):  # a contact's multipliers, say: in lanes
                 _pivot_step(maps, st, Fw, C, floor, H, scale, A, T, HFT, maxn, tmp, r, ratio, weak, failed)
                 st = end
                 continue
             if _unit_link(steps, st):  # but a wide pair's link half read from its joint: in lanes
                 _wide_unit_link(maps, st, Fw, C, floor, H, scale, A, T, HFT, maxn, tmp)
                 first = st + 1
-                if end == st + 2 and _whole_pivot(steps, st + 1, WIDE_JOINT):  # and its joint's pivot
+                if end == st + 2 and _whole_pivot(steps, st + 1, START_LEFT):  # and its joint's pivot
                     _pivot_step(maps, st + 1, Fw, C, floor, H, scale, A, T, HFT, maxn, tmp, r, ratio, weak, failed)
                     st = end
                     continue
@@ -883,7 +877,7 @@ def factorize_pairs(maps, Fw, C, floor, scratch, lane_scratch, ratio, weak, fail
                     _record(w, rs, fail, s, ratio, weak, failed)
             st = end
             continue
-        elif _revolute(steps, st):
+        elif op == OP_REVOLUTE:
             _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6, tmp, r)
         elif _tree_pair_in_lanes(steps, st, H, scale):  # a free flyer's, a spherical joint's
             _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, H, scale, A, T, HFT, tmp, r)
@@ -1118,11 +1112,12 @@ def solve_pairs(maps, C, Lin, cache, Xout, lane_scratch, scratch):
     gw, bl, bm, xw, xsw, gz = scratch
     st = 0
     while st < steps.shape[0]:
-        if steps[st, PAIR] == WIDE_LINK and steps[st, TQ] >= 0:
+        op = steps[st, OP]
+        if op == OP_WIDE_REVOLUTE:
             _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g, tmp)
-        elif steps[st, PAIR] != LINK_HALF:  # generic steps, lane by lane (each lane's run of them at once); no
+        elif op != OP_REVOLUTE and op != OP_TREE:  # steps alone, lane by lane (each lane's run at once); no
             end = _run_end(steps, st)  # hard rows (covers_pairs): the sizes and dropped rows are neither read
-            if end == st + 1 and _whole_pivot(steps, st, 0):  # a contact's or a loop's multipliers: in lanes
+            if end == st + 1 and _whole_pivot(steps, st, START_GATHERED):  # a contact's or a loop's multipliers: in lanes
                 _pivot_forward(steps, st, gs, gd, C, Lin, cache, g, tmp)
                 st = end
                 continue
@@ -1132,7 +1127,7 @@ def solve_pairs(maps, C, Lin, cache, Xout, lane_scratch, scratch):
                                  bl, bm, gz)
             st = end
             continue
-        elif _revolute(steps, st):
+        elif op == OP_REVOLUTE:
             _revolute_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp)
         else:
             _tree_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp)
@@ -1140,10 +1135,10 @@ def solve_pairs(maps, C, Lin, cache, Xout, lane_scratch, scratch):
     st = steps.shape[0]
     while st > 0:
         st -= 1
-        if steps[st, PAIR] == JOINT_HALF and _revolute(steps, st - 1):
+        if steps[st, OP] == OP_FUSED and steps[st - 1, OP] == OP_REVOLUTE:
             st -= 1
             _revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, tmp)
-        elif steps[st, PAIR] == WIDE_JOINT and steps[st - 1, TQ] >= 0:
+        elif steps[st, OP] == OP_FUSED and steps[st - 1, OP] == OP_WIDE_REVOLUTE:
             st -= 1
             _wide_revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, tmp)
         elif steps[st, NZ] <= 6:

@@ -1,56 +1,62 @@
-"""Lowering: a :class:`~elimination.symbolic.Plan` as a flat program that a compiled executor runs.
+"""Lowering: a :class:`~elimination.symbolic.Plan` as a program of instructions that executors run.
 
 Everything the numeric pass decides from structure is decided here, once:
-where every factor's numbers sit in one flat per-state workspace, which
-entries each step gathers into its dense front and where its outputs go (as
-``(source, destination)`` index maps), the kind of substitution (declared
-``+-I`` blocks, :attr:`Step.identity`) and of pivot.  The numbers themselves
-never enter: one program serves every state and every batch element.
+which instruction runs each step (:class:`Op`), where every factor's numbers
+sit in one flat per-state workspace, which entries each step gathers into its
+dense front and where its outputs go (as ``(source, destination)`` index
+maps), the kind of substitution (declared ``+-I`` blocks,
+:attr:`Step.identity`) and of pivot.  The numbers themselves never enter: one
+program serves every state and every batch element.
 
-A :class:`Program` is an inspectable value -- instruction counts, workspace
-sizes, flops -- and :mod:`elimination.compiled` runs it.  Its step table is
-open-ended (one row of integer fields per step, named in :data:`FIELDS`), so
-that cluster blocks and a refill at new linearisation points can be added as
-new step kinds.
+A :class:`Program` is plain data -- an integer step table (one row per step:
+its instruction, then its operands, the columns :data:`FIELDS`) and index
+maps, numpy arrays that pickle -- and an inspectable value: instruction
+counts, workspace sizes, flops.  :mod:`elimination.compiled` runs it one
+element at a time, :mod:`elimination.lanes` sixteen side by side; each
+dispatches on the ``op`` column and decides nothing from structure itself.
 
-The instruction set covers every front of a complete plan: no hard rows, a
-substitution through a declared ``+-I`` block (a link acceleration through its
-own tree joint) or through a general block (rank-revealing SVD, rows left
-over passed on or dropped), and definite, negative, quasi-definite or
-indefinite pivots.  A partial plan lowers to a program that says it cannot
-run (:attr:`Program.unsupported`); :func:`elimination.factorize` then runs it
-on numpy.
+The instructions (:class:`Op`): every step of a complete plan lowers to a
+``FRONT`` (gather, substitute the hard rows through a declared ``+-I`` block
+or a rank-revealing SVD, rows left over passed on or dropped, pivot the rest
+definite, negative, quasi-definite or indefinite), or to a shorter road to
+the same numbers where its structure allows: a ``PIVOT`` of a whole front
+with no hard rows (a block of multipliers, a least-squares variable), a
+``UNIT`` substitution (a link acceleration through its own tree joint).  Two
+steps lower to one instruction where they make one of the papers' steps:
 
-One pattern is marked for a fused kernel: a *tree pair* (:func:`_tree_pair`),
-a link acceleration substituted through its own tree joint and, next, the
-joint acceleration pivoted -- ABA's step, ``U = H S``, ``D = S' H S``,
-``H_parent += H - U D^-1 U'`` (Featherstone's articulated-body inertia).  Its
-factorization needs no dense front of the two together and no generated
-factor between them; its conditionals are those of the two generic steps; the
-solve's forward sweep also runs the two as one (no linear term between them).
+- a *tree pair* (``TREE_PAIR``, ``REVOLUTE_PAIR`` for a 6-d link and a 1-d
+  joint; :func:`_tree_pair`): a link acceleration substituted through its own
+  tree joint and, next, the joint acceleration pivoted -- ABA's step, ``U = H
+  S``, ``D = S' H S``, ``H_parent += H - U D^-1 U'`` (Featherstone's
+  articulated-body inertia), with no dense front of the two together and no
+  generated factor between them; its conditionals are those of the two steps,
+  and the solve's forward sweep runs the two as one;
+- a *wide revolute pair* (``WIDE_REVOLUTE``; :func:`_wide_revolute`): a wide
+  pair (below) of a 6-d link and a 1-d joint whose factors stay off the joint
+  (proxBBO's and PV's links, loops to the parent or a partner), run on the
+  link's block without the joint's row and column, the link folded into its
+  parent.
 
-Any other declared ``+-I`` substitution followed by the pivot of its
-separator's leading key is a *wide pair* (:func:`_wide_pair`): the link's
-factors reach past its own block (a multiplier of proxBBO or PV, a loop
-partner, the parent through a loop) or the joint's do.  It runs as the two
-generic steps on one front: the substitution leaves its separator block in
-place and the pivot starts from it, so the factor between them is never
-written or gathered (the joint half's gathers leave it out).  Where the link is
-6-dimensional, the joint one-dimensional and the link's factors stay off the
-joint (:func:`_wide_revolute`, marked by the joint's columns ``tq``, ``tn``,
-``tsig``, ``tp``), the compiled kernels run it without the joint's row and
-column, the link folded into its parent.
-
-Between two generic steps, where the first's separator lies in the second's
-front in order (:func:`_carried`; the chains of a joint-space order), the
-second is marked ``carry``: a kernel may start it from the block the first
-left in its front, with nothing written or gathered for the factor between
-them.  The factor is still laid out and gathered first, so a kernel
+The second step of such a pair is ``FUSED``: run by the instruction before it.
+Other steps that continue the front the step before left are marked by the
+operands ``start`` and ``keep`` (:data:`START_GATHERED` ...,
+:data:`KEEP_NONE` ...): a *wide pair* (:func:`_wide_pair`: a ``UNIT`` and the
+pivot of its joint on one front, the factor between them never written or
+gathered), and a *carried* front (:func:`_carried`; the chains of a
+joint-space order), which a kernel may start from the block the step before
+left.  A carried factor is still laid out and gathered first, so a kernel
 that ignores the mark (:mod:`elimination.lanes`) sums in the same order.
+
+A new instruction is a rule (:data:`STEP_RULES` for one step, :func:`_pairs`
+for two) and a kernel in each executor that takes it; an executor without
+the kernel does not cover the program.  A partial plan lowers to a program
+that says it cannot run (:attr:`Program.unsupported`); :func:`elimination.factorize`
+then runs it on numpy.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import IntEnum
 from typing import Hashable, NamedTuple
 
 import numpy as np
@@ -58,6 +64,7 @@ import numpy as np
 from .symbolic import Plan
 
 FIELDS = (
+    "op", "start", "keep",                           # the instruction (Op), where its front starts, what it leaves
     "nF", "nS", "identity", "pivot", "n_min", "m", "r", "p", "d", "nz",
     "h0", "h1", "s0", "s1", "a0", "a1", "w0", "w1",  # gather maps of H, scale, A, row scales (ranges into the maps)
     "out_H", "out_s", "out_A", "e0", "e1",           # the new quadratic factor; the new hard factor and its columns
@@ -65,17 +72,72 @@ FIELDS = (
     "g0", "g1", "b0", "b1", "out_g", "out_b",        # gather maps of the linear terms; the new factors' terms
     "t", "y", "drop",                                # per-solve caches; offset of the dropped rows' residuals
     "xf0", "xf1", "xs0", "xs1",                      # scatter of the front's values, gather of the separator's
-    "pair", "tq", "tn", "tsig", "tp",                # a pair's joint (_joint_substitution)
+    "tq", "tn", "tsig", "tp",                        # a pair's joint (_joint_substitution)
     "pb0", "pb1", "ph0", "ph1", "ps0", "ps1", "pg0", "pg1",  # a tree pair's gathers (_mark_pair)
-    "carry",                                         # 1, 2: starts from the front the step before left (_carried)
     "unit_row",                                      # where a +-I substitution's rows start (Step.unit_row)
 )
-"""Columns of :attr:`Program.steps`."""
+"""Columns of :attr:`Program.steps`: the instruction and its operands (:class:`Op` says which each reads)."""
 F = {name: i for i, name in enumerate(FIELDS)}
 PIVOTS = {"none": 0, "definite": 1, "negative": 2, "quasidefinite": 3, "indefinite": 4}
-LINK_HALF, JOINT_HALF, WIDE_LINK, WIDE_JOINT = 1, 2, 3, 4
-"""Values of the ``pair`` column: the two steps of a tree pair (:func:`_tree_pair`), of a wide pair
-(:func:`_wide_pair`)."""
+
+
+class Op(IntEnum):
+    """The instruction of a step (column ``op`` of :attr:`Program.steps`): what it computes, and so which
+    kernel of an executor runs it.
+
+    Every instruction means what :attr:`FRONT` computes on its step (or on its two steps, for a pair): the
+    others are the same numbers by a shorter road, which an executor may take or not (the per-state kernels
+    run ``PIVOT`` and ``UNIT`` as ``FRONT``).  An executor runs the programs whose instructions it has
+    kernels for (:func:`elimination.lanes.covers`, :func:`~elimination.lanes.covers_pairs`).
+
+    FRONT
+        A dense front: its factors gathered, its hard rows substituted (a rank-revealing SVD, or a declared
+        ``+-I`` block with rows left over, passed on or dropped), what remains pivoted (any :data:`PIVOTS`
+        kind).  Reads every column but a pair's (``tq`` ... ``pg1``).
+    PIVOT
+        A front with no hard rows whose whole frontal block pivots definite or negative (Cholesky of ``H``
+        or ``-H``): a least-squares variable, a block of multipliers (:func:`_pivot_op`).
+    UNIT
+        A substitution through a declared ``+-I`` block (:attr:`Step.identity`) that fixes the whole front,
+        with no rows left over and no pivot: a link acceleration through its tree joint (:func:`_unit_op`).
+    TREE_PAIR
+        ABA's step, on two steps: a link substituted through its tree joint and the joint pivoted, from the
+        link's block alone (``U = H S``, ``D = S' U``, ``H_parent += H - U D^-1 U'``: :func:`_tree_pair`);
+        reads ``tq``, ``tn``, ``tsig`` and the gathers ``pb``, ``ph``, ``ps``, ``pg``.
+    REVOLUTE_PAIR
+        A ``TREE_PAIR`` of a 6-dimensional link and a one-dimensional joint (fixed sizes).
+    WIDE_REVOLUTE
+        A wide pair (:func:`_wide_pair`: a ``UNIT`` whose separator block the joint's pivot starts from) of a
+        6-dimensional link and a one-dimensional joint, the link's factors off the joint: run on the link's
+        block without the joint's row and column (:func:`_wide_revolute`); reads ``tq``, ``tn``, ``tsig``,
+        ``tp``.
+    FUSED
+        The second step of a pair: run by the instruction before it.
+
+    Values from :attr:`USER` on are free for instructions defined outside this module (an executor that
+    lacks a kernel for one does not cover the program).
+    """
+
+    FRONT = 1
+    PIVOT = 2
+    UNIT = 3
+    TREE_PAIR = 4
+    REVOLUTE_PAIR = 5
+    WIDE_REVOLUTE = 6
+    FUSED = 7
+    USER = 64
+
+
+START_GATHERED, START_CARRIED, START_SPREAD, START_LEFT = 0, 1, 2, 3
+"""Values of the ``start`` column, where a step's front starts: zeros and its factors gathered; the
+generated factor the step before left in its front, moved up and left (:func:`_carried`, kind 1) or spread
+onto its positions in a wider front (kind 2); the separator block a wide pair's link half left (its joint
+half: :func:`_wide_pair`)."""
+KEEP_NONE, KEEP_UPPER, KEEP_MIRRORED = 0, 1, 2
+"""Values of the ``keep`` column, what a step leaves for the next: its generated factor written out; its
+separator block in the front's upper triangle (the next starts ``START_CARRIED`` or ``START_SPREAD``), not
+written; that block with its lower triangle mirrored (a wide pair's link half)."""
+_TREE_LINK, _TREE_JOINT, _WIDE_LINK, _WIDE_JOINT = 1, 2, 3, 4  # the halves of the pairs (_pairs)
 
 
 @dataclass
@@ -174,11 +236,19 @@ class Program:
     """What an executor derives from the program once and keeps with it (e.g. maps re-addressed for its
     scratch space); not part of the program's meaning."""
 
+    def instructions(self) -> dict:
+        """How many steps each instruction (:class:`Op`) runs, by name, in the order of :class:`Op`;
+        ``fused`` counts the second steps of pairs."""
+        ops = self.steps[:, F["op"]] if len(self.steps) else np.zeros(0, int)
+        counts = {op.name.lower(): int(np.sum(ops == op)) for op in Op}
+        return {name: n for name, n in counts.items() if n}
+
     def summary(self) -> dict:
         """Instruction counts, workspace sizes (floats per state) and the plan's flops."""
         rows = self.steps
         return {
             "steps": len(rows),
+            "instructions": self.instructions(),
             "identity_substitutions": int(np.sum(rows[:, F["identity"]] != 0)) if len(rows) else 0,
             "general_substitutions": int(np.sum((rows[:, F["m"]] > 0) & (rows[:, F["identity"]] == 0))) if len(rows) else 0,
             "pivots": {kind: int(np.sum(rows[:, F["pivot"]] == code)) for kind, code in PIVOTS.items() if code} if len(rows) else {},
@@ -265,24 +335,25 @@ def lower(plan: Plan) -> Program:
     kinds, trees = _pairs(plan.steps, factors, n_graph, dims)
     for k, step in enumerate(plan.steps):
         # a wide pair's joint half starts from the front its link half left: their factor never exists
-        between = plan.steps[k - 1].new_quadratic if kinds[k] == WIDE_JOINT else None
+        between = plan.steps[k - 1].new_quadratic if kinds[k] == _WIDE_JOINT else None
         for i in step.factors:  # gathered at the start of this step: their space is free for its outputs
             if i >= n_graph and i != between:
                 arena.give(offsets["A" if factors[i].hard else "H"][i], _matrix_size(factors[i], size[i]))
         for i in (step.new_quadratic, step.new_equality):
-            if i is not None and kinds[k] != WIDE_LINK:
+            if i is not None and kinds[k] != _WIDE_LINK:
                 _place(i, factors[i], size[i], arena.take(_matrix_size(factors[i], size[i])), offsets)
         carried = _carried(plan.steps[k - 1], step) if k and not kinds[k - 1] and not kinds[k] else (None, 0)
         rows.append(_step_row(step, factors, size, offsets, value_offset, dims, maps, claim, between, carried))
     for k, step in enumerate(plan.steps):
-        rows[k][F["pair"]] = kinds[k]
-        if kinds[k] == LINK_HALF:
+        if kinds[k] == _TREE_LINK:
             _mark_pair(rows[k], rows[k + 1], step, plan.steps[k + 1], trees[k], offsets, size, maps)
         elif trees[k] is not None:  # a wide pair the kernel runs on the link's block (_wide_revolute)
             _mark_substitution(rows[k], trees[k], offsets, size)
         for name, key in (("pb", "pb"), ("pH", "ph"), ("ps", "ps"), ("pg", "pg")):
             if rows[k][F[key + "0"]] < 0:  # empty ranges where no pair's half gathers
                 rows[k][F[key + "0"]] = rows[k][F[key + "1"]] = maps[name].add([], [])[0]
+        rows[k][F["op"]] = _instruction(plan.steps, k, kinds, trees)
+    _mark_fronts(rows, kinds, trees)
     return Program(
         plan=plan,
         steps=np.asarray(rows, dtype=np.int64).reshape(len(rows), len(FIELDS)),
@@ -412,7 +483,7 @@ def _step_row(step, factors, size, offsets, value_offset, dims, maps, claim, bet
     sep = (np.concatenate([np.arange(value_offset[k], value_offset[k] + dims[k]) for k in step.separator])
            if nS else np.zeros(0, int))
     row["xs0"], row["xs1"] = maps["xs"].add(sep, np.arange(nS))
-    row["carry"] = carry
+    row["start"] = (START_GATHERED, START_CARRIED, START_SPREAD)[carry]
     return [row[name] for name in FIELDS]
 
 
@@ -439,18 +510,63 @@ def _carried(step, following) -> tuple:
     return (q, 2) if np.all(np.diff(position) > 0) else (None, 0)
 
 
+def _instruction(steps, k: int, kinds: list, trees: list) -> Op:
+    """The instruction of step ``k`` (:class:`Op`): its pair's (``kinds``, ``trees``: :func:`_pairs`), else the
+    first of :data:`STEP_RULES` that takes the step alone, else ``FRONT``."""
+    kind, step = kinds[k], steps[k]
+    if kind == _TREE_LINK:
+        return Op.REVOLUTE_PAIR if step.frontal_dim == 6 and steps[k + 1].frontal_dim == 1 else Op.TREE_PAIR
+    if kind == _WIDE_LINK and trees[k] is not None:
+        return Op.WIDE_REVOLUTE
+    if kind == _TREE_JOINT or (kind == _WIDE_JOINT and trees[k - 1] is not None):
+        return Op.FUSED
+    return next((op for op in (rule(step) for rule in STEP_RULES) if op), Op.FRONT)
+
+
+def _unit_op(step) -> Op | None:
+    """``UNIT`` where ``step`` substitutes its whole front through a declared ``+-I`` block, no rows left over."""
+    if step.identity and step.hard_rows == step.frontal_dim and step.pivot_dim == 0:
+        return Op.UNIT
+    return None
+
+
+def _pivot_op(step) -> Op | None:
+    """``PIVOT`` where ``step`` has no hard rows and pivots its whole front definite or negative."""
+    if not step.hard_rows and step.pivot_dim == step.frontal_dim and step.pivot in ("definite", "negative"):
+        return Op.PIVOT
+    return None
+
+
+STEP_RULES = (_unit_op, _pivot_op)
+"""The lowering rules of the instructions a step takes alone: each returns its :class:`Op` or None."""
+
+
+def _mark_fronts(rows: list, kinds: list, trees: list) -> None:
+    """The ``start`` and ``keep`` columns of a front that continues the one before it: a wide pair's joint
+    half starts from the separator block its link half left, mirrored (a revolute one's is ``FUSED``); a step
+    whose successor is carried (:func:`_carried`, already marked ``start``) leaves its upper triangle."""
+    for k, row in enumerate(rows):
+        if kinds[k] == _WIDE_LINK and trees[k] is None:
+            row[F["keep"]], rows[k + 1][F["start"]] = KEEP_MIRRORED, START_LEFT
+        elif k + 1 < len(rows) and rows[k + 1][F["start"]] in (START_CARRIED, START_SPREAD):
+            row[F["keep"]] = KEEP_UPPER
+        else:
+            row[F["keep"]] = KEEP_NONE
+
+
 def _pairs(steps, factors, n_graph: int, dims: dict) -> tuple:
-    """``(kinds, trees)`` per step: its value of the ``pair`` column (0: a generic step) and, at the link half
-    of a tree pair or of a wide pair with a revolute joint, what :func:`_joint_substitution` says of it."""
+    """``(kinds, trees)`` per step: which half of which pair it is (``_TREE_LINK`` ... ``_WIDE_JOINT``, 0: none)
+    and, at the link half of a tree pair or of a wide pair with a revolute joint, what
+    :func:`_joint_substitution` says of it."""
     kinds, trees = [0] * len(steps), [None] * len(steps)
     for k in range(len(steps) - 1):
         if kinds[k]:  # the joint half of the pair before
             continue
         joint = _joint_substitution(steps[k], steps[k + 1], factors, n_graph, dims)
         if _tree_pair(steps[k], steps[k + 1], factors, joint):
-            kinds[k], kinds[k + 1], trees[k] = LINK_HALF, JOINT_HALF, joint
+            kinds[k], kinds[k + 1], trees[k] = _TREE_LINK, _TREE_JOINT, joint
         elif _wide_pair(steps[k], steps[k + 1]):
-            kinds[k], kinds[k + 1] = WIDE_LINK, WIDE_JOINT
+            kinds[k], kinds[k + 1] = _WIDE_LINK, _WIDE_JOINT
             trees[k] = joint if _wide_revolute(steps[k], steps[k + 1], factors, joint) else None
     return kinds, trees
 
@@ -564,10 +680,8 @@ def _mark_pair(row: list, following_row: list, step, following, pair: JointSubst
     of the pivot half's factors other than the generated one (onto its ``nq x nq`` block, ``i * nq + j``; their
     linear terms, map ``pg``, for the solve's forward sweep)."""
     _mark_substitution(row, pair, offsets, size)
-    row[F["pair"]] = LINK_HALF
     link = [i for i in step.factors if i in offsets["H"]]  # the quadratic ones (the hard one is in offsets["A"])
     row[F["pb0"]], row[F["pb1"]] = maps["pb"].add([offsets["H"][i] for i in link], [offsets["scale"][i] for i in link])
-    following_row[F["pair"]] = JOINT_HALF
     nq = following.frontal_dim
     H, scale, g = [], [], []
     for i, pos in zip(following.factors, following.positions):

@@ -21,7 +21,7 @@ from elimination.compiled import (
     drop_stale_cache, FACTORIZE_MAPS, SOLVE_MAPS, SOLVE_SCRATCH, factorize_scratch_size, factorize_maps_in, max_front, solve_maps_in,
     unpacked1, unpacked2, unpacked3, unpacked4,
 )
-from elimination.program import F, LINK_HALF, WIDE_LINK
+from elimination.program import F, Op
 
 from .keys import (
     JointAcceleration, LinkAcceleration, LoopTerm, Multiplier, Penalty, Prior, ProximalPrior, Torque, TreeJoint,
@@ -162,7 +162,7 @@ def _factor_tables(layout, program, constraints: tuple, pairs: np.ndarray, mecha
     table, cidx = constraints[0], {c.name: j for j, c in enumerate(mechanism.constraints)}
     dims = {v.key: v.dim for v in layout.variables}
     steps = program.steps
-    paired = (steps[:, F["pair"]] == LINK_HALF) | ((steps[:, F["pair"]] == WIDE_LINK) & (steps[:, F["tq"]] >= 0))
+    paired = np.isin(steps[:, F["op"]], (Op.TREE_PAIR, Op.REVOLUTE_PAIR, Op.WIDE_REVOLUTE))
     joint_columns = steps[paired, F["tq"]]  # where the pair kernels read their tree factors (elimination.compiled)
     rows, scope, start = [], [], 0
     for f, slot in enumerate(layout.slots):

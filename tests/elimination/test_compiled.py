@@ -369,13 +369,16 @@ def test_tree_pairs_are_fused_and_equal_the_numpy_rule(coupled):
     """ABA's pattern -- a link through its tree joint, then the joint's pivot -- runs as one fused step
     (both kernels: one-dimensional joints of 6-d links, and any other size), and gives the numpy rule's
     numbers; a link whose factors reach its parent is no tree pair (a wide pair: the test below)."""
-    from elimination.program import F, JOINT_HALF, LINK_HALF
+    from elimination.program import F, Op
 
     graph, ordering = _tree((6, 1, 3, 1, 2, 1), coupled)
     rows = analyze(graph, ordering).lowered().steps
-    fused = set(np.flatnonzero(rows[:, F["pair"]] == LINK_HALF) // 2)
+    ops, joint_dims = rows[:, F["op"]], np.roll(rows[:, F["nF"]], -1)
+    fused = set(np.flatnonzero(np.isin(ops, (Op.TREE_PAIR, Op.REVOLUTE_PAIR))) // 2)
     assert fused == set(range(6)) - ({6 - 1 - coupled} if coupled is not None else set())
-    assert np.array_equal(np.flatnonzero(rows[:, F["pair"]] == JOINT_HALF), np.array(sorted(2 * k + 1 for k in fused)))
+    pairs = np.flatnonzero(np.isin(ops, (Op.TREE_PAIR, Op.REVOLUTE_PAIR, Op.WIDE_REVOLUTE)))
+    assert np.array_equal(np.flatnonzero(ops == Op.FUSED), pairs + 1)  # (a coupled 1-d joint: a wide revolute pair)
+    assert set(joint_dims[ops == Op.REVOLUTE_PAIR]) == {1} and 1 not in set(joint_dims[ops == Op.TREE_PAIR])
     numpy_values, compiled = _both(graph, ordering, refine=0)
     assert max_relative_error(compiled, numpy_values) < RTOL
     assert max_relative_error(compiled, graph.dense_solve()) < 1e-9
@@ -387,7 +390,7 @@ def test_wide_pairs_run_as_one_front_and_equal_the_numpy_rule(batch):
     its ancestors carry in their separators (proxBBO, PV), a link coupled to its parent (a loop through
     it), a factor on a joint and another link -- runs with its joint's pivot as a wide
     pair, on one front, and gives the numpy rule's numbers (batched too) and the dense solve's."""
-    from elimination.program import F, WIDE_JOINT, WIDE_LINK
+    from elimination.program import F, KEEP_MIRRORED, START_LEFT, Op
 
     joints = (6, 1, 3, 1, 2, 1)
     graph, ordering = _tree(joints, coupled=3)
@@ -400,8 +403,8 @@ def test_wide_pairs_run_as_one_front_and_equal_the_numpy_rule(batch):
     graph.add(Quadratic([("q", 3), ("a", 1)], J.T @ J, np.zeros(7)))
     ordering = Ordering.from_keys(list(ordering.keys()) + ["lam"])
     rows = analyze(graph, ordering).lowered().steps
-    wide = np.flatnonzero(rows[:, F["pair"]] == WIDE_LINK)
-    assert len(wide) >= 3 and np.array_equal(np.flatnonzero(rows[:, F["pair"]] == WIDE_JOINT), wide + 1)
+    wide = np.flatnonzero((rows[:, F["op"]] == Op.UNIT) & (rows[:, F["keep"]] == KEEP_MIRRORED))
+    assert len(wide) >= 3 and np.array_equal(np.flatnonzero(rows[:, F["start"]] == START_LEFT), wide + 1)
     numpy_values, compiled = _both(graph, ordering, refine=0)
     assert max_relative_error(compiled, numpy_values) < RTOL
     assert max_relative_error(compiled, graph.dense_solve()) < 1e-9
@@ -415,7 +418,7 @@ def test_wide_revolute_pairs_skip_the_joint_and_equal_the_numpy_rule(batch):
     parent), the parent reached by the link's own factor (a loop through it), and no parent at all (the
     root).  Their factorization and both sweeps of the solve: same values and smallest pivot ratio as the
     numpy rule, and the dense solve's values."""
-    from elimination.program import F, WIDE_LINK
+    from elimination.program import F, Op
 
     graph, ordering = _tree((1,) * 6, coupled=3)
     rng = np.random.default_rng(11)
@@ -426,7 +429,7 @@ def test_wide_revolute_pairs_skip_the_joint_and_equal_the_numpy_rule(batch):
     graph.add(Quadratic([("a", 4), ("a", 2)], L.T @ L, rng.normal(size=12)))  # a loop: 4's parent is 0
     plan = analyze(graph, Ordering.from_keys(list(ordering.keys()) + ["lam"]))
     rows = plan.lowered().steps
-    revolute = rows[(rows[:, F["pair"]] == WIDE_LINK) & (rows[:, F["tq"]] >= 0)]
+    revolute = rows[rows[:, F["op"]] == Op.WIDE_REVOLUTE]
     assert len(revolute) == 6
     assert {int(tp) for tp in revolute[:, F["tp"]]} == {-1, 0, 6}  # no parent, parent first, parent after a link
     coupled = plan.steps[4]  # link 3, whose factor reaches its parent
@@ -533,13 +536,13 @@ def test_compiled_refinement_of_quadratic_and_hard_groups(batch_M, batch_v):
 
 def test_a_step_started_from_the_front_the_step_before_left_gives_the_same_numbers():
     """A dense factor over k variables eliminated one by one: each step's separator is the next step's whole
-    front, so the next step starts from it (``carry``, program._carried) instead of the generated factor
+    front, so the next step starts from it (``start``, program._carried) instead of the generated factor
     written out, the front zeroed and the factor gathered back.  The conditionals are those of the same
     program with no step carried, bit for bit, and the carried factors' workspace is never written (left
     NaN): the carried path ran."""
     import dataclasses
     from elimination.compiled import factor_workspace, run_factorize
-    from elimination.program import F
+    from elimination.program import F, KEEP_UPPER, START_CARRIED, START_SPREAD
 
     rng = np.random.default_rng(7)
     k, d = 6, 2
@@ -552,9 +555,10 @@ def test_a_step_started_from_the_front_the_step_before_left_gives_the_same_numbe
     plan = analyze(g, Ordering.from_keys([("x", i) for i in range(k)]))
     program = plan.lowered()
     steps = program.steps
-    carried = np.flatnonzero(steps[:, F["carry"]])
+    carried = np.flatnonzero(np.isin(steps[:, F["start"]], (START_CARRIED, START_SPREAD)))
     assert len(carried) == k - 1  # every step but the first
-    plain = dataclasses.replace(program, steps=np.where(np.arange(len(F)) == F["carry"], 0, steps))
+    assert np.array_equal(np.flatnonzero(steps[:, F["keep"]] == KEEP_UPPER), carried - 1)
+    plain = dataclasses.replace(program, steps=np.where(np.isin(np.arange(len(F)), (F["start"], F["keep"])), 0, steps))
     Fw, _, largest = factor_workspace(g, program)
     Fw_carried = Fw.copy()
     for st in carried - 1:  # the factors the carried steps start from: poisoned

@@ -5,7 +5,7 @@ from hypothesis import assume, given, settings
 
 import elimination
 from elimination import Ordering, SingularProblemError, analyze, factorize
-from elimination.program import F
+from elimination.program import F, START_SPREAD
 from factorgraph import FactorGraph, LinearEquality, Quadratic, Variable
 from tests.random_graphs import (
     GraphSpec, build_graph, graph_specs, max_relative_error, take, well_conditioned, with_linear_terms,
@@ -145,7 +145,7 @@ def test_a_unit_substitution_passes_the_other_rows_on(batch, backend):
     # x_1's and x_2's own rows come generated: a child's equality (-I) is read; a leaf's rows are all generated
     assert [s.identity for s in plan.steps[:6]] == [1, -1, -1, 0, 0, 0]
     # each x's front holds the factor the step before generated, spread wider (the kernel carries it over)
-    assert plan.lowered().steps[1:3, F["carry"]].tolist() == [2, 2]
+    assert plan.lowered().steps[1:3, F["start"]].tolist() == [START_SPREAD] * 2
     fact = factorize(g, plan, backend=backend)
     if backend == "numpy":
         W = fact.conditionals[0].W

@@ -333,8 +333,9 @@ def test_a_gplc_factorization_into_a_consumed_ones_memory_is_a_fresh_one_bit_for
     policy = {"lcaba": "alm", "proxbbo": "prox", "proxltl": "prox"}[algorithm]
     first, second = (mechanics.gplc_graph(mech, *random_state(mech, rng, batch), policy=policy) for _ in range(2))
     assert first.structure() == structure
-    pairs = plan.lowered().steps[:, elimination.program.F["pair"]]
-    assert np.any(pairs != 0)  # tree pairs: the fixed-size kernels that read zero blocks
+    ops = plan.lowered().steps[:, elimination.program.F["op"]]
+    Op = elimination.program.Op
+    assert np.any(np.isin(ops, (Op.REVOLUTE_PAIR, Op.WIDE_REVOLUTE)))  # the fixed-size kernels that read zero blocks
     old = elimination.factorize(first, plan, backend="numba")
     old.solve()
     C = old.C
