@@ -88,7 +88,7 @@ class Op(IntEnum):
     Every instruction means what :attr:`FRONT` computes on its step (or on its two steps, for a pair): the
     others are the same numbers by a shorter road, which an executor may take or not (the per-state kernels
     run ``PIVOT`` and ``UNIT`` as ``FRONT``).  An executor runs the programs whose instructions it has
-    kernels for (:func:`elimination.lanes.covers`, :func:`~elimination.lanes.covers_pairs`).
+    kernels for (:func:`elimination.lanes.covers`, :func:`~elimination.lanes_pairs.covers_pairs`).
 
     FRONT
         A dense front: its factors gathered, its hard rows substituted (a rank-revealing SVD, or a declared
@@ -657,7 +657,7 @@ def _wide_revolute(step, following, factors, joint: JointSubstitution | None) ->
     """Whether a wide pair whose :func:`_joint_substitution` is ``joint`` has a 6-dimensional link, a
     one-dimensional joint, and the link's quadratic factors off the joint (proxBBO's links, with their
     subtree's multipliers; a loop to the parent or to another link).  The compiled kernel then runs the
-    pair without the joint's row and column of the front (``compiled._wide_revolute_pair``)."""
+    pair without the joint's row and column of the front (``compiled_pairs._wide_revolute_pair``)."""
     if joint is None or step.frontal_dim != 6 or following.frontal_dim != 1:
         return False
     return not any(not factors[i].hard and np.any(pos == step.frontal_dim)  # a factor on the joint

@@ -49,7 +49,7 @@ a row of the constraint tables each): any policy whose arithmetic is its
 numbers' runs here; one with an ``update`` or ``moving_term`` of its own runs on
 the numpy path (:attr:`CompiledDynamics.unsupported` says why).
 
-A program of mostly tree and wide pairs (:func:`elimination.lanes.covers_pairs`:
+A program of mostly tree and wide pairs (:func:`elimination.lanes_pairs.covers_pairs`:
 ABA's, LCABA's, proxBBO's on the benchmark robots) runs sixteen states at a time
 in :func:`lanes_kernel`: the new states' kinematics and their links' factors
 computed in lanes too (:func:`_lane_kinematics`, :func:`_lane_fill_links`:
@@ -67,11 +67,11 @@ from __future__ import annotations
 
 import numpy as np
 
-import elimination.lanes as lanes
+import elimination.lanes_pairs as lanes_pairs
 from elimination.compiled import (
     announce_first_compile, factorize_maps, factorize_scratch_size, max_front, packed, solve_maps,
 )
-from elimination.lanes import LANES
+from elimination.lanes import LANES, aligned_zeros
 from elimination.program import F
 
 from .mechanism import GROUND
@@ -123,7 +123,7 @@ class CompiledDynamics:
         self.iterating = any(p.iterates for p in layout.policies.values())
         self.soft = any(p.numbers.test == HOLDS for p in layout.policies.values())
         # a batch of a program of tree pairs runs LANES states at a time (lanes_kernel), bit for bit as one by one
-        self.lanes = lanes.covers_pairs(program)
+        self.lanes = lanes_pairs.covers_pairs(program)
         self.lane_floats = self.lane_ints = self.lane_own = None
         self.refill, self.patience = REFILL, PATIENCE
         hard = np.concatenate([np.full(c.dim, layout.policies[c.name].numbers.test == EXACT)
@@ -175,7 +175,7 @@ class CompiledDynamics:
                                "a few minutes")
         if self.lane_floats is None:  # made at the first batch: zeroed once, as the state's workspace
             floats, ints, own = _lane_sizes(self.program, self.constraints, self.mechanism)
-            self.lane_floats = lanes.aligned_zeros(floats)
+            self.lane_floats = aligned_zeros(floats)
             self.lane_ints, self.lane_own = np.zeros(ints, np.int64), np.zeros(own)
         out, flags = np.empty((q.shape[0], self.width)), np.empty((q.shape[0], 3), dtype=np.int64)
         lanes_kernel(*self.tables, q, v, tau, forces0, float(mu), float(tol), int(max_iter), int(refine), self.iterating,

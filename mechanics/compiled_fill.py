@@ -8,7 +8,8 @@ import numpy as np
 from numba import njit
 
 import elimination.vectors as vectors
-from elimination.compiled import UNCOUNTED, cached6, minus_dot6, ix
+from elimination.compiled_front import UNCOUNTED, ix
+from elimination.compiled_pairs import cached6, minus_dot6
 from elimination.lanes import LANES
 
 from .policies import INFORMATION

@@ -7,9 +7,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from elimination.compiled import (
-    UNCOUNTED, factorize_one, factorize_scratch_in, solve_one, solve_scratch_in, started_error, ix,
-)
+from elimination.compiled import factorize_one, factorize_scratch_in, solve_one, solve_scratch_in, started_error
+from elimination.compiled_front import UNCOUNTED, ix
 from elimination.gaussian import CONSISTENCY_RTOL, PIVOT_SUSPECT_RTOL
 from elimination.numeric import FINISHING_REFINE, SCALE_FLOOR, SETTLED_RTOL, SUSPECT_REFINE, VERIFY_RTOL, WARM_RTOL
 
@@ -74,7 +73,7 @@ def _solve(solve_maps, drops, sscr, work, C, Lmag, x, ratio, refine):
     """:meth:`elimination.Factorization.solve` for the linear terms in ``work``: the sweeps, the dropped
     rows' consistency, ``refine`` steps, and the verification of a suspect factorization.  False where the
     numpy path must answer (inconsistent dropped rows, refinement that does not settle).  One exit, no
-    early return: numba then drops the reference counting of its arrays (elimination.compiled._revolute_pair)."""
+    early return: numba then drops the reference counting of its arrays (elimination.compiled_pairs._revolute_pair)."""
     Lin, cache, dropped = work[8], work[12], work[13]
     solve_one(solve_maps, C, Lin, Lmag, cache, x, dropped, sscr)
     consistent = True

@@ -8,7 +8,8 @@ import numpy as np
 from numba import njit
 
 import elimination.vectors as vectors
-from elimination.compiled import UNCOUNTED, cached6, dot6, ix
+from elimination.compiled_front import UNCOUNTED, ix
+from elimination.compiled_pairs import cached6, dot6
 from elimination.lanes import LANES
 
 from .compiled_tables import drop_stale_kernels, ACC, CDIM, CKIND, GENERAL, JOINT, L1, L2, NPAIR, NV, PAIR0, PARENT, Q0, ROW0, V0, WELD
@@ -163,7 +164,7 @@ def _kinematics(model, q, v, R, p, S, vel, bias, Iw, fb, jv):
         for j in range(3):
             R[ix(n), ix(i), ix(j)] = 1.0 if i == j else 0.0
     vel[n, :] = 0.0
-    for l in range(n):  # (row views cost nothing here, uncounted: see elimination.compiled._revolute_pair)
+    for l in range(n):  # (row views cost nothing here, uncounted: see elimination.compiled_pairs._revolute_pair)
         parent, q0, v0, nv = links[ix(l), PARENT], links[ix(l), Q0], links[ix(l), V0], links[ix(l), NV]
         Rj, pj = _joint_pose(links[ix(l), JOINT], axis[ix(l), 0], axis[ix(l), 1], axis[ix(l), 2], q, q0)
         _link_pose(R, p, l, parent, place_R, place_p, Rj, pj)

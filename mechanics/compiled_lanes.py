@@ -7,9 +7,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-import elimination.lanes as lanes
+import elimination.lanes_pairs as lanes_pairs
 import elimination.vectors as vectors
-from elimination.compiled import UNCOUNTED, factorize_scratch_in, max_front, solve_scratch_in, started_error, ix
+from elimination.compiled import factorize_scratch_in, max_front, solve_scratch_in, started_error
+from elimination.compiled_front import UNCOUNTED, ix
 from elimination.gaussian import PIVOT_SUSPECT_RTOL
 from elimination.numeric import FINISHING_REFINE, SCALE_FLOOR, SETTLED_RTOL, SUSPECT_REFINE, VERIFY_RTOL, WARM_RTOL
 from elimination.lanes import LANES
@@ -49,7 +50,7 @@ def _lane_sizes(program, constraints: tuple, mechanism) -> tuple:
     per lane of each state's own constraint terms (``Kbuf``, ``k``, the measurements, ``lambda``)."""
     m = mechanism.constraint_dim
     entries = (program.factor_size + program.conditional_size + 3 * program.linear_size + program.cache_size
-               + 2 * program.value_size + 4 + lanes.pairs_scratch_rows(max_front(program))
+               + 2 * program.value_size + 4 + lanes_pairs.pairs_scratch_rows(max_front(program))
                + lane_kinematic_rows(len(mechanism.links), mechanism.nq, mechanism.nv)
                + lane_constraint_rows(constraints[2].shape[0], m) + ITERATION_ROWS + mechanism.nv)
     return entries * LANES, (LANE_ROWS, LANES), (LANES, 36 * constraints[2].shape[0] + 4 * m + 2)
@@ -59,7 +60,7 @@ def _lane_sizes(program, constraints: tuple, mechanism) -> tuple:
 def _lane_parts(lw, sizes, maxn, kinematic_rows, constraint_rows, iteration_rows):
     """:func:`lanes_kernel`'s lanes, carved from ``lw``: ``Fw, C, Lin, Lmag, cache, X, Lres, corrections
     (entries, LANES)``, the scale floors ``(1, LANES)``, the pivot ratios ``(LANES,)``, the largest
-    magnitudes of a correction and its values ``(2, LANES)``, :func:`elimination.lanes.factorize_pairs`' and
+    magnitudes of a correction and its values ``(2, LANES)``, :func:`elimination.lanes_pairs.factorize_pairs`' and
     ``solve_pairs``' scratch, the kinematics' rows ``KL`` (:func:`_lane_kinematic_parts`), the
     constraints' rows ``KC`` (:func:`_lane_constraint_parts`) and the outer iterations' ``IT``
     (:data:`ITERATION_ROWS`)."""
@@ -75,7 +76,7 @@ def _lane_parts(lw, sizes, maxn, kinematic_rows, constraint_rows, iteration_rows
     k = h + 4 + kinematic_rows
     z = k + constraint_rows
     y = z + iteration_rows
-    factorize_scratch, solve_scratch = lanes.pairs_scratch_in(rows[y:], maxn)
+    factorize_scratch, solve_scratch = lanes_pairs.pairs_scratch_in(rows[y:], maxn)
     return (rows[:a], rows[a:b], rows[b:c], rows[c:d], rows[d:e], rows[e:f], rows[f:g], rows[g:h], rows[h:h + 1],
             rows[h + 1], rows[h + 2:h + 4], factorize_scratch, solve_scratch, rows[h + 4:k], rows[k:z], rows[z:y])
 
@@ -295,7 +296,7 @@ def _lanes_solved(links, factors, scope, constraints, KC, pairs, m, mu, smaps, s
     for w in range(LANES):
         stepping += need[w] and not fresh[w]
     if stepping == 0:
-        lanes.solve_pairs(smaps, C, Lin, cache, X, slane, sscr)
+        lanes_pairs.solve_pairs(smaps, C, Lin, cache, X, slane, sscr)
         return
     KK, MEAS, _, _, _, _, E = _lane_constraint_parts(KC, pairs, m)  # (MEAS: as filled, or moved in lanes)
     for l in range(links.shape[0]):
@@ -304,7 +305,7 @@ def _lanes_solved(links, factors, scope, constraints, KC, pairs, m, mu, smaps, s
     for w in range(LANES):
         if need[w] and fresh[w]:
             _copy(Lin[:, w], Lres[:, w])
-    lanes.solve_pairs(smaps, C, Lres, cache, D, slane, sscr)
+    lanes_pairs.solve_pairs(smaps, C, Lres, cache, D, slane, sscr)
     vectors.add_rows(X, D, tops, X.shape[0])
     for w in range(LANES):
         if need[w] and fresh[w]:
@@ -314,10 +315,10 @@ def _lanes_solved(links, factors, scope, constraints, KC, pairs, m, mu, smaps, s
 @njit(cache=True, **UNCOUNTED)
 def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, iterating, refill, patience, ws, wi, lw, li,
                  lk, out, flags):
-    """:func:`dynamics_kernel` for a program of mostly tree and wide pairs (:func:`elimination.lanes.covers_pairs`),
+    """:func:`dynamics_kernel` for a program of mostly tree and wide pairs (:func:`elimination.lanes_pairs.covers_pairs`),
     ``LANES`` states at a time: the new states' kinematics and link factors in lanes, each one's constraint
     terms and their factors into its lane (:func:`_refill`), one factorization of the lanes and their first solve without refinement
-    (:func:`elimination.lanes.factorize_pairs`, :func:`~elimination.lanes.solve_pairs`).  Then, where the
+    (:func:`elimination.lanes_pairs.factorize_pairs`, :func:`~elimination.lanes_pairs.solve_pairs`).  Then, where the
     program iterates, every lane's outer iterations advance to their next solve (:func:`_advance`: a
     refinement step, a fresh solve, a suspect pivot's verification step) and the solves run in lanes
     (:func:`_lanes_solved`); a lane whose state has its answer idles until ``refill`` lanes do and ``patience``
@@ -355,9 +356,9 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
             waited = 0
             loaded = _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, unit, pairs, m, qn, li,
                              lk, Fw, Lin, Lmag, floor, flags, KL, kparts, KC, in_lanes)
-            lanes.factorize_pairs(fmaps, Fw, C, floor, fscr, flane, ratio, weak, failed)
+            lanes_pairs.factorize_pairs(fmaps, Fw, C, floor, fscr, flane, ratio, weak, failed)
             whole = idle == LANES  # (every lane new: the first solve straight into X)
-            lanes.solve_pairs(smaps, C, Lin, cache, X if whole else D, slane, sscr)
+            lanes_pairs.solve_pairs(smaps, C, Lin, cache, X if whole else D, slane, sscr)
             for i in range(0 if whole else X.shape[0]):  # the new lanes' first solve (KL's row of them: MASK)
                 vectors.put(X, i, D, i, KL, kparts[10])
             _lane_constraint_residual(constraints, KK, Kk, links, X, RES)

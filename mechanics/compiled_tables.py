@@ -14,7 +14,10 @@ import numpy as np
 from numba import njit
 
 import elimination.compiled as elimination_compiled
+import elimination.compiled_front as compiled_front
+import elimination.compiled_pairs as compiled_pairs
 import elimination.lanes as lanes
+import elimination.lanes_pairs as lanes_pairs
 import elimination.vectors as vectors
 
 from elimination.compiled import (
@@ -38,7 +41,8 @@ def drop_stale_kernels(module: str) -> None:
     engine's (numba keys a cached function on its own file only)."""
     here = Path(__file__).parent
     drop_stale_cache(module, *(here / f"{name}.py" for name in KERNEL_MODULES), elimination_compiled.__file__,
-                     lanes.__file__, vectors.__file__)
+                     compiled_front.__file__, compiled_pairs.__file__, lanes.__file__, lanes_pairs.__file__,
+                     vectors.__file__)
 
 
 drop_stale_kernels(__file__)

@@ -1,0 +1,651 @@
+"""The compiled kernel of a dense front: the ``FRONT`` instruction, and ``PIVOT`` and ``UNIT`` run as ``FRONT``.
+
+One element's step (:func:`_generic_step`): its factors gathered into a dense
+front, its hard rows substituted -- through a declared ``+-I`` block (``T =
+-+A_S``) or the rank-revealing SVD of the unit-origin rows
+(:mod:`elimination.jacobi`: QR and one-sided Jacobi in the scratch; the bases
+of repeated or zero singular values differ from LAPACK's, the projections the
+rule uses do not), rows left over passed on or dropped -- and what
+remains pivoted ``L D L'`` (:func:`_pivot`: Cholesky, of ``-H`` for
+multipliers, block LDL' for quasi-definite fronts, an eigendecomposition for
+indefinite ones), its conditionals and generated factor written out; the
+solve's sweeps of the same step (:func:`_step_forward`,
+:func:`_step_backward`).  The arithmetic is the numpy rule's
+(:mod:`elimination.gaussian`).  Also the step table's columns as the integer
+constants the kernels index it by (numba freezes module globals).
+
+:mod:`elimination.compiled` dispatches the program's instructions to these
+kernels and to :mod:`elimination.compiled_pairs`'; its docstring says why they
+read the table by ``(step, column)``, index through ``ix`` and run without
+reference counting.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from numba import njit
+from numba import uint64 as ix  # an index as unsigned: no negative-index wrap (elimination.compiled's docstring)
+
+from .gaussian import RANK_RTOL, SINGULAR_RTOL  # numba freezes module globals: the numpy rule's tolerances
+from . import jacobi
+from .jacobi import load_tall, svd_rows
+from .program import F, KEEP_MIRRORED, KEEP_NONE, PIVOTS, START_CARRIED, START_LEFT, START_SPREAD, Op
+
+INDEFINITE = PIVOTS["indefinite"]  # the one pivot whose Linv is not lower triangular (an eigendecomposition's)
+COUNTED, UNCOUNTED = {"_nrt": True}, {"_nrt": False}  # numba's reference counting on / off (compiled's docstring)
+
+NF, NS, IDENTITY, PIVOT, NMIN, M, R, P, D_, NZ = (F[k] for k in ("nF", "nS", "identity", "pivot", "n_min", "m", "r", "p", "d", "nz"))
+H0, H1, S0, S1, A0, A1, W0, W1 = (F[k] for k in ("h0", "h1", "s0", "s1", "a0", "a1", "w0", "w1"))
+OUT_H, OUT_S, OUT_A, E0, E1 = (F[k] for k in ("out_H", "out_s", "out_A", "e0", "e1"))
+T_, HF_, LINV, Y_, DS, WW, NN, EE, ED, RS = (F[k] for k in ("T", "HF", "Linv", "Y", "D", "W", "N", "E", "Ed", "RS"))
+G0, G1, B0, B1, OUT_G, OUT_B = (F[k] for k in ("g0", "g1", "b0", "b1", "out_g", "out_b"))
+TC, YC, DROP = (F[k] for k in ("t", "y", "drop"))
+XF0, XF1, XS0, XS1 = (F[k] for k in ("xf0", "xf1", "xs0", "xs1"))
+OP, START, KEEP, UROW = F["op"], F["start"], F["keep"], F["unit_row"]
+TQ, TN, TSIG, TP, PB0, PB1, PH0, PH1, PS0, PS1, PG0, PG1 = (
+    F[k] for k in ("tq", "tn", "tsig", "tp", "pb0", "pb1", "ph0", "ph1", "ps0", "ps1", "pg0", "pg1"))
+OP_FRONT, OP_PIVOT, OP_UNIT, OP_TREE, OP_REVOLUTE, OP_WIDE_REVOLUTE, OP_FUSED = (  # (as ints: numba freezes them)
+    int(op) for op in (Op.FRONT, Op.PIVOT, Op.UNIT, Op.TREE_PAIR, Op.REVOLUTE_PAIR, Op.WIDE_REVOLUTE, Op.FUSED))
+
+
+def drop_stale_cache(module: str, *dependencies: str) -> None:
+    """Delete ``module``'s numba cache where it is older than any of the files ``dependencies``.
+
+    numba keys a cached function on its own file's timestamp only; a kernel that compiles another
+    module's kernels into itself would otherwise keep running them as they were when it was cached.
+    """
+    here = Path(module)
+    try:
+        changed = max(Path(d).stat().st_mtime for d in dependencies)
+        for cached in (here.parent / "__pycache__").glob(f"{here.stem}.*.nb[ic]"):
+            if cached.stat().st_mtime < changed:
+                cached.unlink(missing_ok=True)
+    except OSError:  # a read-only install: numba then compiles in memory (or into NUMBA_CACHE_DIR)
+        pass
+
+
+@njit(cache=True, **UNCOUNTED)
+def _cholesky(A, n, L):
+    """Lower Cholesky factor of the leading ``n x n`` of ``A`` into ``L``; False if a pivot is not positive."""
+    for j in range(n):
+        s = A[ix(j), ix(j)]
+        for k in range(j):
+            s -= L[ix(j), ix(k)] * L[ix(j), ix(k)]
+        if not s > 0.0:
+            return False
+        d = np.sqrt(s)
+        L[ix(j), ix(j)] = d
+        for i in range(j + 1, n):
+            t = A[ix(i), ix(j)]
+            for k in range(j):
+                t -= L[ix(i), ix(k)] * L[ix(j), ix(k)]
+            L[ix(i), ix(j)] = t / d
+        for i in range(j):
+            L[ix(i), ix(j)] = 0.0
+    return True
+
+
+@njit(cache=True, **UNCOUNTED)
+def _lower_inverse(L, n, out):
+    """``out = L^-1`` for lower-triangular ``L`` (``n x n``)."""
+    for j in range(n):
+        for i in range(n):
+            out[ix(i), ix(j)] = 0.0
+        out[ix(j), ix(j)] = 1.0 / L[ix(j), ix(j)]
+        for i in range(j + 1, n):
+            s = 0.0
+            for k in range(j, i):
+                s -= L[ix(i), ix(k)] * out[ix(k), ix(j)]
+            out[ix(i), ix(j)] = s / L[ix(i), ix(i)]
+
+
+@njit(cache=True, **COUNTED)
+def _indefinite_pivot(Hz, scale, nz, Li, D):
+    """:func:`_pivot` of an indefinite block (mixed roles after a substitution): a symmetric
+    eigendecomposition (``eigh`` allocates: this helper counts references and returns a scalar)."""
+    ratio = np.inf
+    w, V = np.linalg.eigh(Hz[:nz, :nz])
+    top = 0.0
+    for i in range(nz):
+        top = max(top, scale[i])
+    for i in range(nz):
+        ratio = min(ratio, abs(w[i]) / max(top, 1e-300))
+    if not ratio > SINGULAR_RTOL:
+        return -1.0
+    for i in range(nz):
+        D[i] = 1.0 if w[i] > 0 else -1.0
+        root = np.sqrt(abs(w[i]))
+        for j in range(nz):
+            Li[i, j] = V[j, i] / root
+    return ratio
+
+
+@njit(cache=True, **UNCOUNTED)
+def _pivot(Hz, scale, nz, n_min, kind, Li, D, L, Lw, X):
+    """``Hz = L D L'`` (``nz x nz``) into ``Li = L^-1`` and ``D``; the smallest pivot ratio, or -1 when a
+    pivot is not of its sign or a multiplier's falls below round-off (the numpy rule refuses those).
+    Arithmetic only, so it runs uncounted; an indefinite block goes to :func:`_indefinite_pivot`."""
+    ratio = np.inf
+    if kind == 4:
+        return _indefinite_pivot(Hz, scale, nz, Li, D)
+    if kind == 1 or kind == 2:
+        sgn = 1.0 if kind == 1 else -1.0
+        for i in range(nz):
+            D[ix(i)] = sgn
+            for j in range(nz):
+                Lw[ix(i), ix(j)] = sgn * Hz[ix(i), ix(j)]
+        if not _cholesky(Lw, nz, L):
+            return -1.0
+        for i in range(nz):
+            ratio = min(ratio, L[ix(i), ix(i)] * L[ix(i), ix(i)] / max(scale[ix(i)], 1e-300))
+        if kind == 2 and not ratio > SINGULAR_RTOL:
+            return -1.0
+        _lower_inverse(L, nz, Li)
+        return ratio
+    # quasi-definite: [[A, B], [B', C]] = [[L1, 0], [X', L2]] diag(I, -I) [[L1', X], [0, L2']]
+    k = nz - n_min
+    for i in range(n_min):
+        for j in range(n_min):
+            Lw[ix(i), ix(j)] = Hz[ix(i), ix(j)]
+    if not _cholesky(Lw, n_min, L):
+        return -1.0
+    for c in range(k):  # X = L1^-1 B
+        for i in range(n_min):
+            t = Hz[ix(i), ix(n_min + c)]
+            for q in range(i):
+                t -= L[ix(i), ix(q)] * X[ix(q), ix(c)]
+            X[ix(i), ix(c)] = t / L[ix(i), ix(i)]
+    for i in range(n_min):
+        D[ix(i)] = 1.0
+        ratio = min(ratio, L[ix(i), ix(i)] * L[ix(i), ix(i)] / max(scale[ix(i)], 1e-300))
+    for i in range(k):
+        D[ix(n_min + i)] = -1.0
+        for j in range(k):
+            t = -Hz[ix(n_min + i), ix(n_min + j)]
+            for q in range(n_min):
+                t += X[ix(q), ix(i)] * X[ix(q), ix(j)]
+            Lw[ix(n_min + i), ix(n_min + j)] = t
+    L2 = L[n_min:nz, n_min:nz]
+    if not _cholesky(Lw[n_min:nz, n_min:nz], k, L2):
+        return -1.0
+    ratio2 = np.inf
+    for i in range(k):
+        grown = scale[ix(n_min + i)]
+        for q in range(n_min):
+            grown += X[ix(q), ix(i)] * X[ix(q), ix(i)]
+        ratio2 = min(ratio2, L2[i, i] * L2[i, i] / max(grown, 1e-300))
+        for q in range(n_min):
+            L[ix(n_min + i), ix(q)] = X[ix(q), ix(i)]
+    if not ratio2 > SINGULAR_RTOL:
+        return -1.0
+    for i in range(n_min):
+        for j in range(n_min, nz):
+            L[ix(i), ix(j)] = 0.0
+    _lower_inverse(L, nz, Li)
+    return min(ratio, ratio2)
+
+
+@njit(cache=True, inline="always")
+def _nonzero_columns(T, nF, nS, Tnz):
+    """``Tnz[ix(q)] = (count, columns...)`` of the nonzero entries of row ``q`` of ``T (nF x nS)``.  A
+    substitution's ``T`` is mostly zeros (a tree joint's ``[-+D, sigma I]``: two entries a row, zero columns
+    for the separator's other variables): the products below run over these entries only, each one an
+    update of a whole row or column, so that the inner loops have the separator's length."""
+    for q in range(nF):
+        k = 0
+        for j in range(nS):
+            if T[ix(q), ix(j)] != 0.0:
+                k += 1
+                Tnz[ix(q), ix(k)] = j
+        Tnz[ix(q), 0] = k
+
+
+@njit(cache=True, inline="always")
+def _front_times_T(H, T, Tnz, HFT, nF, nS):
+    """``HFT = H_FF T + H_FS``: the front's rows of the Hessian after the substitution ``x_F = T x_S + ...``."""
+    for i in range(nF):
+        for j in range(nS):
+            HFT[ix(i), ix(j)] = H[ix(i), ix(nF + j)]
+        for q in range(nF):
+            h = H[ix(i), ix(q)]
+            for a in range(1, Tnz[ix(q), 0] + 1):
+                j = Tnz[ix(q), ix(a)]
+                HFT[ix(i), ix(j)] += h * T[ix(q), ix(j)]
+
+
+@njit(cache=True, inline="always")
+def _substituted_separator(H, T, Tnz, HFT, scale, nF, nS):
+    """``H_SS += T' HFT + H_SF T`` (``= T' H_FF T + T' H_FS + H_SF T``, symmetric) in its upper triangle (all
+    that is read of ``H_SS``: :func:`_generic_step`), and ``scale_S += (T^2)' scale_F``.  Row ``i`` of the
+    update is ``T[q, i] HFT[q, :] + H_FS[q, i] T[q, :]`` summed over the front's rows ``q``: contiguous rows,
+    half the products of the full square."""
+    for q in range(nF):
+        for i in range(nS):
+            a, b = T[ix(q), ix(i)], H[ix(q), ix(nF + i)]
+            if a == 0.0 and b == 0.0:
+                continue
+            for j in range(i, nS):
+                H[ix(nF + i), ix(nF + j)] += a * HFT[ix(q), ix(j)] + b * T[ix(q), ix(j)]
+        for a in range(1, Tnz[ix(q), 0] + 1):
+            i = Tnz[ix(q), ix(a)]
+            scale[ix(nF + i)] += T[ix(q), ix(i)] * T[ix(q), ix(i)] * scale[ix(q)]
+
+
+@njit(cache=True, inline="always")
+def _front_mirrored(H, nF, n):
+    """The front's columns of ``H`` (``n x nF``: its block and ``H_SF``, which a substitution keeps as ``HF``)
+    made from its rows: a carried front (:func:`_generic_step`) brings only the upper triangle of the block
+    the step before left, and nothing reads the lower one of ``H_SS``."""
+    for i in range(n):
+        for j in range(min(i, nF)):
+            H[ix(i), ix(j)] = H[ix(j), ix(i)]
+
+
+@njit(cache=True, inline="always")
+def _singular_vectors(G, m, n, work, s, tau, nzv):
+    """The full SVD of ``G[:m, :n]`` (:mod:`elimination.jacobi`) in the scratch ``work = (Bt, Rt, Ut,
+    Vt)``: returns ``(converged, U_rows, V_rows)``, the scratch blocks whose row ``c`` is the ``c``-th left
+    (length ``m``) and right (length ``n``) singular vector, ``s`` descending.  ``tau``, ``nzv`` are
+    scratch."""
+    Bt, Rt, Ut, Vt = work
+    load_tall(G, m, n, Bt)
+    if not svd_rows(Bt, max(m, n), min(m, n), Rt, Ut, Vt, s, tau, nzv):
+        return False, Ut, Vt
+    if m >= n:
+        return True, Ut, Vt
+    return True, Vt, Ut  # the SVD of G' = U S V' is G = V S U'
+
+
+@njit(cache=True, inline="always")
+def _unit_leftover(A, unit, r0, nF, m, sgn, E):
+    """``E`` of a ``+-I`` substitution through rows ``r0 : r0 + nF`` of ``A`` (sign ``sgn``) with rows left over
+    (:func:`elimination.gaussian.unit_substitution`): row ``o`` with the front eliminated, in unit-origin units."""
+    k = 0
+    for o in range(m):
+        if o < r0 or o >= r0 + nF:
+            for j in range(m):
+                E[ix(k), ix(j)] = 0.0
+            E[ix(k), ix(o)] = unit[ix(o)]
+            for j in range(nF):
+                E[ix(k), ix(r0 + j)] = (-sgn * A[ix(o), ix(j)]) * unit[ix(o)]
+            k += 1
+
+
+@njit(cache=True, **UNCOUNTED)
+def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT, Hz, sz, Hzs, work, sv):
+    """A general substitution (elimination.gaussian.substitution and split_leftover) on the front in
+    ``H``, ``A``; fills ``W, N, E_keep, E_drop, T``, the reduced pivot block ``Hz``, ``Hzs`` and its scales,
+    and updates the separator block of ``H`` and ``scale``.  False when the numerical rank falls short
+    (or, never seen, Jacobi did not converge: the numpy path then decides).
+
+    The SVDs run in ``work`` (four free scratch blocks) and ``sv``; ``Hz`` holds the unit-origin rows,
+    then the rows left over, ``sz`` the reflectors' factors and ``Tnz`` their nonzero entries, until
+    they are written last."""
+    nF, nS, m, r, p, d = row[NF], row[NS], row[M], row[R], row[P], row[D_]
+    nz = nF - r
+    E = Ek if d == 0 else (Ed if p == 0 else Hz)  # (split: E in Hz, then its kept and dropped parts)
+    if r == 0:  # nothing to substitute: the front keeps its coordinates (a quasi-definite split needs them)
+        for i in range(nF):
+            for j in range(m):
+                Wm[ix(i), ix(j)] = 0.0
+            for j in range(nz):
+                Nm[ix(i), ix(j)] = 1.0 if i == j else 0.0
+        for i in range(m):
+            for j in range(m):
+                E[ix(i), ix(j)] = unit[ix(i)] if i == j else 0.0
+    else:
+        for i in range(m):  # the unit-origin rows
+            for j in range(nF):
+                Hz[ix(i), ix(j)] = unit[ix(i)] * A[ix(i), ix(j)]
+        ok, Ur, Vr = _singular_vectors(Hz, m, nF, work, sv, sz, Tnz)
+        if not ok or (check_rank and not sv[r - 1] > RANK_RTOL):
+            return False
+        for i in range(nF):  # W = V_r S_r^-1 U_r' (unit), N = V[:, r:], E = U[:, r:]' (unit)
+            for j in range(m):
+                Wm[ix(i), ix(j)] = 0.0
+            for q in range(r):  # (a row of U' at a time: they are mostly zeros for structured rows)
+                c = Vr[ix(q), ix(i)] / sv[ix(q)]
+                if c != 0.0:
+                    for j in range(m):
+                        Wm[ix(i), ix(j)] += c * Ur[ix(q), ix(j)]
+            for j in range(m):
+                Wm[ix(i), ix(j)] *= unit[ix(j)]
+            for j in range(nz):
+                Nm[ix(i), ix(j)] = Vr[ix(r + j), ix(i)]
+        for i in range(m - r):
+            for j in range(m):
+                E[ix(i), ix(j)] = Ur[ix(r + i), ix(j)] * unit[ix(j)]
+    if d != 0 and p != 0:  # the left-over rows split by the rank of what they leave on the separator
+        for i in range(m - r):  # E A_S, into Hzs (written last)
+            for j in range(nS):
+                t = 0.0
+                for a in range(m):
+                    t += E[ix(i), ix(a)] * A[ix(a), ix(nF + j)]
+                Hzs[ix(i), ix(j)] = t
+        ok, UL, _ = _singular_vectors(Hzs, m - r, nS, work, sv, sz, Tnz)
+        if not ok:
+            return False
+        for i in range(m - r):
+            for j in range(m):
+                t = 0.0
+                for a in range(m - r):
+                    t += UL[ix(i), ix(a)] * E[ix(a), ix(j)]
+                if i < p:
+                    Ek[ix(i), ix(j)] = t
+                else:
+                    Ed[ix(i - p), ix(j)] = t
+    for i in range(nF):  # T = -W A_S, a row of A_S at a time (W of structured rows is mostly zeros)
+        for j in range(nS):
+            T[ix(i), ix(j)] = 0.0
+        for q in range(m):
+            w = Wm[ix(i), ix(q)]
+            if w != 0.0:
+                for j in range(nS):
+                    T[ix(i), ix(j)] -= w * A[ix(q), ix(nF + j)]
+    _nonzero_columns(T, nF, nS, Tnz)
+    _front_times_T(H, T, Tnz, HFT, nF, nS)
+    for i in range(nz):  # Hz = N' H_FF N, Hzs = N' HFT, sz = (N^2)' scale_F
+        for j in range(nz):
+            t = 0.0
+            for a in range(nF):
+                for b in range(nF):
+                    t += Nm[ix(a), ix(i)] * H[ix(a), ix(b)] * Nm[ix(b), ix(j)]
+            Hz[ix(i), ix(j)] = t
+        for j in range(nS):
+            t = 0.0
+            for a in range(nF):
+                t += Nm[ix(a), ix(i)] * HFT[ix(a), ix(j)]
+            Hzs[ix(i), ix(j)] = t
+        t = 0.0
+        for a in range(nF):
+            t += Nm[ix(a), ix(i)] * Nm[ix(a), ix(i)] * scale[ix(a)]
+        sz[ix(i)] = t
+    _substituted_separator(H, T, Tnz, HFT, scale, nF, nS)
+    return True
+
+
+@njit(cache=True, inline="always")
+def _generic_step(maps, st, Fw, C, floor, check_rank, scratch, Hf, Af):
+    """One generic step ``st`` of :func:`factorize_one` (a wide pair's halves among them: the joint half
+    starts from the front its link half left in ``H``): its front gathered, substituted and pivoted, its
+    conditionals into ``C``, its generated factor into ``Fw``.  Returns ``(ratio, failed)``: its pivot ratio
+    (inf without a pivot) and -1, or the failure :func:`factorize_one` reports (``st``: a refused pivot,
+    ``-2 - st``: a substitution's rank short of the plan's)."""
+    steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed = maps[:11]
+    H, A, scale, unit, L, Lw, Li, X, Dv, T, HFT, Wm, Nm, Ek, Ed, Hz, Hzs, sz, Tnz = scratch
+    start, step_ratio = steps[st, START], np.inf
+    row = steps[st]
+    nF, nS, m, nz = row[NF], row[NS], row[M], row[NZ]
+    n = nF + nS
+    carried = 0  # the front's rows that the step before left: their factor is not gathered (program._carried)
+    if start == START_LEFT:  # the front is the separator block the link half left (program._wide_pair)
+        o = steps[st - 1, NF]
+        for i in range(n):  # (moved up and left, row by row: nothing is read after it is written)
+            scale[ix(i)] = scale[ix(o + i)]
+            for j in range(n):
+                H[ix(i), ix(j)] = H[ix(o + i), ix(o + j)]
+    elif start == START_CARRIED:  # the front is the generated factor the step before left in its upper triangle
+        o, carried = steps[st - 1, NF], n
+        for i in range(n):  # (moved up and left: no entry is read after it is written)
+            scale[ix(i)] = scale[ix(o + i)]
+            for j in range(i, n):
+                H[ix(i), ix(j)] = H[ix(o + i), ix(o + j)]
+        _front_mirrored(H, nF, n)
+    elif start == START_SPREAD:  # that factor spread onto its positions in a wider front (its scale gather's)
+        o, carried = steps[st - 1, NF], steps[st - 1, NS]
+        for i in range(carried):  # (through X, Dv: the positions may lie on either side of the block)
+            Dv[ix(i)] = scale[ix(o + i)]
+            for j in range(i, carried):
+                X[ix(i), ix(j)] = H[ix(o + i), ix(o + j)]
+        for i in range(n):
+            scale[ix(i)] = 0.0
+            for j in range(i, n):
+                H[ix(i), ix(j)] = 0.0
+        for i in range(carried):
+            pi = sd[ix(row[S0] + i)]
+            scale[ix(pi)] = Dv[ix(i)]
+            for j in range(i, carried):
+                H[ix(pi), ix(sd[ix(row[S0] + j)])] = X[ix(i), ix(j)]
+        _front_mirrored(H, nF, n)
+    else:
+        for i in range(n):
+            scale[ix(i)] = 0.0
+            for j in range(n):
+                H[ix(i), ix(j)] = 0.0
+    for q in range(row[H0] + carried * carried, row[H1]):  # (the carried factor's entries lead)
+        Hf[ix(hd[ix(q)])] += Fw[ix(hs[ix(q)])]
+    for q in range(row[S0] + carried, row[S1]):
+        scale[ix(sd[ix(q)])] += Fw[ix(ss[ix(q)])]
+    for i in range(n):
+        scale[ix(i)] = max(scale[ix(i)], floor)
+    if m:
+        for i in range(m):
+            for j in range(n):
+                A[ix(i), ix(j)] = 0.0
+        for q in range(row[A0], row[A1]):
+            Af[ix(ad[ix(q)])] = Fw[ix(as_[ix(q)])]
+        for q in range(row[W0], row[W1]):
+            unit[ix(wd[ix(q)])] = Fw[ix(ws[ix(q)])]
+        for i in range(n):  # HF, kept for the forward sweep's g - HF t
+            for j in range(nF):
+                C[ix(row[HF_] + i * nF + j)] = H[ix(i), ix(j)]
+    if row[IDENTITY] != 0:
+        sgn, r0 = float(row[IDENTITY]), row[UROW]
+        for i in range(nF):  # T = -W A_S with W = sign I on the declared rows
+            for j in range(nS):
+                T[ix(i), ix(j)] = -sgn * A[ix(r0 + i), ix(nF + j)]
+        _nonzero_columns(T, nF, nS, Tnz)
+        _front_times_T(H, T, Tnz, HFT, nF, nS)
+        _substituted_separator(H, T, Tnz, HFT, scale, nF, nS)
+        if m > nF:  # the rows left over, all passed on or all dropped (symbolic._identity)
+            _unit_leftover(A, unit, r0, nF, m, sgn, Ek if row[D_] == 0 else Ed)
+    elif m:
+        if not _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT, Hz, sz, Hzs,
+                           (Lw, X, L, Li), Dv):
+            return np.inf, -2 - st
+        for i in range(nF):
+            for j in range(m):
+                C[ix(row[WW] + i * m + j)] = Wm[ix(i), ix(j)]
+            for j in range(nz):
+                C[ix(row[NN] + i * nz + j)] = Nm[ix(i), ix(j)]
+    if row[RS] >= 0:  # rows left over (program._step_row): their combinations, those passed on
+        for i in range(m):
+            C[ix(row[RS] + i)] = unit[ix(i)]
+        for i in range(row[P]):
+            for j in range(m):
+                C[ix(row[EE] + i * m + j)] = Ek[ix(i), ix(j)]
+        for i in range(row[D_]):
+            for j in range(m):
+                C[ix(row[ED] + i * m + j)] = Ed[ix(i), ix(j)]
+        if row[OUT_A] >= 0:  # the rows passed on, on the plan's equality columns; unit rows
+            k = row[E1] - row[E0]
+            for i in range(row[P]):  # E_keep A_S a row of A_S at a time (E of structured rows is mostly zeros)
+                Fw[ix(row[OUT_A] + row[P] * k + i)] = 1.0  # their row scales (right after the block)
+                out = row[OUT_A] + i * k
+                for q in range(row[E0], row[E1]):
+                    Fw[ix(out + ed[ix(q)])] = 0.0
+                for a in range(m):
+                    e = Ek[ix(i), ix(a)]
+                    if e != 0.0:
+                        for q in range(row[E0], row[E1]):
+                            Fw[ix(out + ed[ix(q)])] += e * A[ix(a), ix(nF + es[ix(q)])]
+    if m:
+        for i in range(nF):
+            for j in range(nS):
+                C[ix(row[T_] + i * nS + j)] = T[ix(i), ix(j)]
+    if nz:
+        if m:  # the reduced block after the substitution
+            r = _pivot(Hz, sz, nz, row[NMIN], row[PIVOT], Li, Dv, L, Lw, X)
+        else:
+            for i in range(nz):
+                for j in range(nS):
+                    Hzs[ix(i), ix(j)] = H[ix(i), ix(nF + j)]
+            r = _pivot(H, scale, nz, row[NMIN], row[PIVOT], Li, Dv, L, Lw, X)
+        if r < 0.0:
+            return r, st
+        step_ratio = r
+        for i in range(nz):
+            C[ix(row[DS] + i)] = Dv[ix(i)]
+            for j in range(nz):
+                C[ix(row[LINV] + i * nz + j)] = Li[ix(i), ix(j)]
+        # the loops run along rows (j innermost), so that large fronts stream through memory
+        for i in range(nz):  # Y = Linv H_zS, Linv lower triangular except for indefinite pivots
+            for j in range(nS):
+                X[ix(i), ix(j)] = 0.0
+            for q in range(nz if row[PIVOT] == INDEFINITE else i + 1):
+                a = Li[ix(i), ix(q)]
+                for j in range(nS):
+                    X[ix(i), ix(j)] += a * Hzs[ix(q), ix(j)]
+            for j in range(nS):
+                C[ix(row[Y_] + i * nS + j)] = X[ix(i), ix(j)]
+    if nz:  # H_SS -= Y' D Y in its upper triangle; scale_S += sum Y^2, a row of Y at a time
+        for q in range(nz):
+            d = Dv[ix(q)]
+            for i in range(nS):
+                a = d * X[ix(q), ix(i)]
+                H[ix(nF + i), ix(nF + i)] -= a * X[ix(q), ix(i)]
+                for j in range(i + 1, nS):
+                    H[ix(nF + i), ix(nF + j)] -= a * X[ix(q), ix(j)]
+                scale[ix(nF + i)] += X[ix(q), ix(i)] * X[ix(q), ix(i)]
+    keep = row[KEEP]  # (what the next step starts from)
+    if row[OUT_H] >= 0 and keep == KEEP_NONE:
+        for i in range(nS):
+            Fw[ix(row[OUT_S] + i)] = scale[ix(nF + i)]
+            for j in range(i, nS):
+                Fw[ix(row[OUT_H] + i * nS + j)] = Fw[ix(row[OUT_H] + j * nS + i)] = H[ix(nF + i), ix(nF + j)]
+    elif keep == KEEP_MIRRORED:  # what the generated factor would hold, left in the front
+        for i in range(nS):
+            for j in range(i + 1, nS):
+                H[ix(nF + j), ix(nF + i)] = H[ix(nF + i), ix(nF + j)]
+    return step_ratio, -1
+
+
+@njit(cache=True, inline="always")
+def _step_forward(steps, st, gs, gd, bs, bd, C, Lin, Lmag, cache, dropped, g, bl, bm, gz):
+    """The forward sweep of one generic step ``st`` (a wide pair's halves among them, the joint half starting
+    from the separator terms its link half left in ``g``): ``g`` gathered, ``t = W b`` and ``g -= HF t``, the
+    hard rows' passed-on and dropped terms, ``y = Linv g_z``, ``g_S - Y' D y`` into the generated linear term."""
+    nF, nS, m, nz, ident = steps[st, NF], steps[st, NS], steps[st, M], steps[st, NZ], steps[st, IDENTITY]
+    n = nF + nS
+    if steps[st, START] == START_LEFT:  # the link half's separator terms, where it left them
+        o = steps[st - 1, NF]
+        for i in range(n):
+            g[ix(i)] = g[ix(o + i)]
+    else:
+        for i in range(n):
+            g[ix(i)] = 0.0
+    for q in range(steps[st, G0], steps[st, G1]):
+        g[ix(gd[ix(q)])] += Lin[ix(gs[ix(q)])]
+    if m:
+        tc, hf, ts = steps[st, TC], steps[st, HF_], steps[st, T_]
+        for q in range(steps[st, B0], steps[st, B1]):
+            bl[ix(bd[ix(q)])] = Lin[ix(bs[ix(q)])]
+            bm[ix(bd[ix(q)])] = Lmag[ix(bs[ix(q)])]
+        if ident != 0:  # t = W b with W = sign I on the declared rows
+            r0 = steps[st, UROW]
+            for i in range(nF):
+                cache[ix(tc + i)] = ident * bl[ix(r0 + i)]
+        else:
+            w = steps[st, WW]
+            for i in range(nF):
+                t = 0.0
+                for j in range(m):
+                    t += C[ix(w + i * m + j)] * bl[ix(j)]
+                cache[ix(tc + i)] = t
+        for i in range(n):  # g -= HF t
+            t = 0.0
+            for j in range(nF):
+                t += C[ix(hf + i * nF + j)] * cache[ix(tc + j)]
+            g[ix(i)] -= t
+        if nz:  # g_z = N' g_F
+            nn = steps[st, NN]
+            for j in range(nz):
+                gz[ix(j)] = 0.0
+            for i in range(nF):
+                gi = g[ix(i)]
+                for j in range(nz):
+                    gz[ix(j)] += C[ix(nn + i * nz + j)] * gi
+        for i in range(nF):  # g_S += T' g_F, along the rows of T
+            gi = g[ix(i)]
+            for j in range(nS):
+                g[ix(nF + j)] += C[ix(ts + i * nS + j)] * gi
+        if steps[st, P] or steps[st, D_]:
+            top, total = 0.0, 0.0
+            for j in range(m):
+                u = C[ix(steps[st, RS] + j)] * bm[ix(j)]
+                top = max(top, u)
+                total += u * u
+            for i in range(steps[st, P]):  # b_sep = E b, and the size it is made of
+                t = 0.0
+                for j in range(m):
+                    t += C[ix(steps[st, EE] + i * m + j)] * bl[ix(j)]
+                Lin[ix(steps[st, OUT_B] + i)] = t
+                Lmag[ix(steps[st, OUT_B] + i)] = top
+            for i in range(steps[st, D_]):  # dropped rows: E_drop b must vanish
+                t = 0.0
+                for j in range(m):
+                    t += C[ix(steps[st, ED] + i * m + j)] * bl[ix(j)]
+                dropped[ix(steps[st, DROP] + i)] = t
+            if steps[st, D_]:
+                dropped[ix(steps[st, DROP] + steps[st, D_])] = np.sqrt(total)
+    else:
+        for j in range(nz):
+            gz[ix(j)] = g[ix(j)]
+    if nz:
+        li, yy, ds, yc = steps[st, LINV], steps[st, Y_], steps[st, DS], steps[st, YC]
+        full = steps[st, PIVOT] == INDEFINITE  # (otherwise Linv is lower triangular)
+        for i in range(nz):  # y = Linv g_z
+            t = 0.0
+            for q in range(nz if full else i + 1):
+                t += C[ix(li + i * nz + q)] * gz[ix(q)]
+            cache[ix(yc + i)] = t
+        for i in range(nz):  # g_S -= Y' D y, along the rows of Y
+            a = C[ix(ds + i)] * cache[ix(yc + i)]
+            for j in range(nS):
+                g[ix(nF + j)] -= C[ix(yy + i * nS + j)] * a
+    out = steps[st, OUT_G]
+    if out >= 0:
+        for j in range(nS):
+            Lin[ix(out + j)] = g[ix(nF + j)]
+
+
+@njit(cache=True, inline="always")
+def _step_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, g, gz):
+    """Back-substitution of one generic step ``st``: ``x_F = t + T x_S + N z`` with ``z = D (y - Y x_S)``
+    (``Linv' z`` where nothing is substituted), from the separator's values in ``Xout`` into the front's."""
+    nF, nS, m, nz = steps[st, NF], steps[st, NS], steps[st, M], steps[st, NZ]
+    for q in range(steps[st, XS0], steps[st, XS1]):
+        xs[ix(xsd[ix(q)])] = Xout[ix(xss[ix(q)])]
+    if nz:
+        li, yy, ds, yc = steps[st, LINV], steps[st, Y_], steps[st, DS], steps[st, YC]
+        for i in range(nz):  # z = D (y - Y x_S)
+            t = cache[ix(yc + i)]
+            for j in range(nS):
+                t -= C[ix(yy + i * nS + j)] * xs[ix(j)]
+            gz[ix(i)] = C[ix(ds + i)] * t
+        for i in range(nz):  # Linv' z, along the rows of Linv
+            g[ix(i)] = 0.0
+        full = steps[st, PIVOT] == INDEFINITE
+        for q in range(nz):
+            zq = gz[ix(q)]
+            for i in range(nz if full else q + 1):
+                g[ix(i)] += C[ix(li + q * nz + i)] * zq
+    if m:  # x = t + T x_S + N z
+        tc, ts, nn = steps[st, TC], steps[st, T_], steps[st, NN]
+        for i in range(nF):
+            t = cache[ix(tc + i)]
+            for j in range(nS):
+                t += C[ix(ts + i * nS + j)] * xs[ix(j)]
+            if steps[st, IDENTITY] == 0:
+                for j in range(nz):
+                    t += C[ix(nn + i * nz + j)] * g[ix(j)]
+            x[ix(i)] = t
+    else:
+        for i in range(nF):
+            x[ix(i)] = g[ix(i)]
+    for q in range(steps[st, XF0], steps[st, XF1]):
+        Xout[ix(xfs[ix(q)])] = x[ix(xfd[ix(q)])]
+
+
+drop_stale_cache(__file__, jacobi.__file__)

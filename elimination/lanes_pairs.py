@@ -1,0 +1,750 @@
+"""Batches side by side, the pair instructions: a mechanism's dynamics in a spanning-tree order, sixteen states at once.
+
+The programs of a mechanism's dynamics in a spanning-tree order
+(:func:`covers_pairs`: ABA's, LCABA's, proxBBO's steps) are mostly pair
+instructions: :func:`factorize_pairs` and :func:`solve_pairs` run a
+``REVOLUTE_PAIR``'s fixed-size arithmetic, and a ``WIDE_REVOLUTE``'s (a loop's
+link and joint, the separator the loop's multipliers and other links), as
+vector operations (:mod:`elimination.vectors`); so are a free body's wide pair
+(a ``UNIT`` that leaves its front -- a floating base or a grasped object whose
+link reads itself from its joint's ``+-I`` rows -- then the joint's pivot:
+:func:`_wide_unit_link`), a ``PIVOT`` (the contacts' multipliers:
+:func:`_pivot_step`), and a ``TREE_PAIR`` of a free-flyer or spherical or
+planar joint (:func:`_tree_pair`, :func:`_tree_forward`: a floating base under
+ABA or LCABA, one state at a time 70% of Solo12's factorization); the solve
+runs every back-substitution of up to six pivots in lanes too
+(:func:`_step_backward`).  The other steps run lane by lane through the
+per-element kernels (:mod:`elimination.compiled_front`), on the lanes of a
+workspace the caller fills (:func:`mechanics.compiled_lanes.lanes_kernel`: the
+states' kinematics and constraints in lanes too).  Bit for bit the
+per-element kernels' numbers, as :mod:`elimination.lanes`'; on Talos's tree a
+batch of eight took the pairs' factorization 1.7x and their solve 2.1x faster
+than eight states one at a time (eight lanes then; :data:`~elimination.lanes.LANES` now).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .compiled_front import (
+    A0, A1, B0, B1, DS, G0, G1, H0, H1, HF_, IDENTITY, INDEFINITE, KEEP, LINV, M, NF, NN, NS, NZ, OP, OP_FRONT,
+    OP_FUSED, OP_PIVOT, OP_REVOLUTE, OP_TREE, OP_UNIT, OP_WIDE_REVOLUTE, OUT_G, OUT_H, OUT_S, PB0, PB1, PG0, PG1, PH0,
+    PH1, PIVOT, PS0, PS1, S0, S1, START, T_, TC, TN, TQ, TSIG, UNCOUNTED, UROW, XF0, XF1, XS0, XS1, Y_,
+    YC, drop_stale_cache,
+)
+from .compiled_front import _generic_step as generic_step, _step_backward as step_backward, _step_forward as step_forward
+from .compiled_pairs import _parent_block as parent_block, _tree_pair as tree_pair
+from .lanes import DEFINITE, LANES, NEGATIVE, _added, _gathered, _pivot_block, _pivot_forward, _pivoted, _record
+from . import compiled, compiled_front, compiled_pairs, lanes, vectors as v
+from .program import KEEP_MIRRORED, START_GATHERED, START_LEFT
+
+drop_stale_cache(__file__, compiled.__file__, compiled_front.__file__, compiled_pairs.__file__, lanes.__file__,
+                 v.__file__)  # (inlined)
+
+
+def covers_pairs(program) -> bool:
+    """Whether :func:`factorize_pairs` and :func:`solve_pairs` run ``program`` and it pays: the programs of a
+    mechanism's dynamics in a spanning-tree order (ABA's, LCABA's, proxBBO's), mostly tree pairs
+    (:func:`elimination.program._tree_pair`) and wide pairs (``_wide_pair``).  A revolute pair runs in lanes; any
+    other pair (a free-flyer or spherical joint) and the steps alone (``FRONT``, ``PIVOT``, ``UNIT``: a loop
+    root's multipliers, a free body's link) in lanes or lane by lane through the per-element kernels -- at
+    most a quarter of the steps, and no ``FRONT`` with hard rows (the lanes pass no sizes of right-hand sides
+    and check no dropped rows)."""
+    steps = program.steps
+    op = steps[:, OP]
+    generic = (op == OP_FRONT) | (op == OP_PIVOT) | (op == OP_UNIT)  # (not a pair's)
+    known = generic | (op == OP_TREE) | (op == OP_REVOLUTE) | (op == OP_WIDE_REVOLUTE) | (op == OP_FUSED)
+    return (bool(len(steps)) and not program.unsupported and bool(np.all(known))
+            and not bool(np.any((op == OP_FRONT) & (steps[:, M] > 0))) and 4 * int(generic.sum()) <= len(steps))
+
+
+@njit(cache=True, inline="always")
+def _floored(scale, n, floor):
+    """The first ``n`` scales raised to each lane's scale floor ``floor (1, LANES)``."""
+    for i in range(n):
+        for w in range(LANES):
+            scale[i, w] = max(scale[i, w], floor[0, w])
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _revolute_T(steps, st, Fw, C, t6, m):
+    """:func:`elimination.compiled_pairs._revolute_T` on the lanes: ``t = -+D`` into ``t6`` and the first column of
+    ``T`` (``6 x (1 + m)``) in ``C``."""
+    sgn, tq, tn, ts = -float(steps[st, IDENTITY]), steps[st, TQ], steps[st, TN], steps[st, T_]
+    for i in range(6):
+        v.scaled(t6, i, sgn, Fw, tq + i * tn)
+        v.copy(C, ts + i * (m + 1), t6, i)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _pivot(steps, joint, H, stride, scale, t6, u6, floor, Fw, C, hsrc, h0, h1, ssrc, s0, s1, tmp, r):
+    """:func:`elimination.compiled_pairs._revolute_pivot` on the lanes (its operations, lane by lane), the link's block
+    ``H[:6, :6]`` at rows ``i * stride + j``: ``u = H t`` into ``u6``, ``D``, ``Linv`` into ``C``, ``Linv`` into
+    ``tmp[4]``, the pivot ratios into ``r``."""
+    v.dots6(u6, 0, H, 0, stride, 1, t6, 0, 6)
+    v.dot6(tmp, 0, t6, 0, 1, u6, 0, 1)  # d
+    v.fill(tmp, 1, 0.0)
+    for k in range(6):
+        v.mul(tmp, 2, t6, k, t6, k)
+        v.add_mul(tmp, 1, tmp, 2, scale, k)  # grown
+    v.copy(tmp, 3, floor, 0)
+    v.add(tmp, 3, tmp, 1)  # sz
+    for q in range(h0, h1):  # the joint's own factors
+        v.add(tmp, 0, Fw, hsrc[q])
+    for q in range(s0, s1):
+        v.add(tmp, 3, Fw, ssrc[q])
+    ds, li = steps[joint, DS], steps[joint, LINV]
+    for w in range(LANES):
+        d, sz = tmp[0, w], max(tmp[3, w], floor[0, w])
+        root = np.sqrt(max(d, 0.0))
+        tmp[4, w] = 1.0 / root if d > 0.0 else 0.0
+        C[ds, w], C[li, w] = 1.0, tmp[4, w]
+        r[w] = root * root / max(sz, 1e-300) if d > 0.0 else -1.0
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, maxn, scale, t6, u6, y, tmp, r):
+    """:func:`elimination.compiled_pairs._wide_revolute_pair` on the lanes (its operations, lane by lane): the front
+    ``H`` at rows ``i * maxn + j``; the pivot ratios into ``r``."""
+    joint, m = st + 1, steps[st, NS] - 1
+    n = 7 + m
+    npar, tp = parent_block(steps, st)
+    p0 = 7 + tp
+    _gathered(steps, st, hs, hd, ss, sd, Fw, H, scale, n, maxn)  # (the joint's row and column zero, unread)
+    _floored(scale, n, floor)
+    _revolute_T(steps, st, Fw, C, t6, m)  # T = [t, sigma E_p]
+    hf = steps[st, HF_]
+    for i in range(n):  # HF = [H_aa; 0; H_Sa]
+        for j in range(6):
+            if i != 6:
+                v.copy(C, hf + i * 6 + j, H, i * maxn + j)
+            else:
+                v.fill(C, hf + i * 6 + j, 0.0)
+    _pivot(steps, joint, H, maxn, scale, t6, u6, floor, Fw, C, hs, steps[joint, H0], steps[joint, H1], ss,
+           steps[joint, S0], steps[joint, S1], tmp, r)
+    v.fill(tmp, 5, float(steps[st, TSIG]))  # sigma
+    v.dots6(y, 0, H, 7, 1, maxn, t6, 0, m)  # y = (t'H_aS + sigma E_p' u) / sqrt(d)
+    for i in range(npar):
+        v.add_mul(y, tp + i, tmp, 5, u6, i)
+    yy = steps[joint, Y_]
+    for j in range(m):
+        v.mul(y, j, y, j, tmp, 4)
+        v.copy(C, yy + j, y, j)
+    for i in range(npar):  # a folded into p: rows, columns, then H_aa; scales
+        for j in range(7, n):
+            v.add_mul(H, (p0 + i) * maxn + j, tmp, 5, H, i * maxn + j)
+        for j in range(7, n):
+            v.add_mul(H, j * maxn + p0 + i, tmp, 5, H, j * maxn + i)
+        for j in range(6):
+            v.add(H, (p0 + i) * maxn + p0 + j, H, i * maxn + j)
+        v.add(scale, p0 + i, scale, i)
+    out, outs = steps[joint, OUT_H], steps[joint, OUT_S]
+    for i in range(m if out >= 0 else 0):  # the generated factor: H_SS - y y', symmetrized
+        v.copy(Fw, outs + i, scale, 7 + i)
+        v.add_mul(Fw, outs + i, y, i, y, i)
+        for j in range(i, m):
+            v.half_sum_sub_mul(tmp, 3, H, (7 + i) * maxn + 7 + j, H, (7 + j) * maxn + 7 + i, y, i, y, j)
+            v.copy(Fw, out + i * m + j, tmp, 3)
+            v.copy(Fw, out + j * m + i, tmp, 3)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _link_block(steps, st, pbH, pbs, Fw, H, scale, floor):
+    """:func:`elimination.compiled_pairs._link_block` of a 6-dimensional link on the lanes: its block ``H`` (36 rows,
+    row-major), its factors summed whole, and its scales raised to each lane's floor ``floor (1, LANES)``.  The
+    first factor is added to zero as it is loaded (``+ 0.0``: the scalar sum's signed zeros), without a zeroed
+    block to load back."""
+    b0, b1 = steps[st, PB0], steps[st, PB1]
+    for i in range(6 if b0 < b1 else 0):
+        v.add_scalar(scale, i, Fw, pbs[b0] + i, 0.0)
+        for j in range(6):
+            v.add_scalar(H, i * 6 + j, Fw, pbH[b0] + i * 6 + j, 0.0)
+    for i in range(36 if b0 == b1 else 0):  # (no factor: a zero block)
+        v.fill(H, i, 0.0)
+    for i in range(6 if b0 == b1 else 0):
+        v.fill(scale, i, 0.0)
+    for b in range(b0 + 1, b1):
+        h, s = pbH[b], pbs[b]
+        for i in range(6):
+            v.add(scale, i, Fw, s + i)
+            for j in range(6):
+                v.add(H, i * 6 + j, Fw, h + i * 6 + j)
+    _floored(scale, 6, floor)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6, tmp, r):
+    """:func:`elimination.compiled_pairs._revolute_pair` on the lanes of ``Fw``, ``C`` (its operations, lane by
+    lane), each lane with its own scale floor (``floor (1, LANES)``); the pivot ratios into ``r``."""
+    joint = st + 1
+    _link_block(steps, st, pbH, pbs, Fw, H, scale, floor)
+    sigma, hf, npar = float(steps[st, TSIG]), steps[st, HF_], steps[st, NS] - 1
+    _revolute_T(steps, st, Fw, C, t6, npar)  # T = [t, sigma I], HF = [H; 0]
+    for i in range(36):
+        v.copy(C, hf + i, H, i)
+    _pivot(steps, joint, H, 6, scale, t6, u6, floor, Fw, C, phs, steps[joint, PH0], steps[joint, PH1], pss,
+           steps[joint, PS0], steps[joint, PS1], tmp, r)
+    yy, out, outs = steps[joint, Y_], steps[joint, OUT_H], steps[joint, OUT_S]
+    for j in range(npar):  # y = sigma u / sqrt(d)
+        v.scaled(u6, j, sigma, u6, j)
+        v.mul(u6, j, tmp, 4, u6, j)
+        v.copy(C, yy + j, u6, j)
+    for i in range(6 if out >= 0 else 0):  # the parent's H - y y', symmetrized, and its scales
+        v.copy(Fw, outs + i, scale, i)
+        v.add(Fw, outs + i, floor, 0)
+        v.add_mul(Fw, outs + i, u6, i, u6, i)
+        for j in range(i, 6):
+            v.half_sum_sub_mul(tmp, 5, H, i * 6 + j, H, j * 6 + i, u6, i, u6, j)
+            v.copy(Fw, out + i * 6 + j, tmp, 5)
+            v.copy(Fw, out + j * 6 + i, tmp, 5)
+
+
+@njit(cache=True, inline="always")
+def _tree_pair_in_lanes(steps, st, H, scale):
+    """Whether :func:`_tree_pair` takes the tree pair whose link half is step ``st`` -- a joint of more than one
+    degree of freedom (a free flyer's, a spherical or planar one's) on a 6-dimensional link, pivoted definite or
+    negative, its blocks held by the scratch ``H`` and ``scale`` -- or it runs lane by lane."""
+    kind, nq = steps[st + 1, PIVOT], steps[st + 1, NF]
+    return (steps[st, NF] == 6 and nq <= 6 and steps[st, NS] - nq <= 6 and (kind == DEFINITE or kind == NEGATIVE)
+            and H.shape[0] >= 72 and scale.shape[0] >= 6 + nq)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, H, scale, A, T, HFT, tmp, r):
+    """:func:`elimination.compiled_pairs._tree_pair` on the lanes (its operations, lane by lane) for a pair
+    :func:`_tree_pair_in_lanes` takes: ``U = H T_q``, the pivot block ``T_q' U`` (+ the joint's own factors),
+    its Cholesky factor, ``Y = Linv (sigma U)'`` and the parent's ``H - Y' D Y``; the pivot ratios into
+    ``r`` (-1 where the per-element kernel refuses the pivot).  Its blocks at rows ``i * 6 + j`` of the
+    scratch ``H`` (the link's, then ``U``), ``A`` (the pivot block, then ``sigma U'``), ``T`` (``T_q``, then
+    ``L``) and ``HFT`` (``Linv``, then ``Y``); the pivot's scales in ``scale[6:]``.  A lane whose pivot fails
+    goes on with meaningless numbers, as in :func:`factorize_pairs`."""
+    U, Hz, Hzs, Tq, L, Li, Y, sz = H[36:72], A[:36], A[36:72], T[:36], T[36:72], HFT[:36], HFT[36:72], scale[6:]
+    _link_block(steps, st, pbH, pbs, Fw, H, scale, floor)
+    _tree_pivot_block(steps, st, phs, phd, pss, psd, Fw, C, floor, H, scale, Tq, U, Hz, Hzs, sz, tmp)
+    _tree_pivot(steps, st, C, Hz, Hzs, sz, L, Li, Y, tmp, r)
+    _tree_parent(steps, st, Fw, C, floor, H, scale, Y, tmp)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _tree_pivot_block(steps, st, phs, phd, pss, psd, Fw, C, floor, H, scale, Tq, U, Hz, Hzs, sz, tmp):
+    """:func:`_tree_pair`'s ``T_q`` and ``HF = [H; 0]`` into ``C``, ``U = H T_q``, the pivot block
+    ``Hz = T_q' U`` with the joint's own factors, its floored scales ``sz``, and ``Hzs = sigma U'``."""
+    joint = st + 1
+    nS, nq = steps[st, NS], steps[joint, NF]
+    npar = nS - nq
+    sgn, sigma, tq, tn = -float(steps[st, IDENTITY]), float(steps[st, TSIG]), steps[st, TQ], steps[st, TN]
+    ts, hf = steps[st, T_], steps[st, HF_]
+    for i in range(6):
+        for c in range(nq):  # T_q = -+D, straight from the hard factor
+            v.scaled(Tq, i * 6 + c, sgn, Fw, tq + i * tn + c)
+            v.copy(C, ts + i * nS + c, Tq, i * 6 + c)
+        for c in range(npar):
+            v.fill(C, ts + i * nS + nq + c, sigma if i == c else 0.0)
+        for j in range(6):  # HF = [H; 0]
+            v.copy(C, hf + i * 6 + j, H, i * 6 + j)
+    for i in range(6):  # U = H T_q
+        for c in range(nq):
+            v.fill(U, i * 6 + c, 0.0)
+            for q in range(6):
+                v.add_mul(U, i * 6 + c, H, i * 6 + q, Tq, q * 6 + c)
+    v.fill(tmp, 2, sigma)
+    for a in range(nq):  # the pivot block T_q' U, its scales, and sigma U' towards the parent
+        for b in range(a, nq):
+            v.fill(Hz, a * 6 + b, 0.0)
+            for q in range(6):
+                v.add_mul(Hz, a * 6 + b, Tq, q * 6 + a, U, q * 6 + b)
+            v.copy(Hz, b * 6 + a, Hz, a * 6 + b)
+        v.fill(tmp, 0, 0.0)  # grown
+        for q in range(6):
+            v.mul(tmp, 1, Tq, q * 6 + a, Tq, q * 6 + a)
+            v.add_mul(tmp, 0, tmp, 1, scale, q)
+        v.copy(sz, a, floor, 0)
+        v.add(sz, a, tmp, 0)
+        for j in range(npar):
+            v.mul(Hzs, a * 6 + j, tmp, 2, U, j * 6 + a)
+    for q in range(steps[joint, PH0], steps[joint, PH1]):  # the joint's own factors (the torque's, a damping)
+        v.add(Hz, (phd[q] // nq) * 6 + phd[q] % nq, Fw, phs[q])
+    for q in range(steps[joint, PS0], steps[joint, PS1]):
+        v.add(sz, psd[q], Fw, pss[q])
+    _floored(sz, nq, floor)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _tree_pivot(steps, st, C, Hz, Hzs, sz, L, Li, Y, tmp, r):
+    """:func:`_tree_pair`'s pivot (its joint half, after step ``st``): ``Hz = L D L'`` (``D = +-I``) per lane,
+    the pivot ratios into ``r`` (-1 where a pivot is not of its sign, or a negative one's ratio falls below
+    round-off), ``D`` and ``Linv`` into ``C``, and ``Y = Linv Hzs`` into ``Y`` and ``C``."""
+    joint = st + 1
+    nq = steps[joint, NF]
+    npar = steps[st, NS] - nq
+    d = 1.0 if steps[joint, PIVOT] == DEFINITE else -1.0
+    ok = tmp[5].view(np.bool_)  # (a row of the float scratch: the kernel allocates nothing)
+    _pivot_block(Hz, d, nq, 6, sz, L, Li, ok, tmp, r)
+    for w in range(LANES):
+        if not ok[w]:
+            r[w] = -1.0
+    li, ds, yy = steps[joint, LINV], steps[joint, DS], steps[joint, Y_]
+    for i in range(nq):
+        v.fill(C, ds + i, d)
+        for j in range(nq):
+            v.copy(C, li + i * nq + j, Li, i * 6 + j)
+    for i in range(nq):  # Y = Linv sigma U' (every column of Linv, its zeros too: the per-element sum's terms)
+        for j in range(npar):
+            v.fill(Y, i * 6 + j, 0.0)
+            for q in range(nq):
+                v.add_mul(Y, i * 6 + j, Li, i * 6 + q, Hzs, q * 6 + j)
+            v.copy(C, yy + i * npar + j, Y, i * 6 + j)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _tree_parent(steps, st, Fw, C, floor, H, scale, Y, tmp):
+    """:func:`_tree_pair`'s generated factor on the parent (where the plan keeps one): ``H - Y' D Y``,
+    symmetrized, and its scales, the link's floored ones plus the floor, then ``Y``'s."""
+    joint = st + 1
+    nq = steps[joint, NF]
+    npar, ds, out, outs = steps[st, NS] - nq, steps[joint, DS], steps[joint, OUT_H], steps[joint, OUT_S]
+    for i in range(npar if out >= 0 else 0):
+        v.fill(tmp, 0, 0.0)
+        for q in range(nq):
+            v.add_mul(tmp, 0, Y, q * 6 + i, Y, q * 6 + i)
+        v.copy(Fw, outs + i, scale, i)
+        v.add(Fw, outs + i, floor, 0)
+        v.add(Fw, outs + i, tmp, 0)
+        for j in range(i, npar):
+            v.fill(tmp, 0, 0.0)
+            for q in range(nq):
+                v.mul(tmp, 1, Y, q * 6 + i, C, ds + q)
+                v.add_mul(tmp, 0, tmp, 1, Y, q * 6 + j)
+            v.half_sum(tmp, 3, H, i * 6 + j, H, j * 6 + i)
+            v.sub(tmp, 3, tmp, 0)
+            v.copy(Fw, out + i * npar + j, tmp, 3)
+            v.copy(Fw, out + j * npar + i, tmp, 3)
+
+
+@njit(cache=True, inline="always")
+def _whole_pivot(steps, st, start):
+    """Whether step ``st`` is a ``PIVOT`` (a step of the programs :func:`covers`: :func:`factorize_group`'s
+    operations) whose front starts as ``start`` says (gathered, or left by a wide pair's link half)."""
+    return steps[st, OP] == OP_PIVOT and steps[st, START] == start
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _pivot_step(maps, st, Fw, C, floor, H, scale, L, Li, X, maxn, tmp, r, ratio, weak, failed):
+    """A :func:`_whole_pivot` step on the lanes, as :func:`factorize_group` runs it (each lane with its own
+    scale floor ``floor (1, LANES)``), its pivot ratios and failure recorded per lane; a wide pair's joint half
+    starts from the separator block its link half left in ``H`` (:func:`_wide_unit_link`), moved up and left,
+    as :func:`elimination.compiled_front._generic_step` does.  ``L``, ``Li``, ``X``: front-sized scratch, ``tmp``:
+    six scratch rows."""
+    steps, hs, hd, ss, sd = maps[0], maps[1], maps[2], maps[3], maps[4]
+    n = steps[st, NF] + steps[st, NS]
+    if steps[st, START] == START_LEFT:
+        o = steps[st - 1, NF]
+        for i in range(n):  # (up and left, row by row: nothing is read after it is written)
+            v.copy(scale, i, scale, o + i)
+            for j in range(n):
+                v.copy(H, i * maxn + j, H, (o + i) * maxn + o + j)
+        for i in range(n):  # (the link half updated the block's upper triangle: the lower one is its mirror)
+            for j in range(i):
+                v.copy(H, i * maxn + j, H, j * maxn + i)
+        _added(steps, st, hs, hd, ss, sd, Fw, H, scale)
+    else:
+        _gathered(steps, st, hs, hd, ss, sd, Fw, H, scale, n, maxn)
+    _floored(scale, n, floor)
+    ok = tmp[5].view(np.bool_)  # (a row of the float scratch: the kernel allocates nothing)
+    _pivoted(steps, st, H, scale, L, Li, X, C, Fw, maxn, ok, tmp, r, ratio, weak, failed)
+
+
+@njit(cache=True, inline="always")
+def _unit_link(steps, st):
+    """Whether step ``st`` is a ``UNIT`` that leaves its front to a wide pair's joint half (a free flyer's, a
+    spherical joint's: :func:`_wide_unit_link`)."""
+    return steps[st, OP] == OP_UNIT and steps[st, START] == START_GATHERED and steps[st, KEEP] == KEEP_MIRRORED
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _wide_unit_link(maps, st, Fw, C, floor, H, scale, A, T, HFT, maxn, tmp):
+    """:func:`elimination.compiled_front._generic_step` of a :func:`_unit_link` step on the lanes, its operations lane
+    by lane: the front gathered, ``HF`` and ``T = -sign A_S`` into ``C``, the substitution ``x_F = T x_S + ..``
+    into the separator block (``H_SS += T' (H_FF T + H_FS) + H_SF T``, its scales), left in ``H`` for the
+    joint half.  Where the per-element kernel skips a zero of ``T`` (or of ``T`` and ``H_FS``) in its lane, the
+    lanes skip it where it is zero in every lane, else add its zero products: the same values."""
+    steps, hs, hd, ss, sd, as_, ad = maps[0], maps[1], maps[2], maps[3], maps[4], maps[5], maps[6]
+    nF, nS, m = steps[st, NF], steps[st, NS], steps[st, M]
+    n = nF + nS
+    _gathered(steps, st, hs, hd, ss, sd, Fw, H, scale, n, maxn)
+    _floored(scale, n, floor)
+    for i in range(m):
+        for j in range(n):
+            v.fill(A, i * maxn + j, 0.0)
+    for q in range(steps[st, A0], steps[st, A1]):
+        v.copy(A, ad[q], Fw, as_[q])
+    hf = steps[st, HF_]
+    for i in range(n):  # HF, kept for the forward sweep's g - HF t
+        for j in range(nF):
+            v.copy(C, hf + i * nF + j, H, i * maxn + j)
+    sgn, r0, ts = -float(steps[st, IDENTITY]), steps[st, UROW], steps[st, T_]
+    for i in range(nF):  # T = -W A_S, W = sign I on the declared rows
+        for j in range(nS):
+            v.scaled(T, i * nS + j, sgn, A, (r0 + i) * maxn + nF + j)
+            v.copy(C, ts + i * nS + j, T, i * nS + j)
+    for i in range(nF):  # HFT = H_FF T + H_FS
+        for j in range(nS):
+            v.copy(HFT, i * nS + j, H, i * maxn + nF + j)
+        for q in range(nF):
+            for j in range(nS):
+                if _nonzero(T, q * nS + j):
+                    v.add_mul(HFT, i * nS + j, H, i * maxn + q, T, q * nS + j)
+    for q in range(nF):  # H_SS += T' HFT + H_SF T in its upper triangle; scale_S += (T^2)' scale_F
+        for i in range(nS):
+            if not (_nonzero(T, q * nS + i) or _nonzero(H, q * maxn + nF + i)):
+                continue
+            for j in range(i, nS):
+                v.mul(tmp, 0, T, q * nS + i, HFT, q * nS + j)
+                v.add_mul(tmp, 0, H, q * maxn + nF + i, T, q * nS + j)
+                v.add(H, (nF + i) * maxn + nF + j, tmp, 0)
+        for i in range(nS):
+            if _nonzero(T, q * nS + i):
+                v.mul(tmp, 0, T, q * nS + i, T, q * nS + i)
+                v.add_mul(scale, nF + i, tmp, 0, scale, q)
+
+
+@njit(cache=True, inline="always")
+def _nonzero(X, k):
+    """Whether row ``k`` of ``X`` is nonzero in some lane."""
+    for w in range(LANES):
+        if X[k, w] != 0.0:
+            return True
+    return False
+
+
+@njit(cache=True, inline="always")
+def _front_of_lane(steps, st, H, scale, maxn, w, He, scale_e):
+    """The separator block and scales that step ``st`` (:func:`_wide_unit_link`) left in lane ``w`` of ``H``,
+    into the per-element front ``He``, ``scale_e`` where :func:`elimination.compiled_front._generic_step` leaves
+    them for the joint half (its lower triangle the upper's mirror)."""
+    nF, nS = steps[st, NF], steps[st, NS]
+    for i in range(nF, nF + nS):
+        scale_e[i] = scale[i, w]
+        for j in range(i, nF + nS):
+            He[i, j] = He[j, i] = H[i * maxn + j, w]
+
+
+@njit(cache=True, inline="always")
+def _run_end(steps, st):
+    """The step after the run of generic steps from ``st`` that share the per-element kernels' scratch: a wide
+    pair's joint half after its link half, a step that starts from the front the step before left."""
+    end = st + 1
+    while end < steps.shape[0] and steps[end, START] != START_GATHERED:
+        end += 1
+    return end
+
+
+@njit(cache=True, error_model="numpy", **UNCOUNTED)
+def factorize_pairs(maps, Fw, C, floor, scratch, lane_scratch, ratio, weak, failed):
+    """Every pair of a :func:`covers_pairs` program on the lanes of ``Fw (factor_size, LANES)``, conditionals
+    into ``C (conditional_size, LANES)``, scale floors ``floor (1, LANES)``; per lane the smallest pivot ratio,
+    its step and the failed step (-1: none) into ``ratio``, ``weak``, ``failed`` (``(LANES,)``), as
+    :func:`elimination.compiled.factorize_one` returns them (a failed lane goes on with meaningless numbers).
+    ``scratch``: :func:`elimination.compiled.factorize_scratch_in`'s, for the pairs run lane by lane."""
+    steps, hs, hd, ss, sd = maps[0], maps[1], maps[2], maps[3], maps[4]
+    pbH, pbs, phs, phd, pss, psd = maps[11], maps[12], maps[13], maps[14], maps[15], maps[16]
+    H, scale, t6, u6, tmp, r, y, A, T, HFT = lane_scratch
+    maxn = scratch[0].shape[0]  # (the per-element front's size: the wide pairs' gathers index H by it)
+    Hf, Af = scratch[0].reshape(maxn * maxn), scratch[1].reshape(maxn * maxn)
+    for w in range(LANES):
+        ratio[w], weak[w], failed[w] = np.inf, -1, -1
+    st = 0
+    while st < steps.shape[0]:
+        op = steps[st, OP]
+        if op == OP_WIDE_REVOLUTE:
+            _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, maxn, scale, t6, u6, y, tmp, r)
+        elif op != OP_REVOLUTE and op != OP_TREE:  # steps alone, lane by lane (each lane's run of them at once)
+            end, first = _run_end(steps, st), st
+            if end == st + 1 and _whole_pivot(steps, st, START_GATHERED):  # a contact's multipliers, say: in lanes
+                _pivot_step(maps, st, Fw, C, floor, H, scale, A, T, HFT, maxn, tmp, r, ratio, weak, failed)
+                st = end
+                continue
+            if _unit_link(steps, st):  # but a wide pair's link half read from its joint: in lanes
+                _wide_unit_link(maps, st, Fw, C, floor, H, scale, A, T, HFT, maxn, tmp)
+                first = st + 1
+                if end == st + 2 and _whole_pivot(steps, st + 1, START_LEFT):  # and its joint's pivot
+                    _pivot_step(maps, st + 1, Fw, C, floor, H, scale, A, T, HFT, maxn, tmp, r, ratio, weak, failed)
+                    st = end
+                    continue
+            for w in range(LANES):
+                if first > st:  # the front it left, for the joint half
+                    _front_of_lane(steps, st, H, scale, maxn, w, scratch[0], scratch[2])
+                for s in range(first, end):
+                    rs, fail = generic_step(maps, s, Fw[:, w], C[:, w], floor[0, w], False, scratch, Hf, Af)
+                    _record(w, rs, fail, s, ratio, weak, failed)
+            st = end
+            continue
+        elif op == OP_REVOLUTE:
+            _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6, tmp, r)
+        elif _tree_pair_in_lanes(steps, st, H, scale):  # a free flyer's, a spherical joint's
+            _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, H, scale, A, T, HFT, tmp, r)
+        else:
+            for w in range(LANES):
+                r[w] = tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw[:, w], C[:, w], floor[0, w], scratch)
+        for w in range(LANES):
+            _record(w, r[w], st + 1 if r[w] < 0.0 else -1, st + 1, ratio, weak, failed)
+        st += 2
+
+
+def pairs_scratch_rows(maxn: int) -> int:
+    """Rows of ``LANES`` that :func:`pairs_scratch_in` carves for fronts up to ``maxn`` wide."""
+    maxn = max(maxn, 6)
+    return 4 * maxn * maxn + 2 * maxn + 19 + 3 * maxn + 6
+
+
+@njit(cache=True, inline="always")
+def pairs_scratch_in(rows, maxn):
+    """The lane scratch of :func:`factorize_pairs` (the front ``H`` (``maxn * maxn``, row-major), scales,
+    ``t``, ``u``, temporaries, a pair's ratios, a wide pair's ``y``, a substitution's ``A``, ``T`` and ``HFT``
+    (``maxn * maxn`` each)) and of :func:`solve_pairs` (``g``, ``x``, ``x_S``, temporaries), carved from
+    ``rows (pairs_scratch_rows(maxn), LANES)``: a caller that keeps them allocates nothing per call."""
+    n = max(maxn, 6)
+    a = n * n
+    b = a + n
+    s = b + 19 + n
+    t = s + 3 * n + 6
+    return ((rows[:a], rows[a:b], rows[b:b + 6], rows[b + 6:b + 12], rows[b + 12:b + 18], rows[b + 18],
+             rows[b + 19:s], rows[t:t + a], rows[t + a:t + 2 * a], rows[t + 2 * a:t + 3 * a]),
+            (rows[s:s + n], rows[s + n:s + 2 * n], rows[s + 2 * n:s + 3 * n], rows[s + 3 * n:s + 3 * n + 6]))
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, n):
+    """:func:`elimination.compiled_pairs._link_terms` on the lanes: ``g[:n]`` from zero, gathered from the link's
+    linear terms, and ``t = W b`` of its joint row into the cache.  Returns the offset of ``t``."""
+    for i in range(n):
+        v.fill(g, i, 0.0)
+    for q in range(steps[st, G0], steps[st, G1]):
+        v.add(g, gd[q], Lin, gs[q])
+    tc, ident = steps[st, TC], float(steps[st, IDENTITY])
+    for q in range(steps[st, B0], steps[st, B1]):
+        v.scaled(cache, tc + bd[q], ident, Lin, bs[q])
+    return tc
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _link_values(steps, st, stride, Q, q, xs, p0, npar, C, cache, x, tmp, slot, xfs, xfd, Xout):
+    """:func:`elimination.compiled_pairs._link_values` on the lanes, then scattered: a revolute pair's link values
+    ``x = t + t_q qdd + sigma a_parent`` (``qdd``: row ``q`` of ``Q``; ``t_q``: every ``stride``-th row of ``C``
+    from the pair's ``T``; the parent's ``npar`` values from row ``p0`` of ``xs``; ``sigma`` into
+    ``tmp[slot]``)."""
+    tc, ts = steps[st, TC], steps[st, T_]
+    for i in range(6):
+        v.mul_add(x, i, cache, tc + i, C, ts + i * stride, Q, q)
+    v.fill(tmp, slot, float(steps[st, TSIG]))
+    for i in range(npar):
+        v.add_mul(x, i, tmp, slot, xs, p0 + i)
+    for e in range(steps[st, XF0], steps[st, XF1]):
+        v.copy(Xout, xfs[e], x, xfd[e])
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _revolute_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp):
+    """:func:`elimination.compiled_pairs._revolute_pair_forward` on the lanes (its operations, lane by lane)."""
+    joint, npar = st + 1, steps[st, NS] - 1
+    tc = _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, 7 + npar)
+    hf, ts, sigma = steps[st, HF_], steps[st, T_], float(steps[st, TSIG])
+    v.copy(tmp, 0, g, 6)  # g_q
+    v.sub_matvec6(g, 0, g, 0, C, hf, 6, cache, tc, 6)  # g_F -= H t, then carried into the joint and the parent
+    for i in range(6):
+        v.add_mul(tmp, 0, C, ts + i * (npar + 1), g, i)
+    v.copy(g, 6, tmp, 0)
+    v.fill(tmp, 2, sigma)
+    for i in range(npar):
+        v.add_mul(g, 7 + i, tmp, 2, g, i)
+    for q in range(steps[joint, PG0], steps[joint, PG1]):  # the joint's own terms
+        v.add(g, 6 + pgd[q], Lin, pgs[q])
+    v.mul(tmp, 3, C, steps[joint, LINV], g, 6)  # y
+    v.mul(tmp, 4, C, steps[joint, DS], tmp, 3)
+    yy, out = steps[joint, Y_], steps[joint, OUT_G]
+    for j in range(npar if out >= 0 else 0):  # g_parent -= Y' D y, passed on
+        v.mul_sub(Lin, out + j, g, 7 + j, C, yy + j, tmp, 4)
+    v.copy(cache, steps[joint, YC], tmp, 3)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _tree_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp):
+    """:func:`elimination.compiled_pairs._tree_pair_forward` on the lanes (its operations, lane by lane): a tree
+    pair whose joint is not one-dimensional (a free-flyer's, a spherical one)."""
+    nF, nS, nq = steps[st, NF], steps[st, NS], steps[st + 1, NF]
+    npar = nS - nq
+    tc = _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, nF + nS)
+    hf, ts = steps[st, HF_], steps[st, T_]
+    for i in range(nF):  # g_F -= H t
+        v.dot(tmp, 0, C, hf + i * nF, 1, cache, tc, 1, nF)
+        v.sub(g, i, tmp, 0)
+    for i in range(nF):  # g_S += T' g_F
+        for j in range(nS):
+            v.add_mul(g, nF + j, C, ts + i * nS + j, g, i)
+    for q in range(steps[st + 1, PG0], steps[st + 1, PG1]):  # the joint's own terms
+        v.add(g, nF + pgd[q], Lin, pgs[q])
+    li, yy, ds, yc = steps[st + 1, LINV], steps[st + 1, Y_], steps[st + 1, DS], steps[st + 1, YC]
+    for i in range(nq):  # y = Linv g_q
+        v.dot(cache, yc + i, C, li + i * nq, 1, g, nF, 1, nq)
+    for i in range(nq):  # g_parent -= Y' D y
+        v.mul(tmp, 0, C, ds + i, cache, yc + i)
+        for j in range(npar):
+            v.sub_mul(g, nF + nq + j, C, yy + i * npar + j, tmp, 0)
+    out = steps[st + 1, OUT_G]
+    for j in range(npar if out >= 0 else 0):
+        v.copy(Lin, out + j, g, nF + nq + j)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _step_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, g, gz):
+    """:func:`elimination.compiled_front._step_backward` on the lanes (its operations, lane by lane), for a step of
+    at most six pivots (``gz``: six rows)."""
+    nF, nS, m, nz = steps[st, NF], steps[st, NS], steps[st, M], steps[st, NZ]
+    for q in range(steps[st, XS0], steps[st, XS1]):
+        v.copy(xs, xsd[q], Xout, xss[q])
+    if nz:
+        li, yy, ds, yc = steps[st, LINV], steps[st, Y_], steps[st, DS], steps[st, YC]
+        for i in range(nz):  # z = D (y - Y x_S)
+            v.copy(gz, i, cache, yc + i)
+            _sub_dot(gz, i, C, yy + i * nS, xs, 0, nS)
+            v.mul(gz, i, C, ds + i, gz, i)
+        for i in range(nz):  # Linv' z, along the rows of Linv
+            v.fill(g, i, 0.0)
+        full = steps[st, PIVOT] == INDEFINITE
+        for q in range(nz):
+            for i in range(nz if full else q + 1):
+                v.add_mul(g, i, C, li + q * nz + i, gz, q)
+    if m:  # x = t + T x_S + N z
+        tc, ts, nn = steps[st, TC], steps[st, T_], steps[st, NN]
+        for i in range(nF):
+            v.copy(x, i, cache, tc + i)
+            for j in range(nS):
+                v.add_mul(x, i, C, ts + i * nS + j, xs, j)
+            if steps[st, IDENTITY] == 0:
+                for j in range(nz):
+                    v.add_mul(x, i, C, nn + i * nz + j, g, j)
+    else:
+        for i in range(nF):
+            v.copy(x, i, g, i)
+    for q in range(steps[st, XF0], steps[st, XF1]):
+        v.copy(Xout, xfs[q], x, xfd[q])
+
+
+@njit(cache=True, inline="always")
+def _sub_dot(D, k, A, i, B, j, n):
+    """``D[k] -= A[i + q] * B[j + q]`` for ``q = 0..n-1``, one product at a time in that order (six at a time in
+    registers: :func:`elimination.vectors.sub_dot6`)."""
+    q = 0
+    while q + 6 <= n:
+        v.sub_dot6(D, k, A, i + q, 1, B, j + q, 1)
+        q += 6
+    while q < n:
+        v.sub_mul(D, k, A, i + q, B, j + q)
+        q += 1
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, tmp):
+    """:func:`elimination.compiled_pairs._revolute_pair_backward` on the lanes (its operations, lane by lane)."""
+    joint, npar = st + 1, steps[st, NS] - 1
+    for q in range(steps[joint, XS0], steps[joint, XS1]):
+        v.copy(xs, 1 + xsd[q], Xout, xss[q])
+    v.copy(tmp, 0, cache, steps[joint, YC])
+    _sub_dot(tmp, 0, C, steps[joint, Y_], xs, 1, npar)
+    v.mul(tmp, 1, C, steps[joint, DS], tmp, 0)
+    v.mul(xs, 0, C, steps[joint, LINV], tmp, 1)  # qdd
+    for q in range(steps[joint, XF0], steps[joint, XF1]):
+        v.copy(Xout, xfs[q], xs, 0)
+    _link_values(steps, st, npar + 1, xs, 0, xs, 1, npar, C, cache, x, tmp, 2, xfs, xfd, Xout)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g, tmp):
+    """:func:`elimination.compiled_pairs._wide_revolute_forward` on the lanes (its operations, lane by lane)."""
+    joint, m = st + 1, steps[st, NS] - 1
+    n = 7 + m
+    npar, tp = parent_block(steps, st)
+    p0 = 7 + tp
+    tc = _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, n)
+    hf, ts = steps[st, HF_], steps[st, T_]
+    v.sub_dots6(g, 0, g, 0, C, hf, 6, cache, tc, 6)  # g -= HF t (the joint's row of HF is zero)
+    v.sub_dots6(g, 7, g, 7, C, hf + 7 * 6, 6, cache, tc, n - 7)
+    v.dot6(tmp, 0, C, ts, m + 1, g, 0, 1)  # g_q += t' g_a, g_parent += sigma g_a
+    v.add(g, 6, tmp, 0)
+    v.fill(tmp, 1, float(steps[st, TSIG]))
+    for i in range(npar):
+        v.add_mul(g, p0 + i, tmp, 1, g, i)
+    for q in range(steps[joint, G0], steps[joint, G1]):  # the joint's own terms, on its front [q, S]
+        v.add(g, 6 + gd[q], Lin, gs[q])
+    v.mul(tmp, 2, C, steps[joint, LINV], g, 6)  # y
+    v.mul(tmp, 3, C, steps[joint, DS], tmp, 2)
+    yy, out = steps[joint, Y_], steps[joint, OUT_G]
+    for j in range(m if out >= 0 else 0):
+        v.mul_sub(Lin, out + j, g, 7 + j, C, yy + j, tmp, 3)
+    v.copy(cache, steps[joint, YC], tmp, 2)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _wide_revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, tmp):
+    """:func:`elimination.compiled_pairs._wide_revolute_backward` on the lanes (its operations, lane by lane)."""
+    joint, m = st + 1, steps[st, NS] - 1
+    npar, p0 = parent_block(steps, st)
+    for q in range(steps[joint, XS0], steps[joint, XS1]):
+        v.copy(xs, xsd[q], Xout, xss[q])
+    yy = steps[joint, Y_]
+    v.copy(tmp, 0, cache, steps[joint, YC])
+    _sub_dot(tmp, 0, C, yy, xs, 0, m)
+    v.mul(tmp, 1, C, steps[joint, DS], tmp, 0)
+    v.mul(tmp, 2, C, steps[joint, LINV], tmp, 1)  # qdd
+    for q in range(steps[joint, XF0], steps[joint, XF1]):
+        v.copy(Xout, xfs[q], tmp, 2)
+    _link_values(steps, st, m + 1, tmp, 2, xs, p0, npar, C, cache, x, tmp, 3, xfs, xfd, Xout)
+
+
+@njit(cache=True, error_model="numpy", **UNCOUNTED)
+def solve_pairs(maps, C, Lin, cache, Xout, lane_scratch, scratch):
+    """Forward sweep of the lanes' linear terms ``Lin (linear_size, LANES)`` through the conditionals ``C`` of
+    :func:`factorize_pairs` and back-substitution into ``Xout (value_size, LANES)``: the operations of
+    :func:`elimination.compiled.solve_one` (a tree's pairs have no dropped rows, no size of right-hand sides
+    to pass on).  A step that pivots its whole frontal block (:func:`_whole_pivot`: a loop's or the contacts'
+    multipliers) runs in lanes (:func:`_pivot_forward`), as do the pairs and a back-substitution of at most six
+    pivots; ``scratch``: :func:`elimination.compiled.solve_scratch_in`'s, for the steps run lane by lane."""
+    steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, pgs, pgd = maps
+    g, x, xs, tmp = lane_scratch
+    gw, bl, bm, xw, xsw, gz = scratch
+    st = 0
+    while st < steps.shape[0]:
+        op = steps[st, OP]
+        if op == OP_WIDE_REVOLUTE:
+            _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g, tmp)
+        elif op != OP_REVOLUTE and op != OP_TREE:  # steps alone, lane by lane (each lane's run at once); no
+            end = _run_end(steps, st)  # hard rows (covers_pairs): the sizes and dropped rows are neither read
+            if end == st + 1 and _whole_pivot(steps, st, START_GATHERED):  # a contact's or a loop's multipliers: in lanes
+                _pivot_forward(steps, st, gs, gd, C, Lin, cache, g, tmp)
+                st = end
+                continue
+            for w in range(LANES):  # nor written -- Lin stands in for them
+                for s in range(st, end):
+                    step_forward(steps, s, gs, gd, bs, bd, C[:, w], Lin[:, w], Lin[:, w], cache[:, w], Lin[:, w], gw,
+                                 bl, bm, gz)
+            st = end
+            continue
+        elif op == OP_REVOLUTE:
+            _revolute_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp)
+        else:
+            _tree_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp)
+        st += 2
+    st = steps.shape[0]
+    while st > 0:
+        st -= 1
+        if steps[st, OP] == OP_FUSED and steps[st - 1, OP] == OP_REVOLUTE:
+            st -= 1
+            _revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, tmp)
+        elif steps[st, OP] == OP_FUSED and steps[st - 1, OP] == OP_WIDE_REVOLUTE:
+            st -= 1
+            _wide_revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, tmp)
+        elif steps[st, NZ] <= 6:
+            _step_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, g, tmp)
+        else:
+            for w in range(LANES):
+                step_backward(steps, st, xss, xsd, xfs, xfd, C[:, w], cache[:, w], Xout[:, w], xw, xsw, gw, gz)
