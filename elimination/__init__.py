@@ -18,7 +18,7 @@ from __future__ import annotations
 from .errors import OrderingError, SingularProblemError
 from factorgraph import __version__
 from .gaussian import CONSISTENCY_RTOL, PIVOT_RTOL, RANK_RTOL, Eliminated, GaussianConditional, eliminate_gaussian
-from .numeric import Factorization, compiled_elimination, element_graph, factorize
+from .numeric import Factorization, SolveWork, compiled_elimination, element_graph, factorize
 from .numeric_rank import NumericHardRows
 from .ordering import (
     ORDERINGS,
@@ -68,6 +68,7 @@ __all__ = [
     "Eliminated",
     "EliminationState",
     "Factorization",
+    "SolveWork",
     "GaussianConditional",
     "NumericHardRows",
     "Ordering",

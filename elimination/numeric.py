@@ -22,6 +22,7 @@ factors.  Nothing is returned that the checks did not pass.
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 import numpy as np
@@ -100,6 +101,45 @@ def _describe(graph: FactorGraph, indices) -> str:
     return ", ".join(f"factor {i} ({type(graph.factors[i]).__name__} on {list(graph.factors[i].keys)})" for i in indices)
 
 
+@dataclass
+class SolveWork:
+    """What one :meth:`Factorization.solve` did (:attr:`Factorization.last_solve`): the cost of a solve and why.
+
+    Attributes
+    ----------
+    started : bool
+        It refined from given values (``start``) instead of solving from scratch.
+    sweeps : int
+        Forward and back substitutions of the whole batch: one for a solve from scratch, one per refinement
+        step (re-planned elements solve apart, in their own factorizations: ``fallbacks``).
+    refinements : int
+        Refinement steps, the verification's included.
+    verifications : int
+        Of those, the steps that verified a suspect factorization (:meth:`Factorization.suspect`) until
+        refinement settled.
+    changes : list of float
+        Each refinement step's correction relative to the solution (largest entries over the variables and
+        the batch), in order: a contracting refinement halves them at least.
+
+    Examples
+    --------
+    >>> from factorgraph import FactorGraph, Variable, Quadratic
+    >>> import elimination
+    >>> fg = FactorGraph(); fg.add_variable(Variable("x", 1))
+    >>> _ = fg.add(Quadratic(["x"], [[2.0]], [2.0]))
+    >>> fact = elimination.factorize(fg, elimination.analyze(fg, elimination.natural(fg)), backend="numpy")
+    >>> _ = fact.solve(refine=2)
+    >>> fact.last_solve.sweeps, fact.last_solve.refinements
+    (3, 2)
+    """
+
+    started: bool = False
+    sweeps: int = 0
+    refinements: int = 0
+    verifications: int = 0
+    changes: list = field(default_factory=list)
+
+
 class Factorization:
     """Conditionals of an eliminated graph; solves and re-solves it.
 
@@ -128,6 +168,8 @@ class Factorization:
         is verified by refinement (:meth:`solve`).
     weakest_step : Step or None
         The step with the smallest pivot ratio.
+    last_solve : SolveWork
+        What the last :meth:`solve` did: sweeps, refinement and verification steps.
     """
 
     pivot_ratio: np.ndarray = np.inf
@@ -148,6 +190,7 @@ class Factorization:
         self.deficient = deficient
         self.fallbacks = fallbacks or {}
         self._own_terms = None  # the graph's linear terms, read at the first solve
+        self.last_solve = SolveWork()
 
     def __repr__(self) -> str:
         replanned = f", {len(self.fallbacks)} re-planned" if self.fallbacks else ""
@@ -232,6 +275,7 @@ class Factorization:
 
     def _sweeps(self, lin_g: dict, lin_b: dict, check: bool = True) -> dict:
         """Forward and backward sweeps: the solution for the given linear terms."""
+        self.last_solve.sweeps += 1
         caches, _, _ = self._forward(dict(lin_g), dict(lin_b), check)
         values: dict = {}
         for step, conditional, cache in zip(reversed(self.plan.steps), reversed(self.conditionals), reversed(caches)):
@@ -354,6 +398,7 @@ class Factorization:
         lin_g, lin_b, measurements = self._linear_terms(g, b)
         # Deficient elements carry placeholders until _splice: their overflow means nothing.
         warm = start is not None and refine and self.startable()
+        self.last_solve = SolveWork(started=bool(warm))
         with np.errstate(over="ignore", invalid="ignore") if self.fallbacks else contextlib.nullcontext():
             values = self._start(start) if warm else self._sweeps(lin_g, lin_b)
             if warm and np.any(suspect) and (finish or not verified):  # verified from the start: refinement
@@ -444,7 +489,10 @@ class Factorization:
         """One step of iterative refinement: ``(values + correction, correction)``."""
         # Residuals of dropped (dependent) rows are round-off: no consistency check here.
         correction = self._sweeps(*self._residual_terms(values, lin_g, lin_b, measurements), check=False)
-        return {key: values[key] + correction[key] for key in values}, correction
+        values = {key: values[key] + correction[key] for key in values}
+        self.last_solve.refinements += 1
+        self.last_solve.changes.append(_relative_size(correction, values))
+        return values, correction
 
     def _verified(self, values: dict, lin_g: dict, lin_b: dict, measurements: dict, suspect: np.ndarray,
                   verified: bool = False, previous=np.inf) -> dict:
@@ -475,6 +523,7 @@ class Factorization:
         """
         small = 0
         for _ in range(SUSPECT_REFINE):
+            self.last_solve.verifications += 1
             values, correction = self._refined(values, lin_g, lin_b, measurements)
             change = _change(correction, values)
             # an element is done once a step contracted (or an earlier solve saw it) and left a small error
@@ -620,10 +669,15 @@ class CompiledFactorization(Factorization):
         if g or b or (start is not None and refine) or np.any(self.suspect()) or (
                 refine and not self._laid_out_residuals()):
             return super().solve(g, b, refine, start, verified, finish)
+        self.last_solve = work = SolveWork()
         Lin, Lmag, full = self._linear(None, None)
         X = self._flat_sweeps(Lin, Lmag, full)
         for _ in range(refine):  # Factorization._refined, on the laid-out terms
-            X += self._flat_sweeps(*self._flat_residual(X, full), full, check=False)
+            correction = self._flat_sweeps(*self._flat_residual(X, full), full, check=False)
+            X += correction
+            work.refinements += 1
+            top = float(np.max(np.abs(X))) if X.size else 0.0
+            work.changes.append(float(np.max(np.abs(correction))) / top if top > 0.0 else 0.0)
         return self._values(X, full)
 
     solve.__doc__ = Factorization.solve.__doc__
@@ -662,6 +716,7 @@ class CompiledFactorization(Factorization):
 
     def _flat_sweeps(self, Lin: np.ndarray, Lmag: np.ndarray, full: tuple, check: bool = True) -> np.ndarray:
         """The values ``X (prod(full), value_size)`` for the laid-out linear terms."""
+        self.last_solve.sweeps += 1
         C, elements = self.C, int(np.prod(self.batch_shape))
         if C.ndim == 3:  # conditionals in lanes (elimination.lanes): no hard rows, so no dropped rows to check
             if Lin.shape[0] == elements:

@@ -99,6 +99,10 @@ class CompiledDynamics:
     ----------
     unsupported : str
         Why the kernel cannot run this mechanism / policy choice ("" when it can).
+    states_run : dict
+        States run since it was made: ``"lanes"`` (:data:`~elimination.lanes.LANES` at a time,
+        :func:`~mechanics.compiled_lanes.lanes_kernel`) and ``"one_by_one"`` (:func:`dynamics_kernel`), batched or
+        single calls; a call the kernel refuses counts as run.
     """
 
     def __init__(self, mechanism, layout, plan):
@@ -125,6 +129,7 @@ class CompiledDynamics:
         # a batch of a program of tree pairs runs LANES states at a time (lanes_kernel), bit for bit as one by one
         self.lanes = lanes_pairs.covers_pairs(program)
         self.lane_floats = self.lane_ints = self.lane_own = None
+        self.states_run = {"lanes": 0, "one_by_one": 0}
         self.refill, self.patience = REFILL, PATIENCE
         hard = np.concatenate([np.full(c.dim, layout.policies[c.name].numbers.test == EXACT)
                                for c in mechanism.constraints] or [np.zeros(0, bool)])
@@ -178,6 +183,7 @@ class CompiledDynamics:
             self.lane_floats = aligned_zeros(floats)
             self.lane_ints, self.lane_own = np.zeros(ints, np.int64), np.zeros(own)
         out, flags = np.empty((q.shape[0], self.width)), np.empty((q.shape[0], 3), dtype=np.int64)
+        self.states_run["lanes"] += q.shape[0]
         lanes_kernel(*self.tables, q, v, tau, forces0, float(mu), float(tol), int(max_iter), int(refine), self.iterating,
                      self.refill, self.patience, self.floats, self.ints, self.lane_floats, self.lane_ints,
                      self.lane_own, out, flags)
@@ -187,6 +193,7 @@ class CompiledDynamics:
         """:meth:`run` state by state (:func:`dynamics_kernel`)."""
         announce_first_compile(compiled_iterations.__file__, "the dynamics kernel", "dynamics_kernel")
         out, flags = np.empty((q.shape[0], self.width)), np.empty((q.shape[0], 3), dtype=np.int64)
+        self.states_run["one_by_one"] += q.shape[0]
         dynamics_kernel(*self.tables, q, v, tau, forces0, float(mu), float(tol), int(max_iter), int(refine),
                         self.iterating, self.floats, self.ints, out, flags)
         return out, flags
@@ -198,6 +205,7 @@ class CompiledDynamics:
         the checks and reshapes of a batch (they were a third of a small robot's call)."""
         out, flags = np.empty((1, self.width)), np.empty((1, 3), dtype=np.int64)
         announce_first_compile(compiled_iterations.__file__, "the dynamics kernel", "dynamics_kernel")
+        self.states_run["one_by_one"] += 1
         # the settings' types fixed here: an int mu would make numba compile the kernel once more
         dynamics_kernel(*self.tables, q[None], v[None], tau[None], self.no_forces, float(mu), float(tol),
                         int(max_iter), int(refine), self.iterating, self.floats, self.ints, out, flags)

@@ -353,7 +353,7 @@ ORDER = ["lam", "x2", "x0", "x1", "x3", "x4"]
 
 
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
-def test_a_started_solve_of_a_suspect_factorization_is_verified_from_the_start(monkeypatch, backend):
+def test_a_started_solve_of_a_suspect_factorization_is_verified_from_the_start(backend):
     """Pivots below ``PIVOT_SUSPECT_RTOL`` (mu = 1e10): a solve from scratch is refined, then verified by
     refinement steps until they settle; started from the last solution of another problem, or from far, the
     verification starts there: no sweep from scratch, no step before the verification's, and the answer is the
@@ -364,34 +364,17 @@ def test_a_started_solve_of_a_suspect_factorization_is_verified_from_the_start(m
     assert np.all(fact.suspect()) and fact.startable()
     x = fact.solve(refine=1)
     g_new = g_of(x["lam"] + rng.normal(size=2))
-    counts = {"sweeps": 0, "refined": 0, "verifying": 0, "verified": 0}
-    cls = type(fact)
-    sweeps, refined, verified = cls._sweeps, cls._refined, cls._verified
-
-    def refined_step(self, *a, **k):
-        counts["verified" if counts["verifying"] else "refined"] += 1
-        return refined(self, *a, **k)
-
-    def verification(self, *a, **k):
-        counts["verifying"] = 1
-        try:
-            return verified(self, *a, **k)
-        finally:
-            counts["verifying"] = 0
-
-    monkeypatch.setattr(cls, "_sweeps", lambda self, *a, **k: counts.__setitem__("sweeps", counts["sweeps"] + 1)
-                        or sweeps(self, *a, **k))
-    monkeypatch.setattr(cls, "_refined", refined_step)
-    monkeypatch.setattr(cls, "_verified", verification)
     cold = fact.solve(g={penalty: g_new}, refine=1)
-    assert counts["sweeps"] == 1 + counts["refined"] + counts["verified"] and counts["refined"] == 1
+    work = fact.last_solve
+    assert not work.started and work.refinements - work.verifications == 1 and work.verifications >= 1
+    assert work.sweeps == 1 + work.refinements
     graph.factors[penalty].g[...] = g_new
     exact = _kkt_solution(graph)
     assert max_relative_error(cold, exact) < 1e-13
     for start in (x, {key: 0.5 * value for key, value in x.items()}):
-        counts.update(sweeps=0, refined=0, verified=0)
         started = fact.solve(g={penalty: g_new}, refine=1, start=start)
-        assert counts["refined"] == 0 and counts["sweeps"] == counts["verified"] >= 1
+        work = fact.last_solve
+        assert work.started and work.refinements == work.verifications == work.sweeps >= 1
         assert max_relative_error(started, exact) < 1e-13
 
 
@@ -403,7 +386,7 @@ def _error_left(change: float, previous: float, ratio: float) -> float:
 
 
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
-def test_a_verification_ends_at_the_first_step_that_leaves_round_off(monkeypatch, backend):
+def test_a_verification_ends_at_the_first_step_that_leaves_round_off(backend):
     """Suspect pivots (mu = 1e10): a solve from scratch refines once, then verifies until a step has contracted
     (at most half the step before, the plain one included) and the error it leaves -- its change times the
     contraction rate -- is below ``WARM_RTOL``; a re-solve from the last solution with ``verified=True`` (the
@@ -416,35 +399,26 @@ def test_a_verification_ends_at_the_first_step_that_leaves_round_off(monkeypatch
     fact = factorize(graph, analyze(graph, Ordering.from_keys(ORDER)), backend=backend)
     ratio = float(np.min(fact.pivot_ratio))
     assert np.all(fact.suspect())
-    changes = []
-    refined = type(fact)._refined
-
-    def recorded(self, *a, **k):
-        values, correction = refined(self, *a, **k)
-        changes.append(max(np.max(np.abs(c)) for c in correction.values())
-                       / max(np.max(np.abs(v)) for v in values.values()))
-        return values, correction
-
-    monkeypatch.setattr(type(fact), "_refined", recorded)
     x = fact.solve(refine=1)
+    changes = fact.last_solve.changes  # (each refinement step's correction relative to the solution)
     ends = [i for i in range(1, len(changes))
             if changes[i] <= 0.5 * changes[i - 1] and _error_left(changes[i], changes[i - 1], ratio) <= 1e-13]
     assert len(changes) >= 2 and ends[:1] == [len(changes) - 1]
     g_new = g_of(x["lam"] + rng.normal(size=2))
-    changes.clear()
     again = fact.solve(g={penalty: g_new}, refine=1, start=x)
-    verifying = len(changes)
-    changes.clear()
+    verifying = len(fact.last_solve.changes)
     started = fact.solve(g={penalty: g_new}, refine=1, start=x, verified=True)
+    changes = fact.last_solve.changes
     previous = [np.inf] + changes[:-1]
     ends = [i for i, (c, p) in enumerate(zip(changes, previous)) if _error_left(c, p, ratio) <= 1e-13]
     assert ends[:1] == [len(changes) - 1] and len(changes) < verifying
     half = {key: 0.5 * value for key, value in x.items()}  # from far: a change too large for one step
-    changes.clear()  # finish=False: the refine steps alone, the verification left to the caller ...
+    # finish=False: the refine steps alone, the verification left to the caller ...
     deferred = fact.solve(g={penalty: g_new}, refine=1, start=half, verified=True, finish=False)
-    assert len(changes) == 1 and fact.unfinished(deferred, half)
-    changes.clear()  # ... which takes it from there where the iterate may be the answer
+    assert len(fact.last_solve.changes) == 1 and fact.unfinished(deferred, half)
+    # ... which takes it from there where the iterate may be the answer
     finished = fact.solve(g={penalty: g_new}, refine=1, start=deferred, verified=True)
+    changes = fact.last_solve.changes
     previous = [np.inf] + changes[:-1]
     ends = [i for i, (c, p) in enumerate(zip(changes, previous)) if _error_left(c, p, ratio) <= 1e-13]
     assert ends[:1] == [len(changes) - 1]
@@ -458,7 +432,7 @@ def test_a_verification_ends_at_the_first_step_that_leaves_round_off(monkeypatch
 
 
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
-def test_a_solve_started_from_a_nearby_solution_solves_for_the_change_once(monkeypatch, backend):
+def test_a_solve_started_from_a_nearby_solution_solves_for_the_change_once(backend):
     """``solve(start=x)`` refines from ``x`` (the outer iterations' last iterate), on an order whose pivots lose
     eight digits (a multiplier first, mu = 1e8): from the solution of a nearby problem one refinement step is
     one solve, not two; from far (half the last solution: a change too large for the digits the pivots keep)
@@ -472,16 +446,13 @@ def test_a_solve_started_from_a_nearby_solution_solves_for_the_change_once(monke
     centre = x["lam"] + rng.normal(size=2)  # the proximal point's next centre
     g_new = g_of(centre)
     nearby = fact.solve(g={penalty: g_of(centre + 1e-8 * rng.normal(size=2))}, refine=1)
-    sweeps = []
-    original = type(fact)._sweeps
-    monkeypatch.setattr(type(fact), "_sweeps", lambda self, *a, **k: sweeps.append(1) or original(self, *a, **k))
     near = fact.solve(g={penalty: g_new}, refine=1, start=nearby)
-    assert len(sweeps) == 1
+    assert fact.last_solve.started and fact.last_solve.sweeps == 1
     half = {key: 0.5 * value for key, value in x.items()}
     far = fact.solve(g={penalty: g_new}, refine=1, start=half)
-    assert len(sweeps) == 3
+    assert fact.last_solve.sweeps == fact.last_solve.refinements == 2
     unfinished = fact.solve(g={penalty: g_new}, refine=1, start=half, finish=False)  # its one more step left out
-    assert len(sweeps) == 4 and fact.unfinished(unfinished, half) and not fact.unfinished(near, nearby)
+    assert fact.last_solve.sweeps == 1 and fact.unfinished(unfinished, half) and not fact.unfinished(near, nearby)
     cold = fact.solve(g={penalty: g_new}, refine=1)
     unrefined = fact.solve(g={penalty: g_new}, refine=0)
     graph.factors[penalty].g[...] = g_new
@@ -498,8 +469,8 @@ def test_a_solve_started_from_a_nearby_solution_solves_for_the_change_once(monke
     fact = factorize(graph, analyze(graph, Ordering.from_keys(ORDER)), backend=backend)
     assert any(step.dropped_rows for step in fact.plan.steps)
     far = {key: np.full_like(value, 1e3) for key, value in fact.solve().items()}
-    sweeps.clear()
     g_new = g_of(rng.normal(size=2))
     started = fact.solve(g={penalty: g_new}, refine=1, start=far)
-    assert len(sweeps) == 2  # from scratch: the dropped rows' consistency is checked there
+    work = fact.last_solve  # from scratch: the dropped rows' consistency is checked there
+    assert not work.started and work.sweeps == 2 and work.refinements == 1
     assert max_relative_error(started, fact.solve(g={penalty: g_new}, refine=1)) == 0.0

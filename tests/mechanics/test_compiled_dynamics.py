@@ -19,7 +19,6 @@ from elimination import lanes_pairs
 from elimination.compiled import (SOLVE_SCRATCH, factorize_maps, factorize_one, factorize_scratch_in, factorize_scratch_size,
                                   max_front, solve_maps, solve_one, solve_scratch_in)
 from elimination.lanes import LANES
-from mechanics.compiled import CompiledDynamics
 from mechanics.compiled_tables import BAD_INPUT, CONVERGED, FALLBACK, OK, STATUS
 from mechanics.pinocchio_io import from_pinocchio
 from tests.mechanics.pinocchio_oracle import (ALM_MU, constraint_jacobian, dense_reference, hands_and_cube,
@@ -461,7 +460,7 @@ def test_a_floating_base_in_lanes_equals_its_states_one_at_a_time_bit_for_bit(ro
             assert relative(out[b, :mech.nv], ddq) < 1e-8
 
 
-def test_which_programs_and_batches_run_in_lanes(monkeypatch):
+def test_which_programs_and_batches_run_in_lanes():
     """The lanes take a program of mostly tree and wide pairs -- a tree's, LCABA's with links held to the ground
     or a four-bar's loop, proxBBO's there (one generic step, its multipliers' pivot), not proxLTL's joint-space order --
     and a batch of LANES states or more runs in them where nothing follows the first solve (a tree's) or its
@@ -475,22 +474,22 @@ def test_which_programs_and_batches_run_in_lanes(monkeypatch):
     assert not mechanics.prepare(models.four_bar(), "proxltl", backend="numba").compiled.lanes  # (joint space)
     prepared = mechanics.prepare(tree, "aba", backend="numba")
     assert prepared.compiled.lanes
-    ran, lanes = [], CompiledDynamics._run_lanes
-    monkeypatch.setattr(CompiledDynamics, "_run_lanes", lambda self, q, *rest: ran.append(len(q)) or lanes(self, q, *rest))
     q, v, tau = random_state(tree, np.random.default_rng(0), (LANES,))
     prepared(q, v, tau)
+    assert prepared.compiled.states_run == {"lanes": LANES, "one_by_one": 0}
     prepared(q[:LANES - 1], v[:LANES - 1], tau[:LANES - 1])  # (fewer than LANES: state by state)
-    mechanics.prepare(held, "lcaba", backend="numba")(*random_state(held, np.random.default_rng(0), (LANES + 1,)))
-    mechanics.prepare(models.four_bar(), "proxbbo", backend="numba")(*random_state(models.four_bar(),
-                                                                               np.random.default_rng(0), (LANES + 2,)))
-    soft = mechanics.prepare(held, "pv_soft", backend="numba")
-    assert soft.compiled.lanes
-    soft(*random_state(held, np.random.default_rng(0), (LANES,)))
-    assert ran == [LANES, LANES + 1, LANES + 2]
+    assert prepared.compiled.states_run == {"lanes": LANES, "one_by_one": LANES - 1}
+    for mech, name, B in ((held, "lcaba", LANES + 1), (models.four_bar(), "proxbbo", LANES + 2), (held, "pv_soft", LANES)):
+        other = mechanics.prepare(mech, name, backend="numba")
+        assert other.compiled.lanes
+        other(*random_state(mech, np.random.default_rng(0), (B,)))
+        # (soft rows' iterations would run on a lane's columns, strided: state by state)
+        assert other.compiled.states_run == ({"lanes": 0, "one_by_one": B} if name == "pv_soft" else
+                                             {"lanes": B, "one_by_one": 0})
     v[3, 1] = np.nan  # a state the lanes refuse: the call names it
     with pytest.raises(ValueError, match=r"v contains NaN or inf at index \(3, 1\)"):
         prepared(q, v, tau)
-    assert ran == [LANES, LANES + 1, LANES + 2, LANES]
+    assert prepared.compiled.states_run == {"lanes": 2 * LANES, "one_by_one": LANES - 1}
 
 
 def _far_tip(inertia: float, constraint) -> Mechanism:
