@@ -18,7 +18,9 @@ from __future__ import annotations
 from .errors import OrderingError, SingularProblemError
 from factorgraph import __version__
 from .gaussian import CONSISTENCY_RTOL, PIVOT_RTOL, RANK_RTOL, Eliminated, GaussianConditional, eliminate_gaussian
-from .numeric import Factorization, SolveWork, compiled_elimination, element_graph, factorize
+from .factorization import Factorization, SolveWork
+from .numeric import element_graph, factorize
+from .compiled_factorization import compiled_elimination
 from .numeric_rank import NumericHardRows
 from .ordering import (
     ORDERINGS,

@@ -23,7 +23,7 @@ program has no hard rows, pairs or indefinite pivots runs in
 :mod:`elimination.lanes` instead: the same operations with that many elements
 side by side, bit for bit these kernels' numbers.
 
-:class:`CompiledFactorization` is a :class:`~elimination.numeric.Factorization`
+:class:`CompiledFactorization` is a :class:`~elimination.factorization.Factorization`
 whose sweeps run here; overrides, refinement, verification of suspect pivots
 and error messages are shared with the numpy path.
 

@@ -366,19 +366,11 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT,
 
 
 @njit(cache=True, inline="always")
-def _generic_step(maps, st, Fw, C, floor, check_rank, scratch, Hf, Af):
-    """One generic step ``st`` of :func:`factorize_one` (a wide pair's halves among them: the joint half
-    starts from the front its link half left in ``H``): its front gathered, substituted and pivoted, its
-    conditionals into ``C``, its generated factor into ``Fw``.  Returns ``(ratio, failed)``: its pivot ratio
-    (inf without a pivot) and -1, or the failure :func:`factorize_one` reports (``st``: a refused pivot,
-    ``-2 - st``: a substitution's rank short of the plan's)."""
-    steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed = maps[:11]
-    H, A, scale, unit, L, Lw, Li, X, Dv, T, HFT, Wm, Nm, Ek, Ed, Hz, Hzs, sz, Tnz = scratch
-    start, step_ratio = steps[st, START], np.inf
-    row = steps[st]
-    nF, nS, m, nz = row[NF], row[NS], row[M], row[NZ]
-    n = nF + nS
-    carried = 0  # the front's rows that the step before left: their factor is not gathered (program._carried)
+def _started_front(steps, st, sd, H, scale, X, Dv, n):
+    """The front ``H``, ``scale`` of step ``st`` before its gathers, as its ``start`` column says (zeros, or what
+    the step before left in it); returns how many of its rows the step before left (``carried``: their
+    factor's entries lead the step's gathers and are not gathered, :func:`elimination.program._carried`)."""
+    start, nF, carried = steps[st, START], steps[st, NF], 0
     if start == START_LEFT:  # the front is the separator block the link half left (program._wide_pair)
         o = steps[st - 1, NF]
         for i in range(n):  # (moved up and left, row by row: nothing is read after it is written)
@@ -393,7 +385,7 @@ def _generic_step(maps, st, Fw, C, floor, check_rank, scratch, Hf, Af):
                 H[ix(i), ix(j)] = H[ix(o + i), ix(o + j)]
         _front_mirrored(H, nF, n)
     elif start == START_SPREAD:  # that factor spread onto its positions in a wider front (its scale gather's)
-        o, carried = steps[st - 1, NF], steps[st - 1, NS]
+        o, carried, s0 = steps[st - 1, NF], steps[st - 1, NS], steps[st, S0]
         for i in range(carried):  # (through X, Dv: the positions may lie on either side of the block)
             Dv[ix(i)] = scale[ix(o + i)]
             for j in range(i, carried):
@@ -403,43 +395,170 @@ def _generic_step(maps, st, Fw, C, floor, check_rank, scratch, Hf, Af):
             for j in range(i, n):
                 H[ix(i), ix(j)] = 0.0
         for i in range(carried):
-            pi = sd[ix(row[S0] + i)]
+            pi = sd[ix(s0 + i)]
             scale[ix(pi)] = Dv[ix(i)]
             for j in range(i, carried):
-                H[ix(pi), ix(sd[ix(row[S0] + j)])] = X[ix(i), ix(j)]
+                H[ix(pi), ix(sd[ix(s0 + j)])] = X[ix(i), ix(j)]
         _front_mirrored(H, nF, n)
     else:
         for i in range(n):
             scale[ix(i)] = 0.0
             for j in range(n):
                 H[ix(i), ix(j)] = 0.0
-    for q in range(row[H0] + carried * carried, row[H1]):  # (the carried factor's entries lead)
+    return carried
+
+
+@njit(cache=True, inline="always")
+def _gathered_front(steps, st, hs, hd, ss, sd, Fw, Hf, scale, carried, n, floor):
+    """Step ``st``'s quadratic factors added into its front (flat ``Hf``) and scales, past the ``carried``
+    factor's entries; the scales floored at ``floor``."""
+    for q in range(steps[st, H0] + carried * carried, steps[st, H1]):  # (the carried factor's entries lead)
         Hf[ix(hd[ix(q)])] += Fw[ix(hs[ix(q)])]
-    for q in range(row[S0] + carried, row[S1]):
+    for q in range(steps[st, S0] + carried, steps[st, S1]):
         scale[ix(sd[ix(q)])] += Fw[ix(ss[ix(q)])]
     for i in range(n):
         scale[ix(i)] = max(scale[ix(i)], floor)
-    if m:
-        for i in range(m):
-            for j in range(n):
-                A[ix(i), ix(j)] = 0.0
-        for q in range(row[A0], row[A1]):
-            Af[ix(ad[ix(q)])] = Fw[ix(as_[ix(q)])]
-        for q in range(row[W0], row[W1]):
-            unit[ix(wd[ix(q)])] = Fw[ix(ws[ix(q)])]
-        for i in range(n):  # HF, kept for the forward sweep's g - HF t
-            for j in range(nF):
-                C[ix(row[HF_] + i * nF + j)] = H[ix(i), ix(j)]
-    if row[IDENTITY] != 0:
-        sgn, r0 = float(row[IDENTITY]), row[UROW]
-        for i in range(nF):  # T = -W A_S with W = sign I on the declared rows
+
+
+@njit(cache=True, inline="always")
+def _hard_rows(steps, st, as_, ad, ws, wd, Fw, C, H, A, Af, unit, nF, m, n):
+    """Step ``st``'s ``m`` hard rows gathered into ``A`` (flat ``Af``) and their row scales into ``unit``; the
+    front's first ``nF`` columns ``HF`` into ``C``, for the forward sweep's ``g - HF t``."""
+    for i in range(m):
+        for j in range(n):
+            A[ix(i), ix(j)] = 0.0
+    for q in range(steps[st, A0], steps[st, A1]):
+        Af[ix(ad[ix(q)])] = Fw[ix(as_[ix(q)])]
+    for q in range(steps[st, W0], steps[st, W1]):
+        unit[ix(wd[ix(q)])] = Fw[ix(ws[ix(q)])]
+    hf = steps[st, HF_]
+    for i in range(n):
+        for j in range(nF):
+            C[ix(hf + i * nF + j)] = H[ix(i), ix(j)]
+
+
+@njit(cache=True, inline="always")
+def _unit_substitution(steps, st, H, A, unit, scale, T, Tnz, HFT, Ek, Ed, nF, nS, m):
+    """A substitution through step ``st``'s declared ``+-I`` rows: ``T = -W A_S`` with ``W = sign I``, the
+    separator block ``H_SS + T' H_FF T + ...`` and its scales; the rows left over combined into ``Ek`` (all
+    passed on) or ``Ed`` (all dropped: :func:`elimination.symbolic._identity`)."""
+    sgn, r0 = float(steps[st, IDENTITY]), steps[st, UROW]
+    for i in range(nF):
+        for j in range(nS):
+            T[ix(i), ix(j)] = -sgn * A[ix(r0 + i), ix(nF + j)]
+    _nonzero_columns(T, nF, nS, Tnz)
+    _front_times_T(H, T, Tnz, HFT, nF, nS)
+    _substituted_separator(H, T, Tnz, HFT, scale, nF, nS)
+    if m > nF:
+        _unit_leftover(A, unit, r0, nF, m, sgn, Ek if steps[st, D_] == 0 else Ed)
+
+
+@njit(cache=True, inline="always")
+def _rows_left_over(steps, st, es, ed, Fw, C, A, unit, Ek, Ed, nF, m):
+    """Step ``st``'s rows left over (:func:`elimination.program._step_row`): their row scales and combinations
+    (passed on ``Ek``, dropped ``Ed``) into ``C``, and the rows passed on, on the plan's equality columns, as
+    the generated hard factor (unit row scales)."""
+    p = steps[st, P]
+    for i in range(m):
+        C[ix(steps[st, RS] + i)] = unit[ix(i)]
+    for i in range(p):
+        for j in range(m):
+            C[ix(steps[st, EE] + i * m + j)] = Ek[ix(i), ix(j)]
+    for i in range(steps[st, D_]):
+        for j in range(m):
+            C[ix(steps[st, ED] + i * m + j)] = Ed[ix(i), ix(j)]
+    out_A, e0, e1 = steps[st, OUT_A], steps[st, E0], steps[st, E1]
+    if out_A >= 0:
+        k = e1 - e0
+        for i in range(p):  # E_keep A_S a row of A_S at a time (E of structured rows is mostly zeros)
+            Fw[ix(out_A + p * k + i)] = 1.0  # their row scales (right after the block)
+            out = out_A + i * k
+            for q in range(e0, e1):
+                Fw[ix(out + ed[ix(q)])] = 0.0
+            for a in range(m):
+                e = Ek[ix(i), ix(a)]
+                if e != 0.0:
+                    for q in range(e0, e1):
+                        Fw[ix(out + ed[ix(q)])] += e * A[ix(a), ix(nF + es[ix(q)])]
+
+
+@njit(cache=True, inline="always")
+def _pivoted_front(steps, st, C, H, scale, Hz, Hzs, sz, Li, Dv, L, Lw, X, nF, nS, m, nz):
+    """The pivot of step ``st``'s ``nz`` remaining dimensions -- the reduced block ``Hz`` after a substitution,
+    else the front's leading block -- its ``D``, ``Linv`` and ``Y = Linv H_zS`` into ``C`` and the Schur
+    complement ``H_SS -= Y' D Y`` (upper triangle) with its scales.  Returns the pivot ratio, negative where
+    the numpy rule refuses the pivot (nothing else done then)."""
+    kind = steps[st, PIVOT]
+    if m:  # the reduced block after the substitution
+        r = _pivot(Hz, sz, nz, steps[st, NMIN], kind, Li, Dv, L, Lw, X)
+    else:
+        for i in range(nz):
             for j in range(nS):
-                T[ix(i), ix(j)] = -sgn * A[ix(r0 + i), ix(nF + j)]
-        _nonzero_columns(T, nF, nS, Tnz)
-        _front_times_T(H, T, Tnz, HFT, nF, nS)
-        _substituted_separator(H, T, Tnz, HFT, scale, nF, nS)
-        if m > nF:  # the rows left over, all passed on or all dropped (symbolic._identity)
-            _unit_leftover(A, unit, r0, nF, m, sgn, Ek if row[D_] == 0 else Ed)
+                Hzs[ix(i), ix(j)] = H[ix(i), ix(nF + j)]
+        r = _pivot(H, scale, nz, steps[st, NMIN], kind, Li, Dv, L, Lw, X)
+    if r < 0.0:
+        return r
+    ds, li, yy = steps[st, DS], steps[st, LINV], steps[st, Y_]
+    for i in range(nz):
+        C[ix(ds + i)] = Dv[ix(i)]
+        for j in range(nz):
+            C[ix(li + i * nz + j)] = Li[ix(i), ix(j)]
+    # the loops run along rows (j innermost), so that large fronts stream through memory
+    for i in range(nz):  # Y = Linv H_zS, Linv lower triangular except for indefinite pivots
+        for j in range(nS):
+            X[ix(i), ix(j)] = 0.0
+        for q in range(nz if kind == INDEFINITE else i + 1):
+            a = Li[ix(i), ix(q)]
+            for j in range(nS):
+                X[ix(i), ix(j)] += a * Hzs[ix(q), ix(j)]
+        for j in range(nS):
+            C[ix(yy + i * nS + j)] = X[ix(i), ix(j)]
+    for q in range(nz):  # H_SS -= Y' D Y in its upper triangle; scale_S += sum Y^2, a row of Y at a time
+        d = Dv[ix(q)]
+        for i in range(nS):
+            a = d * X[ix(q), ix(i)]
+            H[ix(nF + i), ix(nF + i)] -= a * X[ix(q), ix(i)]
+            for j in range(i + 1, nS):
+                H[ix(nF + i), ix(nF + j)] -= a * X[ix(q), ix(j)]
+            scale[ix(nF + i)] += X[ix(q), ix(i)] * X[ix(q), ix(i)]
+    return r
+
+
+@njit(cache=True, inline="always")
+def _left_front(steps, st, Fw, H, scale, nF, nS):
+    """What step ``st`` leaves, as its ``keep`` column says: its separator block written out as the generated
+    factor, or left in the front for the next step (mirrored for a wide pair's joint half)."""
+    keep, out, outs = steps[st, KEEP], steps[st, OUT_H], steps[st, OUT_S]
+    if out >= 0 and keep == KEEP_NONE:
+        for i in range(nS):
+            Fw[ix(outs + i)] = scale[ix(nF + i)]
+            for j in range(i, nS):
+                Fw[ix(out + i * nS + j)] = Fw[ix(out + j * nS + i)] = H[ix(nF + i), ix(nF + j)]
+    elif keep == KEEP_MIRRORED:  # what the generated factor would hold, left in the front
+        for i in range(nS):
+            for j in range(i + 1, nS):
+                H[ix(nF + j), ix(nF + i)] = H[ix(nF + i), ix(nF + j)]
+
+
+@njit(cache=True, inline="always")
+def _generic_step(maps, st, Fw, C, floor, check_rank, scratch, Hf, Af):
+    """One ``FRONT`` step ``st`` of :func:`~elimination.compiled.factorize_one` (``PIVOT`` and ``UNIT`` steps
+    too, and a wide pair's halves: the joint half starts from the front its link half left in ``H``): its
+    front started and gathered, its hard rows substituted, the rest pivoted, its conditionals into ``C``, its
+    generated factor into ``Fw`` or left in the front.  Returns ``(ratio, failed)``: its pivot ratio (inf
+    without a pivot) and -1, or the failure ``factorize_one`` reports (``st``: a refused pivot, ``-2 - st``: a
+    substitution's rank short of the plan's)."""
+    steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed = maps[:11]
+    H, A, scale, unit, L, Lw, Li, X, Dv, T, HFT, Wm, Nm, Ek, Ed, Hz, Hzs, sz, Tnz = scratch
+    row = steps[st]
+    nF, nS, m, nz = row[NF], row[NS], row[M], row[NZ]
+    n = nF + nS
+    carried = _started_front(steps, st, sd, H, scale, X, Dv, n)
+    _gathered_front(steps, st, hs, hd, ss, sd, Fw, Hf, scale, carried, n, floor)
+    if m:
+        _hard_rows(steps, st, as_, ad, ws, wd, Fw, C, H, A, Af, unit, nF, m, n)
+    if row[IDENTITY] != 0:
+        _unit_substitution(steps, st, H, A, unit, scale, T, Tnz, HFT, Ek, Ed, nF, nS, m)
     elif m:
         if not _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT, Hz, sz, Hzs,
                            (Lw, X, L, Li), Dv):
@@ -449,75 +568,18 @@ def _generic_step(maps, st, Fw, C, floor, check_rank, scratch, Hf, Af):
                 C[ix(row[WW] + i * m + j)] = Wm[ix(i), ix(j)]
             for j in range(nz):
                 C[ix(row[NN] + i * nz + j)] = Nm[ix(i), ix(j)]
-    if row[RS] >= 0:  # rows left over (program._step_row): their combinations, those passed on
-        for i in range(m):
-            C[ix(row[RS] + i)] = unit[ix(i)]
-        for i in range(row[P]):
-            for j in range(m):
-                C[ix(row[EE] + i * m + j)] = Ek[ix(i), ix(j)]
-        for i in range(row[D_]):
-            for j in range(m):
-                C[ix(row[ED] + i * m + j)] = Ed[ix(i), ix(j)]
-        if row[OUT_A] >= 0:  # the rows passed on, on the plan's equality columns; unit rows
-            k = row[E1] - row[E0]
-            for i in range(row[P]):  # E_keep A_S a row of A_S at a time (E of structured rows is mostly zeros)
-                Fw[ix(row[OUT_A] + row[P] * k + i)] = 1.0  # their row scales (right after the block)
-                out = row[OUT_A] + i * k
-                for q in range(row[E0], row[E1]):
-                    Fw[ix(out + ed[ix(q)])] = 0.0
-                for a in range(m):
-                    e = Ek[ix(i), ix(a)]
-                    if e != 0.0:
-                        for q in range(row[E0], row[E1]):
-                            Fw[ix(out + ed[ix(q)])] += e * A[ix(a), ix(nF + es[ix(q)])]
+    if row[RS] >= 0:
+        _rows_left_over(steps, st, es, ed, Fw, C, A, unit, Ek, Ed, nF, m)
     if m:
         for i in range(nF):
             for j in range(nS):
                 C[ix(row[T_] + i * nS + j)] = T[ix(i), ix(j)]
+    step_ratio = np.inf
     if nz:
-        if m:  # the reduced block after the substitution
-            r = _pivot(Hz, sz, nz, row[NMIN], row[PIVOT], Li, Dv, L, Lw, X)
-        else:
-            for i in range(nz):
-                for j in range(nS):
-                    Hzs[ix(i), ix(j)] = H[ix(i), ix(nF + j)]
-            r = _pivot(H, scale, nz, row[NMIN], row[PIVOT], Li, Dv, L, Lw, X)
-        if r < 0.0:
-            return r, st
-        step_ratio = r
-        for i in range(nz):
-            C[ix(row[DS] + i)] = Dv[ix(i)]
-            for j in range(nz):
-                C[ix(row[LINV] + i * nz + j)] = Li[ix(i), ix(j)]
-        # the loops run along rows (j innermost), so that large fronts stream through memory
-        for i in range(nz):  # Y = Linv H_zS, Linv lower triangular except for indefinite pivots
-            for j in range(nS):
-                X[ix(i), ix(j)] = 0.0
-            for q in range(nz if row[PIVOT] == INDEFINITE else i + 1):
-                a = Li[ix(i), ix(q)]
-                for j in range(nS):
-                    X[ix(i), ix(j)] += a * Hzs[ix(q), ix(j)]
-            for j in range(nS):
-                C[ix(row[Y_] + i * nS + j)] = X[ix(i), ix(j)]
-    if nz:  # H_SS -= Y' D Y in its upper triangle; scale_S += sum Y^2, a row of Y at a time
-        for q in range(nz):
-            d = Dv[ix(q)]
-            for i in range(nS):
-                a = d * X[ix(q), ix(i)]
-                H[ix(nF + i), ix(nF + i)] -= a * X[ix(q), ix(i)]
-                for j in range(i + 1, nS):
-                    H[ix(nF + i), ix(nF + j)] -= a * X[ix(q), ix(j)]
-                scale[ix(nF + i)] += X[ix(q), ix(i)] * X[ix(q), ix(i)]
-    keep = row[KEEP]  # (what the next step starts from)
-    if row[OUT_H] >= 0 and keep == KEEP_NONE:
-        for i in range(nS):
-            Fw[ix(row[OUT_S] + i)] = scale[ix(nF + i)]
-            for j in range(i, nS):
-                Fw[ix(row[OUT_H] + i * nS + j)] = Fw[ix(row[OUT_H] + j * nS + i)] = H[ix(nF + i), ix(nF + j)]
-    elif keep == KEEP_MIRRORED:  # what the generated factor would hold, left in the front
-        for i in range(nS):
-            for j in range(i + 1, nS):
-                H[ix(nF + j), ix(nF + i)] = H[ix(nF + i), ix(nF + j)]
+        step_ratio = _pivoted_front(steps, st, C, H, scale, Hz, Hzs, sz, Li, Dv, L, Lw, X, nF, nS, m, nz)
+        if step_ratio < 0.0:
+            return step_ratio, st
+    _left_front(steps, st, Fw, H, scale, nF, nS)
     return step_ratio, -1
 
 

@@ -61,7 +61,7 @@ from .errors import SingularProblemError
 # Delassus matrix).  So pivots below PIVOT_SUSPECT_RTOL are *suspect*: the solve verifies them by
 # iterative refinement, which settles for the former and not for the latter, and reports a
 # failure as singular below SINGULAR_RTOL, as ill-conditioned above it
-# (elimination.numeric.Factorization.solve).
+# (elimination.factorization.Factorization.solve).
 PIVOT_RTOL = 0.0
 SINGULAR_RTOL = 1e-15
 PIVOT_SUSPECT_RTOL = 1e-10

@@ -300,25 +300,8 @@ def lower(plan: Plan) -> Program:
     size = {i: sum(dims[k] for k in f.keys) for i, f in enumerate(factors)}
 
     offsets = {"H": {}, "scale": {}, "A": {}, "rs": {}, "g": {}, "b": {}}
-    cursor = {"F": 0, "L": 0}
-
-    def take(space: str, n: int) -> int:
-        start = cursor[space]
-        cursor[space] += n
-        return start
-
     n_graph = len(structure.factors)
-    groups = []
-    for (hard, rows, n), members in _groups(factors[:n_graph], size).items():  # the graph's, filled before the run
-        matrices, scales = take("F", len(members) * rows * n), take("F", len(members) * rows)
-        linear = take("L", len(members) * rows)
-        for j, i in enumerate(members):  # a group side by side: its matrices, its scales, its linear terms
-            offsets["A" if hard else "H"][i] = matrices + j * rows * n
-            offsets["rs" if hard else "scale"][i] = scales + j * rows
-            offsets["b" if hard else "g"][i] = linear + j * rows
-        groups.append(FactorGroup(hard, tuple(members), matrices, scales, rows, n, linear))
-    for i, f in enumerate(factors[n_graph:], start=n_graph):  # the generated factors' linear terms
-        offsets["b" if f.hard else "g"][i] = take("L", f.rows if f.hard else size[i])
+    groups, cursor = _graph_layout(factors, n_graph, size, offsets)
     arena = _Arena(cursor["F"])  # generated matrices: live from the step making them to the step using them
     value_offset, start = {}, 0
     for var in structure.variables:
@@ -344,16 +327,7 @@ def lower(plan: Plan) -> Program:
                 _place(i, factors[i], size[i], arena.take(_matrix_size(factors[i], size[i])), offsets)
         carried = _carried(plan.steps[k - 1], step) if k and not kinds[k - 1] and not kinds[k] else (None, 0)
         rows.append(_step_row(step, factors, size, offsets, value_offset, dims, maps, claim, between, carried))
-    for k, step in enumerate(plan.steps):
-        if kinds[k] == _TREE_LINK:
-            _mark_pair(rows[k], rows[k + 1], step, plan.steps[k + 1], trees[k], offsets, size, maps)
-        elif trees[k] is not None:  # a wide pair the kernel runs on the link's block (_wide_revolute)
-            _mark_substitution(rows[k], trees[k], offsets, size)
-        for name, key in (("pb", "pb"), ("pH", "ph"), ("ps", "ps"), ("pg", "pg")):
-            if rows[k][F[key + "0"]] < 0:  # empty ranges where no pair's half gathers
-                rows[k][F[key + "0"]] = rows[k][F[key + "1"]] = maps[name].add([], [])[0]
-        rows[k][F["op"]] = _instruction(plan.steps, k, kinds, trees)
-    _mark_fronts(rows, kinds, trees)
+    _mark_instructions(plan.steps, rows, kinds, trees, offsets, size, maps)
     return Program(
         plan=plan,
         steps=np.asarray(rows, dtype=np.int64).reshape(len(rows), len(FIELDS)),
@@ -364,6 +338,48 @@ def lower(plan: Plan) -> Program:
         g_offset=offsets["g"], b_offset=offsets["b"], value_offset=value_offset, unsupported=_unsupported(plan),
         groups=tuple(groups),
     )
+
+
+def _graph_layout(factors, n_graph: int, size: dict, offsets: dict) -> tuple:
+    """``(groups, cursor)``: the graph's factors (the first ``n_graph``) laid out by shape in the factor and
+    linear workspaces -- a group side by side: its matrices, its scales, its linear terms -- then the
+    generated factors' linear terms; their offsets into ``offsets``; ``cursor``: where each workspace's
+    next free float is (``"F"``, ``"L"``)."""
+    cursor = {"F": 0, "L": 0}
+
+    def take(space: str, n: int) -> int:
+        start = cursor[space]
+        cursor[space] += n
+        return start
+
+    groups = []
+    for (hard, rows, n), members in _groups(factors[:n_graph], size).items():  # the graph's, filled before the run
+        matrices, scales = take("F", len(members) * rows * n), take("F", len(members) * rows)
+        linear = take("L", len(members) * rows)
+        for j, i in enumerate(members):
+            offsets["A" if hard else "H"][i] = matrices + j * rows * n
+            offsets["rs" if hard else "scale"][i] = scales + j * rows
+            offsets["b" if hard else "g"][i] = linear + j * rows
+        groups.append(FactorGroup(hard, tuple(members), matrices, scales, rows, n, linear))
+    for i, f in enumerate(factors[n_graph:], start=n_graph):
+        offsets["b" if f.hard else "g"][i] = take("L", f.rows if f.hard else size[i])
+    return groups, cursor
+
+
+def _mark_instructions(steps, rows: list, kinds: list, trees: list, offsets: dict, size: dict, maps: dict) -> None:
+    """Each row's instruction (:func:`_instruction`) and a pair's operands (:func:`_mark_pair`,
+    :func:`_mark_substitution`; empty gather ranges where no pair's half gathers), then the fronts that
+    continue the one before (:func:`_mark_fronts`)."""
+    for k, step in enumerate(steps):
+        if kinds[k] == _TREE_LINK:
+            _mark_pair(rows[k], rows[k + 1], step, steps[k + 1], trees[k], offsets, size, maps)
+        elif trees[k] is not None:  # a wide pair the kernel runs on the link's block (_wide_revolute)
+            _mark_substitution(rows[k], trees[k], offsets, size)
+        for name, key in (("pb", "pb"), ("pH", "ph"), ("ps", "ps"), ("pg", "pg")):
+            if rows[k][F[key + "0"]] < 0:
+                rows[k][F[key + "0"]] = rows[k][F[key + "1"]] = maps[name].add([], [])[0]
+        rows[k][F["op"]] = _instruction(steps, k, kinds, trees)
+    _mark_fronts(rows, kinds, trees)
 
 
 def _groups(factors, size: dict) -> dict:

@@ -10,7 +10,8 @@ from numba import njit
 from elimination.compiled import factorize_one, factorize_scratch_in, solve_one, solve_scratch_in, started_error
 from elimination.compiled_front import UNCOUNTED, ix
 from elimination.gaussian import CONSISTENCY_RTOL, PIVOT_SUSPECT_RTOL
-from elimination.numeric import FINISHING_REFINE, SCALE_FLOOR, SETTLED_RTOL, SUSPECT_REFINE, VERIFY_RTOL, WARM_RTOL
+from elimination.factorization import FINISHING_REFINE, SETTLED_RTOL, SUSPECT_REFINE, VERIFY_RTOL, WARM_RTOL
+from elimination.numeric import SCALE_FLOOR
 
 from .checks import UNIT_NORM_TOL
 from .convergence import RESIDUAL_RTOL, SOFT_CONTRACTION
@@ -92,7 +93,7 @@ def _solve(solve_maps, drops, sscr, work, C, Lmag, x, ratio, refine):
 def _settles(change, previous, ratio, verified):
     """Whether a suspect factorization's refinement step that changed the solution by ``change`` (relative;
     the step before by ``previous``) ends its verification: a contraction seen (by this step, or ``verified``
-    by an earlier solve) and an error left below ``WARM_RTOL`` (:func:`elimination.numeric._error_left`)."""
+    by an earlier solve) and an error left below ``WARM_RTOL`` (:func:`elimination.factorization._error_left`)."""
     rate = max(started_error(1.0, ratio), change / max(previous, 2.2250738585072014e-308))
     return (verified or change <= 0.5 * previous < np.inf) and change * rate <= WARM_RTOL
 

@@ -12,7 +12,8 @@ import elimination.vectors as vectors
 from elimination.compiled import factorize_scratch_in, max_front, solve_scratch_in, started_error
 from elimination.compiled_front import UNCOUNTED, ix
 from elimination.gaussian import PIVOT_SUSPECT_RTOL
-from elimination.numeric import FINISHING_REFINE, SCALE_FLOOR, SETTLED_RTOL, SUSPECT_REFINE, VERIFY_RTOL, WARM_RTOL
+from elimination.factorization import FINISHING_REFINE, SETTLED_RTOL, SUSPECT_REFINE, VERIFY_RTOL, WARM_RTOL
+from elimination.numeric import SCALE_FLOOR
 from elimination.lanes import LANES
 
 from .compiled_tables import (

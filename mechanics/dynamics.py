@@ -25,7 +25,8 @@ import numpy as np
 
 import elimination
 from elimination import Ordering
-from elimination.numeric import BACKENDS, check_refine
+from elimination.factorization import check_refine
+from elimination.numeric import BACKENDS
 
 from .algorithms import layout_of, plan_of, policy_types, resolve_algorithm, tree_order
 from .checks import (

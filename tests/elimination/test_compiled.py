@@ -450,7 +450,7 @@ def test_compiled_refinement_takes_residuals_group_by_group(weight, batch_A, bat
     product per factor group, measurement form ``A'W(b - A x)``), with the batch of the matrices
     broadcast against the right-hand sides': equal to the numpy path's per-factor residuals and to the
     normal equations of each element; the residuals at arbitrary values equal the factors' own."""
-    from elimination.numeric import CompiledFactorization
+    from elimination.compiled_factorization import CompiledFactorization
     from factorgraph import LeastSquares
 
     rng = np.random.default_rng(7)

@@ -134,10 +134,10 @@ def test_the_first_solve_is_refined_only_where_its_iterate_may_be_the_answer(mon
     mech = models.MODELS[model]()
     q, v, tau = random_state(mech, np.random.default_rng(3), ())
     steps, extra = [], []
-    numeric = elimination.numeric
-    refined, started_error = numeric.Factorization._refined, numeric.started_error
-    monkeypatch.setattr(numeric.Factorization, "_refined", lambda self, *a: steps.append(1) or refined(self, *a))
-    monkeypatch.setattr(numeric, "started_error", lambda *a: extra.append(started_error(*a) > numeric.WARM_RTOL)
+    factorization = elimination.factorization
+    refined, started_error = factorization.Factorization._refined, factorization.started_error
+    monkeypatch.setattr(factorization.Factorization, "_refined", lambda self, *a: steps.append(1) or refined(self, *a))
+    monkeypatch.setattr(factorization, "started_error", lambda *a: extra.append(started_error(*a) > factorization.WARM_RTOL)
                         or started_error(*a))
     finished = mechanics.dynamics._finished
     monkeypatch.setattr(mechanics.dynamics, "_finished", lambda *a: extra.append(True) or finished(*a))

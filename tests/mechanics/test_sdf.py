@@ -142,9 +142,9 @@ def test_cassies_suspect_re_solves_are_verified_only_where_the_iterate_may_be_th
     q[3:7] = quaternion / np.linalg.norm(quaternion)
     q[7:] += rng.normal(scale=0.1, size=q.size - 7)
     v, tau = rng.normal(size=mech.nv), rng.normal(size=mech.nv)
-    numeric, verifications = elimination.numeric, []
-    verified = numeric.Factorization._verified
-    monkeypatch.setattr(numeric.Factorization, "_verified", lambda self, *a, **k: verifications.append(
+    factorization, verifications = elimination.factorization, []
+    verified = factorization.Factorization._verified
+    monkeypatch.setattr(factorization.Factorization, "_verified", lambda self, *a, **k: verifications.append(
         a[5] if len(a) > 5 else k.get("verified", False)) or verified(self, *a, **k))
     ref = mechanics.forward_dynamics(mech, q, v, tau, algorithm="lcaba", backend="numpy")
     assert ref.converged and ref.iterations >= 3
