@@ -316,25 +316,8 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT,
         for i in range(m - r):
             for j in range(m):
                 E[ix(i), ix(j)] = Ur[ix(r + i), ix(j)] * unit[ix(j)]
-    if d != 0 and p != 0:  # the left-over rows split by the rank of what they leave on the separator
-        for i in range(m - r):  # E A_S, into Hzs (written last)
-            for j in range(nS):
-                t = 0.0
-                for a in range(m):
-                    t += E[ix(i), ix(a)] * A[ix(a), ix(nF + j)]
-                Hzs[ix(i), ix(j)] = t
-        ok, UL, _ = _singular_vectors(Hzs, m - r, nS, work, sv, sz, Tnz)
-        if not ok:
-            return False
-        for i in range(m - r):
-            for j in range(m):
-                t = 0.0
-                for a in range(m - r):
-                    t += UL[ix(i), ix(a)] * E[ix(a), ix(j)]
-                if i < p:
-                    Ek[ix(i), ix(j)] = t
-                else:
-                    Ed[ix(i - p), ix(j)] = t
+    if d != 0 and p != 0 and not _split_leftover(A, E, Ek, Ed, Hzs, work, sv, sz, Tnz, nF, nS, m, r, p):
+        return False
     for i in range(nF):  # T = -W A_S, a row of A_S at a time (W of structured rows is mostly zeros)
         for j in range(nS):
             T[ix(i), ix(j)] = 0.0
@@ -345,7 +328,42 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT,
                     T[ix(i), ix(j)] -= w * A[ix(q), ix(nF + j)]
     _nonzero_columns(T, nF, nS, Tnz)
     _front_times_T(H, T, Tnz, HFT, nF, nS)
-    for i in range(nz):  # Hz = N' H_FF N, Hzs = N' HFT, sz = (N^2)' scale_F
+    _reduced_block(H, Nm, HFT, scale, Hz, Hzs, sz, nF, nS, nz)
+    _substituted_separator(H, T, Tnz, HFT, scale, nF, nS)
+    return True
+
+
+@njit(cache=True, inline="always")
+def _split_leftover(A, E, Ek, Ed, Hzs, work, sv, sz, Tnz, nF, nS, m, r, p):
+    """The ``m - r`` rows left over by a general substitution (their combinations ``E``), split by the rank of
+    what they leave on the separator, ``E A_S`` (into ``Hzs``): the first ``p`` passed on (``Ek``), the rest
+    dropped (``Ed``).  False where the SVD did not converge (never seen: the numpy path then decides)."""
+    for i in range(m - r):
+        for j in range(nS):
+            t = 0.0
+            for a in range(m):
+                t += E[ix(i), ix(a)] * A[ix(a), ix(nF + j)]
+            Hzs[ix(i), ix(j)] = t
+    ok, UL, _ = _singular_vectors(Hzs, m - r, nS, work, sv, sz, Tnz)
+    if not ok:
+        return False
+    for i in range(m - r):
+        for j in range(m):
+            t = 0.0
+            for a in range(m - r):
+                t += UL[ix(i), ix(a)] * E[ix(a), ix(j)]
+            if i < p:
+                Ek[ix(i), ix(j)] = t
+            else:
+                Ed[ix(i - p), ix(j)] = t
+    return True
+
+
+@njit(cache=True, inline="always")
+def _reduced_block(H, Nm, HFT, scale, Hz, Hzs, sz, nF, nS, nz):
+    """The pivot block left after a general substitution, in the null space ``N`` of its rows: ``Hz = N' H_FF
+    N``, ``Hzs = N' HFT`` (``HFT = H_FF T + H_FS``) and its scales ``sz = (N^2)' scale_F``."""
+    for i in range(nz):
         for j in range(nz):
             t = 0.0
             for a in range(nF):
@@ -361,8 +379,6 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT,
         for a in range(nF):
             t += Nm[ix(a), ix(i)] * Nm[ix(a), ix(i)] * scale[ix(a)]
         sz[ix(i)] = t
-    _substituted_separator(H, T, Tnz, HFT, scale, nF, nS)
-    return True
 
 
 @njit(cache=True, inline="always")
@@ -584,6 +600,31 @@ def _generic_step(maps, st, Fw, C, floor, check_rank, scratch, Hf, Af):
 
 
 @njit(cache=True, inline="always")
+def _leftover_forward(steps, st, C, Lin, Lmag, dropped, bl, bm, m):
+    """The forward sweep of step ``st``'s rows left over, right-hand sides ``bl`` (their sizes ``bm``): the rows
+    passed on, ``E_keep b``, and the size they are made of into the generated hard factor's terms; the
+    dropped rows' ``E_drop b``, which must vanish, and the size of what they combine into ``dropped``."""
+    top, total = 0.0, 0.0
+    for j in range(m):
+        u = C[ix(steps[st, RS] + j)] * bm[ix(j)]
+        top = max(top, u)
+        total += u * u
+    for i in range(steps[st, P]):
+        t = 0.0
+        for j in range(m):
+            t += C[ix(steps[st, EE] + i * m + j)] * bl[ix(j)]
+        Lin[ix(steps[st, OUT_B] + i)] = t
+        Lmag[ix(steps[st, OUT_B] + i)] = top
+    for i in range(steps[st, D_]):
+        t = 0.0
+        for j in range(m):
+            t += C[ix(steps[st, ED] + i * m + j)] * bl[ix(j)]
+        dropped[ix(steps[st, DROP] + i)] = t
+    if steps[st, D_]:
+        dropped[ix(steps[st, DROP] + steps[st, D_])] = np.sqrt(total)
+
+
+@njit(cache=True, inline="always")
 def _step_forward(steps, st, gs, gd, bs, bd, C, Lin, Lmag, cache, dropped, g, bl, bm, gz):
     """The forward sweep of one generic step ``st`` (a wide pair's halves among them, the joint half starting
     from the separator terms its link half left in ``g``): ``g`` gathered, ``t = W b`` and ``g -= HF t``, the
@@ -633,24 +674,7 @@ def _step_forward(steps, st, gs, gd, bs, bd, C, Lin, Lmag, cache, dropped, g, bl
             for j in range(nS):
                 g[ix(nF + j)] += C[ix(ts + i * nS + j)] * gi
         if steps[st, P] or steps[st, D_]:
-            top, total = 0.0, 0.0
-            for j in range(m):
-                u = C[ix(steps[st, RS] + j)] * bm[ix(j)]
-                top = max(top, u)
-                total += u * u
-            for i in range(steps[st, P]):  # b_sep = E b, and the size it is made of
-                t = 0.0
-                for j in range(m):
-                    t += C[ix(steps[st, EE] + i * m + j)] * bl[ix(j)]
-                Lin[ix(steps[st, OUT_B] + i)] = t
-                Lmag[ix(steps[st, OUT_B] + i)] = top
-            for i in range(steps[st, D_]):  # dropped rows: E_drop b must vanish
-                t = 0.0
-                for j in range(m):
-                    t += C[ix(steps[st, ED] + i * m + j)] * bl[ix(j)]
-                dropped[ix(steps[st, DROP] + i)] = t
-            if steps[st, D_]:
-                dropped[ix(steps[st, DROP] + steps[st, D_])] = np.sqrt(total)
+            _leftover_forward(steps, st, C, Lin, Lmag, dropped, bl, bm, m)
     else:
         for j in range(nz):
             gz[ix(j)] = g[ix(j)]

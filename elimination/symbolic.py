@@ -525,6 +525,37 @@ def _positions(layout, dims: dict, keys: tuple) -> np.ndarray:
     return np.repeat(first - (ends - size), size) + np.arange(ends[-1])  # each key's run, without a loop
 
 
+def _variable_index(factors: list, dims: dict) -> dict:
+    """Key -> the factors on it (GTSAM's VariableIndex); a variable in no factor is refused."""
+    factors_of = {key: set() for key in dims}
+    for i, f in enumerate(factors):
+        for key in f.keys:
+            factors_of[key].add(i)
+    orphans = [key for key, fs in factors_of.items() if not fs]
+    if orphans:
+        raise ValueError(f"variable(s) {orphans} appear in no factor: their values are undetermined")
+    return factors_of
+
+
+def _generated(factors: list, factors_of: dict, separator: tuple, rows, hard_rows) -> tuple:
+    """``(new_quadratic, new_equality)``: the factors a step generates -- a quadratic on its separator, the hard
+    rows it passes on (``rows``: its :class:`HardStep`) -- appended to ``factors`` and indexed in
+    ``factors_of`` (None where it generates none)."""
+    new_quadratic = new_equality = None
+    if separator:
+        new_quadratic = len(factors)
+        factors.append(FactorStructure(separator, 0))
+    if rows.passed:
+        new_equality = len(factors)
+        factors.append(FactorStructure(rows.scope, rows.passed))
+        hard_rows.record(new_equality)
+    for i in (new_quadratic, new_equality):
+        if i is not None:
+            for key in factors[i].keys:
+                factors_of[key].add(i)
+    return new_quadratic, new_equality
+
+
 def _identity(factors: list, hard: list, frontal: tuple, nF: int, rows) -> tuple:
     """``(sign, row)``: the declared sign of a ``+-I`` substitution block (:attr:`Step.identity`) and where its
     rows start among the bucket's hard rows (:attr:`Step.unit_row`), or ``(0, 0)``.
@@ -691,13 +722,7 @@ def analyze(graph, ordering: Ordering, complete: bool = True, hard_rows=None) ->
     numeric = hard_rows is not None
     if hard_rows is None:
         hard_rows = HardRows({i: f for i, f in enumerate(factors) if f.hard}, dims)
-    factors_of = {key: set() for key in dims}  # GTSAM's VariableIndex
-    for i, f in enumerate(factors):
-        for key in f.keys:
-            factors_of[key].add(i)
-    orphans = [key for key, fs in factors_of.items() if not fs]
-    if orphans:
-        raise ValueError(f"variable(s) {orphans} appear in no factor: their values are undetermined")
+    factors_of = _variable_index(factors, dims)
 
     eliminated = ordering.keys()
     order_position = {key: i for i, key in enumerate(eliminated)}
@@ -725,18 +750,7 @@ def analyze(graph, ordering: Ordering, complete: bool = True, hard_rows=None) ->
                 f"row(s) of rank {rows.substituted} for {nF} dimension(s) and no quadratic term.",
                 index, tuple(frontal), kind="undetermined", factors=tuple(sorted(rows.group)),
             )
-        new_quadratic = new_equality = None
-        if separator:
-            new_quadratic = len(factors)
-            factors.append(FactorStructure(separator, 0))
-        if rows.passed:
-            new_equality = len(factors)
-            factors.append(FactorStructure(rows.scope, rows.passed))
-            hard_rows.record(new_equality)
-        for i in (new_quadratic, new_equality):
-            if i is not None:
-                for key in factors[i].keys:
-                    factors_of[key].add(i)
+        new_quadratic, new_equality = _generated(factors, factors_of, separator, rows, hard_rows)
         identity, unit_row = _identity(factors, hard, frontal, nF, rows)
         layout = tuple(sorted(frontal, key=lambda k: roles[k] != "min")) + separator
         columns = _positions(separator, dims, rows.scope) if rows.passed else np.zeros(0, int)  # E A_S's

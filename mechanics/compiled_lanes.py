@@ -313,6 +313,28 @@ def _lanes_solved(links, factors, scope, constraints, KC, pairs, m, mu, smaps, s
             _copy(D[:, w], X[:, w])
 
 
+@njit(cache=True, inline="always")
+def _lanes_advanced(li, lk, need, tops, ratio, pairs, m, refine, IT, move, tol, max_iter):
+    """Each lane's outer iterations between its solves in lanes (``need``): a fresh solve done, or verified
+    from here; a refinement step judged by its change (``tops``: the correction's and the values' sizes);
+    then advanced to its next solve (:func:`_advance`), or left to the numpy path (its state -1)."""
+    for w in range(LANES):
+        if need[w] == 0:
+            continue
+        step = _iteration_state(lk, w, pairs, m)
+        if li[FRESH, w]:  # solved: done, or verified from here
+            li[FRESH, w] = 0
+            done = 0 if li[MODE, w] else 1
+        else:
+            done = _refined(li, step, w, tops[0, w] / max(tops[1, w], 2.2250738585072014e-308), refine, ratio[w])
+        if done == 0:
+            continue
+        if done == -1:  # left to the numpy path
+            need[w], li[STATE, w] = 0, -1
+            continue
+        need[w] = _advance(w, li, step, ratio[w], refine, IT, move, tol, max_iter)
+
+
 @njit(cache=True, **UNCOUNTED)
 def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, iterating, refill, patience, ws, wi, lw, li,
                  lk, out, flags):
@@ -397,21 +419,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
                       cache, Lres, D, need, li[FRESH], tops)
         _lane_constraint_residual(constraints, KK, Kk, links, X, RES)  # (read by the lanes whose solve is done)
         _lane_steps(links, X, RES, IT)
-        for w in range(LANES):  # each lane's iterations between its solves
-            if need[w] == 0:
-                continue
-            step = _iteration_state(lk, w, pairs, m)
-            if li[FRESH, w]:  # solved: done, or verified from here
-                li[FRESH, w] = 0
-                done = 0 if li[MODE, w] else 1
-            else:
-                done = _refined(li, step, w, tops[0, w] / max(tops[1, w], 2.2250738585072014e-308), refine, ratio[w])
-            if done == 0:
-                continue
-            if done == -1:  # left to the numpy path
-                need[w], li[STATE, w] = 0, -1
-                continue
-            need[w] = _advance(w, li, step, ratio[w], refine, IT, KC[MOVE], tol, max_iter)
+        _lanes_advanced(li, lk, need, tops, ratio, pairs, m, refine, IT, KC[MOVE], tol, max_iter)
         _lanes_concluded(links, factors, scope, constraints, lk, pairs, m, mu, li, ratio, smaps, drops, sscr, Fw, Lin,
                          C, Lmag, cache, X, RES, LAM, IT, Lin0, Lres1, e, corr, dropped, meas0, corrected, xn, refine,
                          has_soft, tol, nv, out, flags)
