@@ -24,7 +24,7 @@ from .compiled import (SOLVE_SCRATCH, eliminate_kernel, eliminate_tables, factor
                        max_front, run_solve, stacked, zeroed)
 from .errors import SingularProblemError
 from . import lanes
-from .factorization import Factorization, SolveWork, check_refine
+from .factorization import Factorization, SolveWork, check_refine, relative_size
 from .numeric import SCALE_FLOOR
 from .program import F
 from .symbolic import Plan
@@ -76,8 +76,7 @@ class CompiledFactorization(Factorization):
             correction = self._flat_sweeps(*self._flat_residual(X, full), full, check=False)
             X += correction
             work.refinements += 1
-            top = float(np.max(np.abs(X))) if X.size else 0.0
-            work.changes.append(float(np.max(np.abs(correction))) / top if top > 0.0 else 0.0)
+            work.changes.append(relative_size((correction,), (X,)))
         return self._values(X, full)
 
     solve.__doc__ = Factorization.solve.__doc__

@@ -352,7 +352,7 @@ class Factorization:
             else:
                 for _ in range(refine):
                     values, correction = self._refined(values, lin_g, lin_b, measurements)
-                if warm and finish and started_error(_relative_size(correction, values),
+                if warm and finish and started_error(self.last_solve.changes[-1],  # (the last step's, recorded)
                                                      float(np.min(self.pivot_ratio))) > WARM_RTOL:
                     values = self._refined(values, lin_g, lin_b, measurements)[0]  # a change too large for one step
                 if not warm and np.any(suspect):  # the verification's steps go on from the last plain one's change
@@ -437,7 +437,7 @@ class Factorization:
         correction = self._sweeps(*self._residual_terms(values, lin_g, lin_b, measurements), check=False)
         values = {key: values[key] + correction[key] for key in values}
         self.last_solve.refinements += 1
-        self.last_solve.changes.append(_relative_size(correction, values))
+        self.last_solve.changes.append(relative_size(correction.values(), values.values()))
         return values, correction
 
     def _verified(self, values: dict, lin_g: dict, lin_b: dict, measurements: dict, suspect: np.ndarray,
@@ -602,10 +602,12 @@ def _error_left(change: np.ndarray, previous, ratio: np.ndarray) -> np.ndarray:
     return change * np.maximum(eps / np.clip(ratio, eps, 1.0), change / np.maximum(previous, np.finfo(float).tiny))
 
 
-def _relative_size(correction: dict, values: dict) -> float:
-    """``max |correction| / max |values|`` over the variables and the batch (0 for a zero solution)."""
-    top = float(np.max(_largest(values.values()))) if values else 0.0
-    return float(np.max(_largest(correction.values()))) / top if top > 0.0 else 0.0
+def relative_size(corrections, values) -> float:
+    """``max |correction| / max |values|`` over arrays ``corrections`` and ``values`` and the batch (0 for a zero
+    solution): a refinement step's change, :attr:`SolveWork.changes`."""
+    values = list(values)
+    top = float(np.max(_largest(values))) if values else 0.0
+    return float(np.max(_largest(corrections))) / top if top > 0.0 else 0.0
 
 
 def _checked_override(name: str, index, value, current: np.ndarray) -> np.ndarray:

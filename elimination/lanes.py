@@ -43,7 +43,7 @@ from .compiled_front import (
     DS, G0, G1, H0, H1, LINV, NF, NS, NZ, OP, OP_PIVOT, OUT_G, OUT_H, OUT_S, PIVOT, S0, S1, SINGULAR_RTOL,
     UNCOUNTED, XF0, XF1, XS0, XS1, Y_, YC, drop_stale_cache,
 )
-from . import compiled, compiled_front, vectors as v
+from . import compiled_front, vectors as v
 from .program import PIVOTS
 
 LANES = v.WIDTH
@@ -52,7 +52,7 @@ into scalar instructions, 1.4x slower here: LLVM's SLP vectorizer would fuse the
 with the lanes an array's length, LLVM's loop vectorizer takes them behind run-time overlap checks, 1.6x
 slower.)"""
 DEFINITE, NEGATIVE = PIVOTS["definite"], PIVOTS["negative"]
-drop_stale_cache(__file__, compiled.__file__, compiled_front.__file__, v.__file__)  # (inlined)
+drop_stale_cache(__file__, compiled_front.__file__, v.__file__)  # (inlined)
 
 
 def aligned_zeros(shape) -> np.ndarray:

@@ -38,8 +38,7 @@ from .lanes import DEFINITE, LANES, NEGATIVE, _added, _gathered, _pivot_block, _
 from . import compiled, compiled_front, compiled_pairs, lanes, vectors as v
 from .program import KEEP_MIRRORED, START_GATHERED, START_LEFT
 
-drop_stale_cache(__file__, compiled.__file__, compiled_front.__file__, compiled_pairs.__file__, lanes.__file__,
-                 v.__file__)  # (inlined)
+drop_stale_cache(__file__, compiled_front.__file__, compiled_pairs.__file__, lanes.__file__, v.__file__)  # (inlined)
 
 
 def covers_pairs(program) -> bool:
@@ -53,8 +52,7 @@ def covers_pairs(program) -> bool:
     steps = program.steps
     op = steps[:, OP]
     generic = (op == OP_FRONT) | (op == OP_PIVOT) | (op == OP_UNIT)  # (not a pair's)
-    known = generic | (op == OP_TREE) | (op == OP_REVOLUTE) | (op == OP_WIDE_REVOLUTE) | (op == OP_FUSED)
-    return (bool(len(steps)) and not program.unsupported and bool(np.all(known))
+    return (bool(len(steps)) and not program.unsupported and bool(np.all(np.isin(op, tuple(compiled.KERNELS))))
             and not bool(np.any((op == OP_FRONT) & (steps[:, M] > 0))) and 4 * int(generic.sum()) <= len(steps))
 
 

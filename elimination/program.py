@@ -536,7 +536,11 @@ def _instruction(steps, k: int, kinds: list, trees: list) -> Op:
         return Op.WIDE_REVOLUTE
     if kind == _TREE_JOINT or (kind == _WIDE_JOINT and trees[k - 1] is not None):
         return Op.FUSED
-    return next((op for op in (rule(step) for rule in STEP_RULES) if op), Op.FRONT)
+    for rule in STEP_RULES:
+        op = rule(step)
+        if op:
+            return op
+    return Op.FRONT
 
 
 def _unit_op(step) -> Op | None:
