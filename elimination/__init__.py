@@ -21,6 +21,9 @@ from .gaussian import CONSISTENCY_RTOL, PIVOT_RTOL, RANK_RTOL, Eliminated, Gauss
 from .factorization import Factorization, SolveWork
 from .numeric import element_graph, factorize
 from .compiled_factorization import compiled_elimination
+from .layout import FactorSlot, Layout
+from .arrays import ArrayFactorization, factorize_arrays
+from .driver import Advance, AugmentedLagrangian, Driven, Driver, GaussNewton, NotConvergedWarning, drive
 from .numeric_rank import NumericHardRows
 from .ordering import (
     ORDERINGS,
@@ -69,7 +72,16 @@ __all__ = [
     "RANK_RTOL",
     "Eliminated",
     "EliminationState",
+    "Advance",
+    "ArrayFactorization",
+    "AugmentedLagrangian",
+    "Driven",
+    "Driver",
+    "GaussNewton",
+    "NotConvergedWarning",
+    "FactorSlot",
     "Factorization",
+    "Layout",
     "SolveWork",
     "GaussianConditional",
     "NumericHardRows",
@@ -84,9 +96,11 @@ __all__ = [
     "constrained_first",
     "constrained_last",
     "degree_score",
+    "drive",
     "element_graph",
     "eliminate_gaussian",
     "factorize",
+    "factorize_arrays",
     "fill_score",
     "greedy",
     "metis",

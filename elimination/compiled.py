@@ -295,8 +295,6 @@ def _matrix_batch(graph, matrices: list) -> tuple:
 def _filled(program, matrices: list, batch: tuple, unbatched: bool, chosen: slice, out) -> tuple:
     """``(Fw, largest)`` of the elements ``chosen`` of the flattened ``batch`` (:func:`factor_workspace`),
     into ``out (len(chosen), factor_size)`` where given; ``largest`` is theirs."""
-    from .gaussian import row_norms
-
     Bm = int(np.prod(batch))
     stacks = [stacked(blocks, 2)[0][None] for blocks in matrices] if unbatched else None  # small: np.array, in C
     Fw = np.empty((len(range(Bm)[chosen]), program.factor_size)) if out is None else out
@@ -309,13 +307,22 @@ def _filled(program, matrices: list, batch: tuple, unbatched: bool, chosen: slic
         else:  # large batched arrays: copied once each, straight into place
             np.stack([(m if m.shape[:-2] == batch else np.broadcast_to(m, batch + (rows, n))).reshape(Bm, rows, n)[chosen]
                       for m in blocks], axis=1, out=block)
-        scale = Fw[:, group.scales : group.scales + k * rows].reshape(Fw.shape[0], k, rows)
-        if group.hard:  # unit-origin row scales
-            scale[...] = 1.0 / row_norms(block)
-        else:
-            np.abs(np.diagonal(block, axis1=-2, axis2=-1), out=scale)
-            largest = max(largest, float(np.max(scale, initial=0.0)))
+        largest = max(largest, group_scales(Fw, group, block))
     return Fw, largest
+
+
+def group_scales(Fw: np.ndarray, group, block: np.ndarray) -> float:
+    """Write the scales of a factor group (:class:`elimination.program.FactorGroup`) whose matrices ``block
+    (B, k, rows, n)`` sit in ``Fw (B, factor_size)``: ``1 / ||row||`` of hard factors (unit-origin row scales),
+    ``|H_ii|`` of quadratic ones; returns the largest ``|H_ii|`` (0 for a hard group)."""
+    from .gaussian import row_norms
+
+    scale = Fw[:, group.scales : group.scales + len(group.members) * group.rows].reshape(block.shape[:3])
+    if group.hard:
+        scale[...] = 1.0 / row_norms(block)
+        return 0.0
+    np.abs(np.diagonal(block, axis1=-2, axis2=-1), out=scale)
+    return float(np.max(scale, initial=0.0))
 
 
 WORKSPACE_CHUNK = 32 * 2**20  # bytes of factor workspace a batched factorization fills and runs at a time

@@ -205,19 +205,7 @@ class Factorization:
 
     def _check_consistent(self, step, residual: np.ndarray, magnitude: np.ndarray) -> None:
         """Dropped rows read ``0 = residual``: it must vanish relative to the right-hand sides it combines."""
-        bad = np.any(np.abs(residual) > CONSISTENCY_RTOL * magnitude, axis=-1)
-        if self.deficient is not None:
-            bad = bad & ~self.deficient  # placeholders: re-planned separately
-        if not np.any(bad):
-            return
-        worst = float(np.max(np.abs(residual)))
-        raise SingularProblemError(
-            f"step {step.index}: eliminating {list(step.frontal)}: the hard equalities "
-            f"{_describe(self.graph, step.hard_factors)} are inconsistent: a combination of their rows reads "
-            f"0 = {worst:.3g}{batch_note(bad)}; they have no common solution. Correct their right-hand sides or "
-            f"remove the ones that contradict the others.",
-            step.index, step.frontal, kind="inconsistent", factors=step.hard_factors,
-        )
+        check_consistent(step, residual, magnitude, lambda: _describe(self.graph, step.hard_factors), self.deficient)
 
     def _sweeps(self, lin_g: dict, lin_b: dict, check: bool = True) -> dict:
         """Forward and backward sweeps: the solution for the given linear terms."""
@@ -442,64 +430,9 @@ class Factorization:
 
     def _verified(self, values: dict, lin_g: dict, lin_b: dict, measurements: dict, suspect: np.ndarray,
                   verified: bool = False, previous=np.inf) -> dict:
-        """Refine a solution whose pivots were suspect until refinement settles, or refuse it.
-
-        A pivot far below the magnitude of its contributions is either the
-        honest end of a long cancellation or of an ill-conditioned
-        substitution that this order takes (refinement contracts: 1e-5 then
-        1e-10 on LCABA's cycle(320)) or round-off standing in for zero (a
-        singular problem: corrections stay as large as the solution).  Steps
-        go on while the correction at least halves each time and has not
-        reached round-off (``SETTLED_RTOL`` of the solution), at most
-        ``SUSPECT_REFINE`` of them: a contracting refinement is not stopped at
-        the first small correction -- the error left is about the last
-        correction times the rate, 5e-8 on a saddle graph whose pivots had lost
-        every digit when its corrections first fell below 1e-6, 5e-10 two
-        steps later.  So an element is done once a step contracted (at most
-        half the step before: ``previous``, the plain refinement's change
-        where one preceded) and that error, its change times the larger of
-        the rate seen and the one its pivots imply (``eps / ratio``:
-        ``started_error``), is below ``WARM_RTOL``; where an earlier solve
-        ``verified`` the factorization (:meth:`solve`) its contraction was
-        seen already, and the first such step ends it.  The solution is
-        refused when its last correction still exceeds ``VERIFY_RTOL`` of it.
-        Past ``VERIFY_RTOL`` at most ``FINISHING_REFINE`` more steps are taken:
-        near round-off the corrections of an ill-conditioned problem keep
-        shrinking slowly, and each step is a solve of the whole batch.
-        """
-        small = 0
-        for _ in range(SUSPECT_REFINE):
-            self.last_solve.verifications += 1
-            values, correction = self._refined(values, lin_g, lin_b, measurements)
-            change = _change(correction, values)
-            # an element is done once a step contracted (or an earlier solve saw it) and left a small error
-            seen = verified | ((change <= 0.5 * previous) & (previous < np.inf))
-            suspect = suspect & ~(seen & (_error_left(change, previous, self.pivot_ratio) <= WARM_RTOL))
-            if not np.any(suspect):
-                return values
-            contracting = suspect & (change > SETTLED_RTOL) & (change <= 0.5 * previous)
-            if np.any(suspect & (change > VERIFY_RTOL) & ~contracting):
-                break  # large and not shrinking: refused below
-            small = small + 1 if not np.any(suspect & (change > VERIFY_RTOL)) else 0
-            if not np.any(contracting) or small > FINISHING_REFINE:
-                return values
-            previous = change
-        bad = suspect & (change > VERIFY_RTOL)
-        if not np.any(bad):
-            return values
-        step, worst = self.weakest_step, float(np.min(self.pivot_ratio))
-        singular = worst < SINGULAR_RTOL
-        roles = {"definite": "min", "negative": "max"}.get(step.pivot, "mixed")
-        cause = (f"the pivot is numerically singular: {singular_advice(roles)}" if singular else
-                 "the problem is too ill-conditioned for this order: try another ordering, or check for nearly "
-                 "undetermined variables or nearly dependent constraints.")
-        raise SingularProblemError(
-            f"step {step.index}: eliminating {list(step.frontal)}: pivots fell to {worst:.1e} of the magnitude of "
-            f"their contributions (condition ~{1 / max(worst, 1e-300):.0e}) and iterative refinement does not "
-            f"settle: its last step changed the solution by {float(np.max(np.where(bad, change, 0))):.1e} of its "
-            f"size{batch_note(bad)}; {cause}",
-            step.index, step.frontal, kind="singular" if singular else "ill-conditioned",
-        )
+        """Refine a solution whose pivots were suspect until refinement settles, or refuse it (:func:`settle`)."""
+        return settle(lambda v: self._refined(v, lin_g, lin_b, measurements), values, suspect, self, verified,
+                      previous)
 
     def _splice(self, values: dict, g: Mapping | None, b: Mapping | None, refine: int) -> dict:
         """Replace the deficient elements' placeholders by their re-planned solutions."""
@@ -545,6 +478,94 @@ class Factorization:
                 blocks = np.split(self.coefficients[i], np.cumsum(dims)[:-1], axis=-1)
                 rest.add(LinearEquality(scope, blocks, lin_b[i]))
         return rest
+
+
+def check_consistent(step, residual: np.ndarray, magnitude: np.ndarray, described, deficient=None) -> None:
+    """Dropped rows read ``0 = residual``: it must vanish relative to the right-hand sides it combines
+    (``magnitude``), else :class:`SingularProblemError` naming ``described()``, the step's hard factors;
+    ``deficient`` elements (placeholders, re-planned apart) are not checked."""
+    bad = np.any(np.abs(residual) > CONSISTENCY_RTOL * magnitude, axis=-1)
+    if deficient is not None:
+        bad = bad & ~deficient
+    if not np.any(bad):
+        return
+    worst = float(np.max(np.abs(residual)))
+    raise SingularProblemError(
+        f"step {step.index}: eliminating {list(step.frontal)}: the hard equalities {described()} are "
+        f"inconsistent: a combination of their rows reads 0 = {worst:.3g}{batch_note(bad)}; they have no common "
+        f"solution. Correct their right-hand sides or remove the ones that contradict the others.",
+        step.index, step.frontal, kind="inconsistent", factors=step.hard_factors,
+    )
+
+
+def settle(refined, values: dict, suspect: np.ndarray, fact, verified: bool = False, previous=np.inf) -> dict:
+    """Refine a solution whose pivots were suspect until refinement settles, or refuse it.
+
+    A pivot far below the magnitude of its contributions is either the
+    honest end of a long cancellation or of an ill-conditioned
+    substitution that this order takes (refinement contracts: 1e-5 then
+    1e-10 on LCABA's cycle(320)) or round-off standing in for zero (a
+    singular problem: corrections stay as large as the solution).  Steps
+    go on while the correction at least halves each time and has not
+    reached round-off (``SETTLED_RTOL`` of the solution), at most
+    ``SUSPECT_REFINE`` of them: a contracting refinement is not stopped at
+    the first small correction -- the error left is about the last
+    correction times the rate, 5e-8 on a saddle graph whose pivots had lost
+    every digit when its corrections first fell below 1e-6, 5e-10 two
+    steps later.  So an element is done once a step contracted (at most
+    half the step before: ``previous``, the plain refinement's change
+    where one preceded) and that error, its change times the larger of
+    the rate seen and the one its pivots imply (``eps / ratio``:
+    ``started_error``), is below ``WARM_RTOL``; where an earlier solve
+    ``verified`` the factorization (:meth:`Factorization.solve`) its contraction was
+    seen already, and the first such step ends it.  The solution is
+    refused when its last correction still exceeds ``VERIFY_RTOL`` of it.
+    Past ``VERIFY_RTOL`` at most ``FINISHING_REFINE`` more steps are taken:
+    near round-off the corrections of an ill-conditioned problem keep
+    shrinking slowly, and each step is a solve of the whole batch.
+
+    ``refined(values) -> (values, correction)`` is one refinement step (dicts of ``(..., dim)`` arrays); ``fact``
+    has ``pivot_ratio``, ``weakest_step`` and ``last_solve`` (a :class:`Factorization`, or the array seam's
+    :class:`~elimination.arrays.ArrayFactorization`).
+    """
+    small = 0
+    for _ in range(SUSPECT_REFINE):
+        fact.last_solve.verifications += 1
+        values, correction = refined(values)
+        change = _change(correction, values)
+        # an element is done once a step contracted (or an earlier solve saw it) and left a small error
+        seen = verified | ((change <= 0.5 * previous) & (previous < np.inf))
+        suspect = suspect & ~(seen & (_error_left(change, previous, fact.pivot_ratio) <= WARM_RTOL))
+        if not np.any(suspect):
+            return values
+        contracting = suspect & (change > SETTLED_RTOL) & (change <= 0.5 * previous)
+        if np.any(suspect & (change > VERIFY_RTOL) & ~contracting):
+            break  # large and not shrinking: refused below
+        small = small + 1 if not np.any(suspect & (change > VERIFY_RTOL)) else 0
+        if not np.any(contracting) or small > FINISHING_REFINE:
+            return values
+        previous = change
+    bad = suspect & (change > VERIFY_RTOL)
+    if not np.any(bad):
+        return values
+    raise _unsettled(fact.weakest_step, fact.pivot_ratio, bad, change)
+
+
+def _unsettled(step, pivot_ratio: np.ndarray, bad: np.ndarray, change: np.ndarray) -> SingularProblemError:
+    """The refusal of a suspect factorization whose refinement does not settle (:func:`settle`)."""
+    worst = float(np.min(pivot_ratio))
+    singular = worst < SINGULAR_RTOL
+    roles = {"definite": "min", "negative": "max"}.get(step.pivot, "mixed")
+    cause = (f"the pivot is numerically singular: {singular_advice(roles)}" if singular else
+             "the problem is too ill-conditioned for this order: try another ordering, or check for nearly "
+             "undetermined variables or nearly dependent constraints.")
+    return SingularProblemError(
+        f"step {step.index}: eliminating {list(step.frontal)}: pivots fell to {worst:.1e} of the magnitude of "
+        f"their contributions (condition ~{1 / max(worst, 1e-300):.0e}) and iterative refinement does not "
+        f"settle: its last step changed the solution by {float(np.max(np.where(bad, change, 0))):.1e} of its "
+        f"size{batch_note(bad)}; {cause}",
+        step.index, step.frontal, kind="singular" if singular else "ill-conditioned",
+    )
 
 
 def _graph_terms(factors) -> tuple:

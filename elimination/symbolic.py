@@ -212,6 +212,15 @@ class Plan:
             self.programs["program"] = lower(self)
         return self.programs["program"]
 
+    def layout(self):
+        """Where a graph's numbers sit in this plan's workspaces: its :class:`~elimination.layout.Layout`
+        (made once, then kept here).  A complete plan only."""
+        if "layout" not in self.programs:
+            from .layout import Layout
+
+            self.programs["layout"] = Layout.of(self)
+        return self.programs["layout"]
+
     @property
     def complete(self) -> bool:
         return not self.remaining

@@ -110,11 +110,12 @@ def _model_tables(mechanism, index: dict, program) -> tuple:
     body, S_local = np.zeros((n, 13)), np.zeros((n, 6, 6))
     from .joints import motion_subspace
 
+    value = {key: offset for key, (offset, _) in program.plan.layout().variables.items()}
     for i, link in enumerate(mechanism.links):
         joint = link.joint
-        qdd = program.value_offset[JointAcceleration(link.name)] if joint.nv else -1
+        qdd = value[JointAcceleration(link.name)] if joint.nv else -1
         table[i, :QDD + 1] = (index[link.parent], JOINTS[joint.kind], mechanism.q_slices[link.name].start,
-                    mechanism.v_slices[link.name].start, joint.nv, program.value_offset[LinkAcceleration(link.name)], qdd)
+                              mechanism.v_slices[link.name].start, joint.nv, value[LinkAcceleration(link.name)], qdd)
         if joint.axis is not None:
             axis[i] = joint.axis
         place_R[i], place_p[i] = link.placement.rotation, link.placement.translation
@@ -140,7 +141,7 @@ def _constraint_tables(mechanism, layout, index: dict, program) -> tuple:
         policy = layout.policies[c.name]
         links = [l for l in c.links if l != GROUND]
         kind = WELD if isinstance(c, Weld) else CONNECT if isinstance(c, Connect) else GENERAL
-        mult = program.value_offset.get(Multiplier(c.name), -1)
+        mult = program.plan.layout().variables.get(Multiplier(c.name), (-1,))[0]
         l1, l2 = (index[c.link1], index[c.link2]) if kind != GENERAL else (-1, -1)
         codes, numbers[j] = policy.numbers.row()
         table[j] = (kind, l1, l2, c.dim, row, len(pairs), len(links), mult, layout.moving.get(c.name, -1), *codes)
@@ -164,7 +165,7 @@ def _constraint_tables(mechanism, layout, index: dict, program) -> tuple:
 def _factor_tables(layout, program, constraints: tuple, pairs: np.ndarray, mechanism, index: dict) -> tuple:
     """One row per graph factor (columns ``FKIND ... JOINT_ONLY``) and the values each one's scope reads."""
     table, cidx = constraints[0], {c.name: j for j, c in enumerate(mechanism.constraints)}
-    dims = {v.key: v.dim for v in layout.variables}
+    places = program.plan.layout()  # where the engine keeps each factor's and variable's numbers
     steps = program.steps
     paired = np.isin(steps[:, F["op"]], (Op.TREE_PAIR, Op.REVOLUTE_PAIR, Op.WIDE_REVOLUTE))
     joint_columns = steps[paired, F["tq"]]  # where the pair kernels read their tree factors (elimination.compiled)
@@ -179,11 +180,9 @@ def _factor_tables(layout, program, constraints: tuple, pairs: np.ndarray, mecha
             local = [p for p in range(table[j, PAIR0], table[j, PAIR0] + table[j, NPAIR])]
             pair = next(p for p in local if pairs[p, 1] == index[role.link])
             first = int(pair == local[0])
-        values = np.concatenate([np.arange(program.value_offset[k], program.value_offset[k] + dims[k]) for k in slot.keys])
+        values = np.concatenate([np.arange(start_k, start_k + dim) for start_k, dim in map(places.variables.get, slot.keys)])
         scope.append(values)
-        mat = program.A_offset[f] if hard else program.H_offset[f]
-        scl = program.rs_offset[f] if hard else program.scale_offset[f]
-        lin = program.b_offset[f] if hard else program.g_offset[f]
+        mat, scl, lin = places.factors[f].matrix, places.factors[f].scales, places.factors[f].linear
         n = len(values)
         joint0 = n - mechanism.links[who].joint.nv if kind == TREE else -1
         joint_only = kind == TREE and bool(np.any((joint_columns >= mat) & (joint_columns < mat + 6 * n)))

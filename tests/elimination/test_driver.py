@@ -1,0 +1,115 @@
+"""Outer loops on the array seam: the method of multipliers and the proximal point method (000 Algorithms 3
+and 6) against the dense KKT solve of the constrained graph; Gauss-Newton against scipy's least_squares."""
+import numpy as np
+import pytest
+from scipy.optimize import least_squares
+
+import elimination
+from elimination import analyze, drive
+from elimination.driver import AugmentedLagrangian, GaussNewton, NotConvergedWarning
+from factorgraph import FactorGraph, LinearEquality, Quadratic, Variable
+from tests.dense_reference import reference_solve, relative_error
+
+
+def _objective(batch: tuple = (), seed: int = 0) -> FactorGraph:
+    """Five 2-d variables: SPD priors and couplings along a chain."""
+    rng = np.random.default_rng(seed)
+    g = FactorGraph()
+    for k in range(5):
+        g.add_variable(Variable(k, 2))
+        B = rng.normal(size=batch + (2, 2))
+        g.add(Quadratic([k], B @ np.swapaxes(B, -1, -2) + np.eye(2), rng.normal(size=batch + (2,))))
+    for k in range(4):
+        B = rng.normal(size=(2, 4))
+        g.add(Quadratic([k, k + 1], B.T @ B, rng.normal(size=4)))
+    return g
+
+
+def _constraints(rng, redundant: bool) -> list:
+    """A loop closure between the ends and a constraint on the middle; redundant: the closure twice more (a
+    copy and a scaled copy), which a substitution would find dependent."""
+    A0, A4, b = rng.normal(size=(2, 2)), rng.normal(size=(2, 2)), rng.normal(size=2)
+    out = [LinearEquality([0, 4], [A0, A4], b), LinearEquality([2], [rng.normal(size=(1, 2))], rng.normal(size=1))]
+    if redundant:
+        out += [LinearEquality([0, 4], [A0, A4], b), LinearEquality([0, 4], [3 * A0, 3 * A4], 3 * b)]
+    return out
+
+
+def _reference(graph: FactorGraph, constraints: list):
+    """The dense KKT solve (tests/dense_reference.py) of the graph with the constraints hard."""
+    hard = FactorGraph()
+    for var in graph.variables:
+        hard.add_variable(var)
+    for f in [*graph.factors, *constraints]:
+        hard.add(f)
+    return reference_solve(hard)
+
+
+@pytest.mark.parametrize("proximal", [False, True])
+@pytest.mark.parametrize("redundant", [False, True])
+@pytest.mark.parametrize("batch", [(), (3,)])
+def test_multiplier_loops_reach_the_constrained_solution(proximal, redundant, batch):
+    """The loop's values equal the dense KKT solve of the graph with its constraints hard, redundant ones
+    included, for every element; one factorization serves every iteration."""
+    graph, constraints = _objective(batch), _constraints(np.random.default_rng(1), redundant)
+    loop = AugmentedLagrangian(graph, constraints, mu=1e4, tol=1e-12, proximal=proximal)
+    plan = analyze(loop.graph, elimination.resolve_ordering(loop.graph, "min_fill"))
+    out = drive(plan, loop, max_iter=100)
+    assert out.converged.all() and out.factorizations == 1 and np.all(out.iterations > 1)
+    reference = _reference(graph, constraints)
+    assert reference.status == "unique"  # (the primal solution: redundant rows are consistent)
+    values = {k: plan.layout().value(out.X, k) for k in range(5)}
+    assert relative_error(values, reference.values) < 1e-9
+
+
+def test_a_loop_that_cannot_converge_says_so():
+    """Contradicting constraints (x_2 = 1 and x_2 = 2 along the same row): never done; the warning names the
+    driver and the residual it keeps."""
+    graph = _objective()
+    row = np.array([[1.0, 0.5]])
+    loop = AugmentedLagrangian(graph, [LinearEquality([2], [row], [1.0]), LinearEquality([2], [row], [2.0])],
+                               mu=1e3)
+    plan = analyze(loop.graph, elimination.resolve_ordering(loop.graph, "min_fill"))
+    with pytest.warns(NotConvergedWarning, match=r"method of multipliers, 2 constraints.*1 of 1 elements not done "
+                                                 r"after 20 solves \(largest measure [0-9.]+e-01"):
+        out = drive(plan, loop, max_iter=20)
+    assert not out.converged and out.iterations == 20
+
+
+def test_bad_parameters_are_named():
+    graph = _objective()
+    with pytest.raises(ValueError, match="mu must be a finite number > 0"):
+        AugmentedLagrangian(graph, [], mu=0.0)
+    with pytest.raises(TypeError, match="LinearEquality"):
+        AugmentedLagrangian(graph, [Quadratic([0], np.eye(2))])
+    loop = AugmentedLagrangian(graph, _constraints(np.random.default_rng(0), False))
+    with pytest.raises(ValueError, match="max_iter must be an int >= 1"):
+        drive(analyze(loop.graph, elimination.natural(loop.graph)), loop, max_iter=0)
+
+
+def test_gauss_newton_refactors_each_iteration_and_matches_scipy():
+    """Trilateration of two points from four anchors each (one term linking them), a batch of three
+    problems: the minimizer scipy.optimize.least_squares finds, a factorization per iteration."""
+    rng = np.random.default_rng(5)
+    anchors = np.array([[0.0, 0.0], [4.0, 0.0], [0.0, 4.0], [4.0, 4.0]])
+    truth = rng.uniform(1.0, 3.0, size=(3, 2))
+    measured = np.linalg.norm(truth[:, None, :] - anchors[None], axis=-1) + 0.05 * rng.normal(size=(3, 4))
+    terms = []
+    for a_index, a in enumerate(anchors):
+        def residual(p, a=a, a_index=a_index):
+            diff = p - a
+            dist = np.linalg.norm(diff, axis=-1, keepdims=True)
+            return dist - measured[:, a_index : a_index + 1], [(diff / dist)[..., None, :]]
+        terms.append((("p",), residual))
+    terms.append((("p", "q"), lambda p, q: (q - p - 0.5, [-np.broadcast_to(np.eye(2), p.shape[:-1] + (2, 2)),
+                                                           np.broadcast_to(np.eye(2), q.shape[:-1] + (2, 2))])))
+    gn = GaussNewton({"p": np.full((3, 2), 2.0), "q": np.full((3, 2), 2.5)}, terms, tol=1e-12)
+    plan = analyze(gn.graph, elimination.natural(gn.graph))
+    out = drive(plan, gn)
+    assert out.converged.all() and out.factorizations == int(out.iterations.max())
+    for e in range(3):
+        def stacked(z):
+            p, q = z[:2], z[2:]
+            return np.concatenate([np.linalg.norm(p - anchors, axis=-1) - measured[e], q - p - 0.5])
+        expected = least_squares(stacked, np.r_[2.0, 2.0, 2.5, 2.5], xtol=1e-15, ftol=1e-15, gtol=1e-15).x
+        assert np.allclose(np.r_[gn.x["p"][e], gn.x["q"][e]], expected, rtol=0, atol=1e-9)
