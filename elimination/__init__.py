@@ -23,7 +23,8 @@ from .numeric import element_graph, factorize
 from .compiled_factorization import compiled_elimination
 from .layout import FactorSlot, Layout
 from .arrays import ArrayFactorization, factorize_arrays
-from .driver import Advance, AugmentedLagrangian, Driven, Driver, GaussNewton, NotConvergedWarning, drive
+from .driver import (Advance, AugmentedLagrangian, Driven, Driver, GaussNewton, MultiplierRule, NotConvergedWarning,
+                     drive)
 from .numeric_rank import NumericHardRows
 from .ordering import (
     ORDERINGS,
@@ -78,6 +79,7 @@ __all__ = [
     "Driven",
     "Driver",
     "GaussNewton",
+    "MultiplierRule",
     "NotConvergedWarning",
     "FactorSlot",
     "Factorization",

@@ -144,6 +144,32 @@ def drive(plan, driver: Driver, max_iter: int = 50, refine: int = 1) -> Driven:
     return Driven(X, iterations, ~active, factorizations)
 
 
+@dataclass(frozen=True)
+class MultiplierRule:
+    """How a multiplier moves after a solve (000 eqs. 33, 42): ``lambda' = keep lambda + push mu (K x - k) + take
+    lambda_x``, ``lambda_x`` the solution's multiplier; eq. 33 (method of multipliers) is ``1, 1, 0``, eq. 42
+    (proximal point) ``0, 0, 1``.  One source for every loop that updates multipliers (:class:`AugmentedLagrangian`,
+    ``mechanics.policies``)."""
+
+    keep: float
+    push: float
+    take: float
+
+    def updated(self, lam: np.ndarray, residual: np.ndarray, mu: float, lam_x=None) -> np.ndarray:
+        """``lambda'`` (the terms whose coefficient is 0 left out: no ``0 * inf``, and no rounding they would add)."""
+        terms = []
+        if self.keep:
+            terms.append(self.keep * lam)
+        if self.push:
+            terms.append(self.push * mu * residual)
+        if self.take:
+            terms.append(self.take * lam_x)
+        return sum(terms[1:], terms[0]) if terms else np.zeros_like(residual)
+
+
+METHOD_OF_MULTIPLIERS, PROXIMAL_POINT = MultiplierRule(1.0, 1.0, 0.0), MultiplierRule(0.0, 0.0, 1.0)
+
+
 class AugmentedLagrangian:
     """000 Algorithm 3 (method of multipliers, eq. 25 / 33) or Algorithm 6 (proximal point, eq. 42) for a
     graph and equality constraints ``K x = k`` that may be redundant.
@@ -167,6 +193,9 @@ class AugmentedLagrangian:
         Constraint residual at which an element is done.
     proximal : bool
         Algorithm 6 instead of Algorithm 3.
+    rule : MultiplierRule, optional
+        Another update (default: eq. 33, or eq. 42 when ``proximal``), e.g. a damped proximal step
+        ``MultiplierRule(0.5, 0.0, 0.5)``.
 
     Attributes
     ----------
@@ -178,12 +207,16 @@ class AugmentedLagrangian:
     """
 
     def __init__(self, graph: FactorGraph, constraints: Sequence[LinearEquality], mu: float = 1e6,
-                 tol: float = 1e-10, proximal: bool = False):
+                 tol: float = 1e-10, proximal: bool = False, rule: MultiplierRule | None = None):
         if not (isinstance(mu, (int, float)) and np.isfinite(mu) and mu > 0):
             raise ValueError(f"AugmentedLagrangian: mu must be a finite number > 0, got {mu!r}")
         if any(not isinstance(c, LinearEquality) for c in constraints):
             raise TypeError("AugmentedLagrangian: constraints must be LinearEquality factors (K x = k)")
         self.mu, self.tol, self.proximal = float(mu), float(tol), bool(proximal)
+        self.rule = rule if rule is not None else PROXIMAL_POINT if proximal else METHOD_OF_MULTIPLIERS
+        if self.rule.take and not proximal:
+            raise ValueError("AugmentedLagrangian: a rule that takes the solution's multiplier needs proximal=True "
+                             "(the method of multipliers has no multiplier variable)")
         self.constraints = tuple(constraints)
         self.graph, self.moving = _penalized(graph, self.constraints, self.mu, self.proximal)
         self.lam = [np.zeros(np.broadcast_shapes(c.b.shape, *(a.shape[:-1] for a in c.A))) for c in self.constraints]
@@ -206,10 +239,8 @@ class AugmentedLagrangian:
         worst = np.zeros(X.shape[:-1])
         for j, (c, i) in enumerate(zip(self.constraints, self.moving)):
             residual = _product(layout, X, c) - c.b
-            if self.proximal:
-                new = layout.value(X, _multiplier(j))
-            else:
-                new = self.lam[j] + self.mu * residual
+            lam_x = layout.value(X, _multiplier(j)) if self.proximal else None
+            new = self.rule.updated(self.lam[j], residual, self.mu, lam_x)
             self.lam[j] = np.where(active[..., None], new, self.lam[j])
             layout.linear(Lin, i)[...] = self._moving_term(c, self.lam[j])
             scale = np.maximum(1.0, np.max(np.abs(c.b), axis=-1))

@@ -152,6 +152,34 @@ class Layout:
         """Variable key -> its value ``(..., dim)`` (views into ``X``), in the graph's key order."""
         return {key: self.value(X, key) for key in self.variables}
 
+    def set_matrices(self, Fw: np.ndarray, indices, M: np.ndarray) -> None:
+        """Write the matrices ``M (*batch, k, rows, n)`` of the ``k`` factors ``indices`` (one shape) into ``Fw``:
+        a factor type's numbers evaluated together, written in one store (a slice where the factors sit side by
+        side, as factors of one shape added together do)."""
+        places, shape = self._places(indices, "matrix")
+        Fw[..., places] = _flat(M, shape, "set_matrices")
+
+    def set_linear(self, Lin: np.ndarray, indices, v: np.ndarray) -> None:
+        """Write the linear terms ``v (..., k, rows)`` of the ``k`` factors ``indices`` (one shape) into ``Lin``."""
+        places, shape = self._places(indices, "linear")
+        Lin[..., places] = _flat(v, shape, "set_linear")
+
+    def _places(self, indices, what: str) -> tuple:
+        """``(places, shape)``: the floats of the factors ``indices``' matrices or linear terms, in order (a
+        slice where they are side by side, else an index array), and the shape of what goes there."""
+        slots = [self._slot(int(i)) for i in np.asarray(indices).ravel()]
+        shapes = {(s.hard, s.rows, s.n) for s in slots}
+        if len(shapes) != 1:
+            raise ValueError(f"Layout: the factors written together must have one shape (hard, rows, n), got "
+                             f"{sorted(shapes)}")
+        rows, n = slots[0].rows, slots[0].n
+        shape = (len(slots), rows, n) if what == "matrix" else (len(slots), rows)
+        size = int(np.prod(shape[1:]))
+        starts = np.array([getattr(s, what) for s in slots], dtype=np.int64)
+        if np.all(np.diff(starts) == size):
+            return slice(int(starts[0]), int(starts[0]) + size * len(starts)), shape
+        return (starts[:, None] + np.arange(size)).ravel(), shape
+
     def fill(self, graph) -> tuple:
         """``(Fw, Lin)``: a :class:`~factorgraph.FactorGraph` of this structure in the workspaces,
         ``Fw (*batch, factor_size)`` over its matrices' batch, ``Lin (*batch', linear_size)`` over the batch
@@ -174,6 +202,14 @@ class Layout:
     def __repr__(self) -> str:
         return (f"Layout({len(self.factors)} factors, {len(self.variables)} variables; floats per element: "
                 f"factor {self.factor_size}, linear {self.linear_size}, values {self.value_size})")
+
+
+def _flat(a: np.ndarray, shape: tuple, what: str) -> np.ndarray:
+    """``a (..., *shape)`` with its trailing ``shape`` flattened; a clear error where it has another shape."""
+    a = np.asarray(a, dtype=float)
+    if a.shape[a.ndim - len(shape):] != shape:
+        raise ValueError(f"Layout.{what}: expected an array (..., {', '.join(map(str, shape))}), got {a.shape}")
+    return a.reshape(a.shape[: a.ndim - len(shape)] + (-1,))
 
 
 def _view(a: np.ndarray, offset: int, shape: tuple, size: int, what: str) -> np.ndarray:

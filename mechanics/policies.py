@@ -33,6 +33,7 @@ from typing import Callable, ClassVar
 
 import numpy as np
 
+from elimination.driver import MultiplierRule
 from factorgraph import LeastSquares, Quadratic, Variable
 
 from .keys import LinkAcceleration, LoopTerm, Multiplier, Penalty, ProximalPrior
@@ -138,14 +139,9 @@ class ConstraintPolicy:
     def update(self, lam: np.ndarray, x: dict, residual: np.ndarray, mu: float, constraint: str) -> np.ndarray:
         """``lambda`` after a solve with solution ``x`` and constraint residual ``K a - k``:
         ``keep lambda + push mu_s residual + take lambda_x`` (the terms whose coefficient is 0 left out)."""
-        n, terms = self.numbers, []
-        if n.keep:
-            terms.append(n.keep * lam)
-        if n.push:
-            terms.append(n.push * self.stiffness(mu) * residual)
-        if n.take:
-            terms.append(n.take * x[Multiplier(constraint)])
-        return sum(terms[1:], terms[0]) if terms else np.zeros_like(residual)
+        n = self.numbers
+        lam_x = x[Multiplier(constraint)] if n.take else None
+        return MultiplierRule(n.keep, n.push, n.take).updated(lam, residual, self.stiffness(mu), lam_x)
 
     def lowered(self) -> str:
         """Why the compiled kernels cannot run this policy from its numbers ("" when they can): its

@@ -185,3 +185,29 @@ def test_the_layout_is_structure_only_and_pickles():
     slot = layout.factors[-1]
     assert slot.hard and slot.keys == (0, 4) and (slot.rows, slot.n) == (1, 4)
     assert "5 variables" in repr(layout)
+
+
+def test_a_factor_type_is_written_in_one_store():
+    """set_matrices / set_linear of the chain's priors (side by side: a slice) and of its couplings in reverse
+    order (an index array) equal the views written one by one."""
+    graph = _chain(hard=False)
+    layout = analyze(graph, elimination.resolve_ordering(graph, "min_fill")).layout()
+    rng = np.random.default_rng(4)
+    priors, couplings = [0, 1, 2, 3, 4], [8, 7, 6, 5]
+    M1, M2 = rng.normal(size=(3, 5, 2, 2)), rng.normal(size=(3, 4, 4, 4))
+    v1 = rng.normal(size=(3, 5, 2))
+    one, each = layout.factor_workspace((3,)), layout.factor_workspace((3,))
+    Lone, Leach = layout.linear_workspace((3,)), layout.linear_workspace((3,))
+    layout.set_matrices(one, priors, M1)
+    layout.set_matrices(one, couplings, M2)
+    layout.set_linear(Lone, priors, v1)
+    for j, i in enumerate(priors):
+        layout.matrix(each, i)[...] = M1[:, j]
+        layout.linear(Leach, i)[...] = v1[:, j]
+    for j, i in enumerate(couplings):
+        layout.matrix(each, i)[...] = M2[:, j]
+    assert np.array_equal(one, each) and np.array_equal(Lone, Leach)
+    with pytest.raises(ValueError, match="one shape"):
+        layout.set_matrices(one, [0, 5], M2[:, :2])
+    with pytest.raises(ValueError, match=r"expected an array \(\.\.\., 5, 2, 2\)"):
+        layout.set_matrices(one, priors, M2)

@@ -62,6 +62,22 @@ def test_multiplier_loops_reach_the_constrained_solution(proximal, redundant, ba
     assert relative_error(values, reference.values) < 1e-9
 
 
+def test_a_damped_proximal_rule_converges_to_the_same_solution():
+    """A user's rule (half the old multiplier, half the solution's): more iterations, the same answer."""
+    graph, constraints = _objective(), _constraints(np.random.default_rng(2), True)
+    runs = {}
+    for name, rule in (("eq. 42", None), ("damped", elimination.MultiplierRule(0.5, 0.0, 0.5))):
+        loop = AugmentedLagrangian(graph, constraints, mu=1e3, tol=1e-12, proximal=True, rule=rule)
+        plan = analyze(loop.graph, elimination.resolve_ordering(loop.graph, "min_fill"))
+        out = drive(plan, loop, max_iter=200)
+        assert out.converged
+        runs[name] = ({k: plan.layout().value(out.X, k) for k in range(5)}, int(out.iterations))
+    assert runs["damped"][1] > runs["eq. 42"][1]
+    assert relative_error(runs["damped"][0], _reference(graph, constraints).values) < 1e-9
+    with pytest.raises(ValueError, match="needs proximal=True"):
+        AugmentedLagrangian(graph, constraints, rule=elimination.MultiplierRule(0.0, 0.0, 1.0))
+
+
 def test_a_loop_that_cannot_converge_says_so():
     """Contradicting constraints (x_2 = 1 and x_2 = 2 along the same row): never done; the warning names the
     driver and the residual it keeps."""
