@@ -24,7 +24,8 @@ from .numeric import SCALE_FLOOR
 from .program import F
 
 
-def factorize_arrays(layout, Fw: np.ndarray, floor_rtol: float = SCALE_FLOOR) -> "ArrayFactorization":
+def factorize_arrays(layout, Fw: np.ndarray, floor_rtol: float = SCALE_FLOOR,
+                     backend: str = "numba") -> "ArrayFactorization":
     """Factorize the factor workspace ``Fw (*batch, factor_size)`` along ``layout``'s program.
 
     Parameters
@@ -37,6 +38,10 @@ def factorize_arrays(layout, Fw: np.ndarray, floor_rtol: float = SCALE_FLOOR) ->
     floor_rtol : float
         Diagonal magnitudes below this fraction of the batch's largest count as zero information
         (:data:`elimination.numeric.SCALE_FLOOR`, as :func:`elimination.factorize`).
+    backend : {"numba", "numpy"}
+        The compiled executor (:mod:`elimination.compiled`, the layout's program), or the numpy reference
+        (:mod:`elimination.reference`: the unfused program, every step by the numpy rule, a batch at once).
+        The two agree to round-off.
 
     Returns
     -------
@@ -78,12 +83,47 @@ def factorize_arrays(layout, Fw: np.ndarray, floor_rtol: float = SCALE_FLOOR) ->
     for group in program.groups:
         block = W[:, group.start : group.start + len(group.members) * group.rows * group.n]
         largest = max(largest, group_scales(W, group, block.reshape(-1, len(group.members), group.rows, group.n)))
-    C, ratio, weak, failed = run_factorize(program, W, floor_rtol * largest)
-    if np.any(failed != -1):
-        raise _refused(program.plan, failed, batch)
+    if backend == "numpy":
+        executor = _Reference(program.plan.lowered(fuse=False), W, floor_rtol * largest)
+    elif backend == "numba":
+        executor = _Compiled(program, W, floor_rtol * largest, batch)
+    else:
+        raise ValueError(f"factorize_arrays: backend must be 'numba' or 'numpy', got {backend!r}")
+    ratio, weak = executor.ratio, executor.weak
     worst = int(np.argmin(ratio)) if ratio.size else 0
     weakest = program.plan.steps[weak[worst]] if ratio.size and weak[worst] >= 0 else None
-    return ArrayFactorization(layout, W, C, batch, ratio.reshape(batch), weakest)
+    return ArrayFactorization(layout, W, executor, batch, ratio.reshape(batch), weakest)
+
+
+class _Compiled:
+    """The compiled executor's factorization (:mod:`elimination.compiled`): conditionals one row per element."""
+
+    def __init__(self, program, W: np.ndarray, floor: float, batch: tuple):
+        self.program = program
+        self.C, self.ratio, self.weak, failed = run_factorize(program, W, floor)
+        if np.any(failed != -1):
+            raise _refused(program.plan, failed, batch)
+
+    def solve(self, L: np.ndarray, magnitude: np.ndarray | None) -> tuple:
+        return run_solve(self.program, self.C, L, magnitude)
+
+
+class _Reference:
+    """The numpy reference's factorization (:mod:`elimination.reference`) of the unfused ``program``, in a
+    workspace of its size (the graph's matrices and scales copied: they lead both layouts)."""
+
+    def __init__(self, program, W: np.ndarray, floor: float):
+        from . import reference
+
+        self.program, self.reference = program, reference
+        graph = max((g.scales + len(g.members) * g.rows for g in program.groups), default=0)
+        own = np.zeros((W.shape[0], program.factor_size))
+        own[:, :graph] = W[:, :graph]
+        self.conditionals, self.ratio, self.weak = reference.factorize(program, own, floor)
+        self.elements = W.shape[0]
+
+    def solve(self, L: np.ndarray, magnitude: np.ndarray | None) -> tuple:
+        return self.reference.solve(self.program, self.conditionals, L, magnitude, self.elements)
 
 
 class ArrayFactorization:
@@ -103,10 +143,10 @@ class ArrayFactorization:
         What the last :meth:`solve` did.
     """
 
-    def __init__(self, layout: Layout, W: np.ndarray, C: np.ndarray, batch: tuple, pivot_ratio: np.ndarray,
+    def __init__(self, layout: Layout, W: np.ndarray, executor, batch: tuple, pivot_ratio: np.ndarray,
                  weakest_step):
         self.layout, self.batch_shape = layout, tuple(batch)
-        self._W, self._C = W, C  # the matrices (residuals read them) and the conditionals, one row per element
+        self._W, self._executor = W, executor  # the matrices (residuals read them); the executor's conditionals
         self.pivot_ratio, self.weakest_step = pivot_ratio, weakest_step
         self.last_solve = None
 
@@ -166,7 +206,7 @@ class ArrayFactorization:
         self.last_solve.sweeps += 1
         program = self.layout.program
         magnitude = _hard_magnitude(program, L) if check and program.dropped_size else None
-        X, dropped = run_solve(program, self._C, L, magnitude)
+        X, dropped = self._executor.solve(L, magnitude)
         if magnitude is not None:
             self._check_dropped(dropped)
         return X
@@ -196,7 +236,7 @@ class ArrayFactorization:
 
     def _check_dropped(self, dropped: np.ndarray) -> None:
         """The rows the program dropped read ``0 = residual``: checked against the right-hand sides' sizes."""
-        program, plan = self.layout.program, self.layout.program.plan
+        program, plan = self._executor.program, self.layout.program.plan
         rows = program.steps
         for st in np.flatnonzero(rows[:, F["d"]]):
             step, d, off = plan.steps[st], int(rows[st, F["d"]]), int(rows[st, F["drop"]])

@@ -14,6 +14,8 @@ maps, numpy arrays that pickle -- and an inspectable value: instruction
 counts, workspace sizes, flops.  :mod:`elimination.compiled` runs it one
 element at a time, :mod:`elimination.lanes` sixteen side by side; each
 dispatches on the ``op`` column and decides nothing from structure itself.
+:mod:`elimination.reference`, the numpy reference, runs the program lowered
+without pairs (``fuse=False``), every step as its ``FRONT``, a batch at once.
 
 The instructions (:class:`Op`): every step of a complete plan lowers to a
 ``FRONT`` (gather, substitute the hard rows through a declared ``+-I`` block
@@ -281,8 +283,12 @@ def _square(offset: int, n: int, pos: np.ndarray, size: int):
     return offset + (rows * n + cols).ravel(), (pos[rows] * size + pos[cols]).ravel()
 
 
-def lower(plan: Plan) -> Program:
+def lower(plan: Plan, fuse: bool = True) -> Program:
     """Lower ``plan`` to a :class:`Program` (structure only: call once per plan).
+
+    ``fuse=False`` lowers every step alone (no pair instructions, every generated factor written out): the
+    program of an executor without pair kernels that ignores the ``start`` / ``keep`` marks, the numpy
+    reference (:mod:`elimination.reference`).
 
     Examples
     --------
@@ -315,7 +321,7 @@ def lower(plan: Plan) -> Program:
         sizes[space] += n
         return start
 
-    kinds, trees = _pairs(plan.steps, factors, n_graph, dims)
+    kinds, trees = _pairs(plan.steps, factors, n_graph, dims) if fuse else ([0] * len(plan.steps), [None] * len(plan.steps))
     for k, step in enumerate(plan.steps):
         # a wide pair's joint half starts from the front its link half left: their factor never exists
         between = plan.steps[k - 1].new_quadratic if kinds[k] == _WIDE_JOINT else None

@@ -204,13 +204,15 @@ class Plan:
     numeric_ranks: bool = False
     programs: dict = field(default_factory=dict, compare=False, repr=False)
 
-    def lowered(self):
-        """This plan's :class:`~elimination.program.Program` (lowered once, then kept here)."""
-        if "program" not in self.programs:
+    def lowered(self, fuse: bool = True):
+        """This plan's :class:`~elimination.program.Program` (lowered once, then kept here); ``fuse=False``:
+        every step alone (:func:`~elimination.program.lower`)."""
+        name = "program" if fuse else "unfused program"
+        if name not in self.programs:
             from .program import lower
 
-            self.programs["program"] = lower(self)
-        return self.programs["program"]
+            self.programs[name] = lower(self, fuse)
+        return self.programs[name]
 
     def layout(self):
         """Where a graph's numbers sit in this plan's workspaces: its :class:`~elimination.layout.Layout`

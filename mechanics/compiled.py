@@ -128,8 +128,6 @@ class CompiledDynamics:
         self.soft = any(p.numbers.test == HOLDS for p in layout.policies.values())
         # a batch of a program of tree pairs runs LANES states at a time (lanes_kernel), bit for bit as one by one
         self.lanes = lanes_pairs.covers_pairs(program)
-        self.lane_floats = self.lane_ints = self.lane_own = None
-        self.states_run = {"lanes": 0, "one_by_one": 0}
         self.refill, self.patience = REFILL, PATIENCE
         hard = np.concatenate([np.full(c.dim, layout.policies[c.name].numbers.test == EXACT)
                                for c in mechanism.constraints] or [np.zeros(0, bool)])
@@ -141,17 +139,26 @@ class CompiledDynamics:
         self.no_forces = np.zeros((1, mechanism.constraint_dim))
         self.width = self.columns["hard_k"] + 1
         self.link_count = len(mechanism.links)
-        # the kernel's workspace, kept: numba holds the GIL, so no two calls share it at once
         self.parts = _workspace_parts(mechanism, self.constraints, program)
-        self.floats = np.zeros(self.parts[-1])
-        self.ints = np.zeros(factorize_scratch_size(int(self.sizes[6]))[1], dtype=np.int64)
         # every table in two flat arrays (the order dynamics_kernel unpacks them in): two arguments, not 48
         self.tables = (*packed([*self.factorize_maps, *self.solve_maps[1:], self.model[0], *self.constraints[:3],
                                 self.factors, self.scope, self.drops, self.sizes, self.unit, self.parts]),
                        *packed([*self.model[1:], *self.general, self.constraints[3]]))
+        # the kernel's workspaces, kept: numba holds the GIL, so no two calls share them at once
+        self.data = self.make_data()
+
+    def make_data(self) -> "DynamicsData":
+        """Fresh workspaces for :meth:`run` (:class:`DynamicsData`; one per thread or process that runs
+        this model at once)."""
+        return DynamicsData(self)
+
+    @property
+    def states_run(self) -> dict:
+        """The default workspaces' :attr:`DynamicsData.states_run`."""
+        return self.data.states_run
 
     def run(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, forces0: np.ndarray, mu: float, tol: float,
-            max_iter: int, refine: int) -> tuple:
+            max_iter: int, refine: int, data: "DynamicsData | None" = None) -> tuple:
         """Every state of ``q (B, nq)``, ``v, tau (B, nv)``, warm start ``forces0 (B, m)`` (Pinocchio's sign),
         as they come: the kernel checks them (finite, unit parts of ``q``) and normalises ``q``'s unit parts.
 
@@ -160,9 +167,9 @@ class CompiledDynamics:
         (``max |residual|``), ``hard_worst`` and ``hard_k`` (``max |residual|`` and ``max |k|`` over the rows
         under the ``hard`` policy, 0 without) -- and ``flags (B, 3)``: iterations, converged, status (``OK``;
         ``FALLBACK`` where the numpy path must answer; ``BAD_INPUT`` where :func:`mechanics.checks.check_state`
-        refuses).
+        refuses).  ``data``: the workspaces to run in (:meth:`make_data`; default: :attr:`data`).
         """
-        B, mech = q.shape[0], self.mechanism
+        B, mech, data = q.shape[0], self.mechanism, self.data if data is None else data
         if not (v.shape[0] == tau.shape[0] == forces0.shape[0] == B and q.shape[1] == mech.nq
                 and v.shape[1] == tau.shape[1] == mech.nv and forces0.shape[1] == mech.constraint_dim):
             raise ValueError(f"CompiledDynamics.run: shapes q {q.shape}, v {v.shape}, tau {tau.shape}, forces0 "
@@ -170,32 +177,28 @@ class CompiledDynamics:
         if self.lanes and B >= LANES and (refine == 0 and not self.iterating or self.iterating and not self.soft):
             # (where the iterations would run on a lane's columns, strided -- soft rows' iterations, or refined
             # first solves without re-solves -- state by state is faster: benchmarks/README.md)
-            return self._run_lanes(q, v, tau, forces0, mu, tol, max_iter, refine)
-        return self._run_states(q, v, tau, forces0, mu, tol, max_iter, refine)
+            return self._run_lanes(q, v, tau, forces0, mu, tol, max_iter, refine, data)
+        return self._run_states(q, v, tau, forces0, mu, tol, max_iter, refine, data)
 
-    def _run_lanes(self, q, v, tau, forces0, mu, tol, max_iter, refine) -> tuple:
+    def _run_lanes(self, q, v, tau, forces0, mu, tol, max_iter, refine, data) -> tuple:
         """:meth:`run` of a program of tree pairs ``LANES`` states at a time (:func:`lanes_kernel`)."""
         # (3-5 minutes on a 2-core machine: sixteen lanes of every kernel it inlines)
         announce_first_compile(compiled_lanes.__file__, "the dynamics kernel for batches side by side", "lanes_kernel",
                                "a few minutes")
-        if self.lane_floats is None:  # made at the first batch: zeroed once, as the state's workspace
-            floats, ints, own = _lane_sizes(self.program, self.constraints, self.mechanism)
-            self.lane_floats = aligned_zeros(floats)
-            self.lane_ints, self.lane_own = np.zeros(ints, np.int64), np.zeros(own)
+        lane_floats, lane_ints, lane_own = data.lanes(self)
         out, flags = np.empty((q.shape[0], self.width)), np.empty((q.shape[0], 3), dtype=np.int64)
-        self.states_run["lanes"] += q.shape[0]
+        data.states_run["lanes"] += q.shape[0]
         lanes_kernel(*self.tables, q, v, tau, forces0, float(mu), float(tol), int(max_iter), int(refine), self.iterating,
-                     self.refill, self.patience, self.floats, self.ints, self.lane_floats, self.lane_ints,
-                     self.lane_own, out, flags)
+                     self.refill, self.patience, data.floats, data.ints, lane_floats, lane_ints, lane_own, out, flags)
         return out, flags
 
-    def _run_states(self, q, v, tau, forces0, mu, tol, max_iter, refine) -> tuple:
+    def _run_states(self, q, v, tau, forces0, mu, tol, max_iter, refine, data) -> tuple:
         """:meth:`run` state by state (:func:`dynamics_kernel`)."""
         announce_first_compile(compiled_iterations.__file__, "the dynamics kernel", "dynamics_kernel")
         out, flags = np.empty((q.shape[0], self.width)), np.empty((q.shape[0], 3), dtype=np.int64)
-        self.states_run["one_by_one"] += q.shape[0]
+        data.states_run["one_by_one"] += q.shape[0]
         dynamics_kernel(*self.tables, q, v, tau, forces0, float(mu), float(tol), int(max_iter), int(refine),
-                        self.iterating, self.floats, self.ints, out, flags)
+                        self.iterating, data.floats, data.ints, out, flags)
         return out, flags
 
     def run_one(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, mu: float, tol: float, max_iter: int,
@@ -205,8 +208,37 @@ class CompiledDynamics:
         the checks and reshapes of a batch (they were a third of a small robot's call)."""
         out, flags = np.empty((1, self.width)), np.empty((1, 3), dtype=np.int64)
         announce_first_compile(compiled_iterations.__file__, "the dynamics kernel", "dynamics_kernel")
-        self.states_run["one_by_one"] += 1
+        data = self.data
+        data.states_run["one_by_one"] += 1
         # the settings' types fixed here: an int mu would make numba compile the kernel once more
         dynamics_kernel(*self.tables, q[None], v[None], tau[None], self.no_forces, float(mu), float(tol),
-                        int(max_iter), int(refine), self.iterating, self.floats, self.ints, out, flags)
+                        int(max_iter), int(refine), self.iterating, data.floats, data.ints, out, flags)
         return out[0], flags[0]
+
+
+class DynamicsData:
+    """The per-call workspaces of a :class:`CompiledDynamics` (its model data: the tables, never written), as
+    Pinocchio's ``Data`` beside its ``Model``: the kernels' float and integer workspaces (the parts
+    :func:`~mechanics.compiled_tables._workspace_parts` lists: kinematics, the program's factor workspace,
+    conditionals, linear terms ...), the lane kernel's made at the first batch that runs in lanes.
+
+    Attributes
+    ----------
+    floats, ints : ndarray
+        The per-state kernel's workspaces (``parts[i] : parts[i + 1]`` of ``floats``: part ``i``).
+    states_run : dict
+        States run in these workspaces: ``"lanes"`` and ``"one_by_one"`` (:class:`CompiledDynamics`).
+    """
+
+    def __init__(self, model: CompiledDynamics):
+        self.floats = np.zeros(model.parts[-1])
+        self.ints = np.zeros(factorize_scratch_size(int(model.sizes[6]))[1], dtype=np.int64)
+        self.states_run = {"lanes": 0, "one_by_one": 0}
+        self._lanes = None
+
+    def lanes(self, model: CompiledDynamics) -> tuple:
+        """``(floats, ints, own)``: the lane kernel's workspaces, made (zeroed) at the first call."""
+        if self._lanes is None:
+            floats, ints, own = _lane_sizes(model.program, model.constraints, model.mechanism)
+            self._lanes = (aligned_zeros(floats), np.zeros(ints, np.int64), np.zeros(own))
+        return self._lanes

@@ -69,7 +69,8 @@ def _chain(n: int = 5, hard: bool = True) -> FactorGraph:
     return g
 
 
-def test_many_right_hand_sides_solve_on_one_factorization():
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_many_right_hand_sides_solve_on_one_factorization(backend):
     """Lin (rhs, *batch, linear_size): every right-hand side's values equal the dense KKT solve of the graph
     with those linear terms; each equals its own solve bit for bit."""
     graph = _chain()
@@ -80,7 +81,7 @@ def test_many_right_hand_sides_solve_on_one_factorization():
     for slot in layout.factors[:5]:  # ... whose priors differ
         layout.matrix(Fw, slot.index)[1] *= 2.0
     Lin = rng.normal(size=(4, 2, layout.linear_size))  # four right-hand sides of each
-    fact = factorize_arrays(layout, Fw)
+    fact = factorize_arrays(layout, Fw, backend=backend)
     X = fact.solve(Lin)
     assert X.shape == (4, 2, layout.value_size) and fact.last_solve.refinements == 1
     for r in range(4):
@@ -108,7 +109,8 @@ def test_a_model_writes_its_numbers_through_the_layout_views():
         assert relative_error(layout.values(X[e]), reference.values) < 1e-12
 
 
-def test_a_suspect_factorization_is_verified_as_on_the_graph_path():
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_a_suspect_factorization_is_verified_as_on_the_graph_path(backend):
     """Pivots that lose most digits (a nearly singular prior): refinement goes on until it settles, the same
     steps as the graph path's, and the values agree with it."""
     g = FactorGraph()
@@ -119,14 +121,15 @@ def test_a_suspect_factorization_is_verified_as_on_the_graph_path():
     graph_fact = factorize(g, plan, backend="numba")
     assert np.all(graph_fact.suspect())
     expected = graph_fact.solve()
-    fact = factorize_arrays(plan, plan.layout().fill(g)[0])
+    fact = factorize_arrays(plan, plan.layout().fill(g)[0], backend=backend)
     X = fact.solve(plan.layout().fill(g)[1])
     assert fact.last_solve.verifications == graph_fact.last_solve.verifications > 0
     for key in "xy":
         assert plan.layout().value(X, key) == pytest.approx(expected[key], rel=1e-10)
 
 
-def test_dropped_rows_are_checked_for_consistency():
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_dropped_rows_are_checked_for_consistency(backend):
     """x = 1 twice: the plan drops a row; a second right-hand side that contradicts the first is named."""
     g = FactorGraph()
     g.add_variable(Variable("x", 1))
@@ -135,7 +138,7 @@ def test_dropped_rows_are_checked_for_consistency():
     second = g.add(LinearEquality(["x"], [[[2.0]]], [2.0]))
     layout = analyze(g, Ordering.from_keys(["x"])).layout()
     Fw, Lin = layout.fill(g)
-    fact = factorize_arrays(layout, Fw)
+    fact = factorize_arrays(layout, Fw, backend=backend)
     assert layout.value(fact.solve(Lin), "x") == pytest.approx([1.0])
     layout.linear(Lin, second)[...] = 3.0
     with pytest.raises(SingularProblemError, match=rf"factor {first} on \['x'\], factor {second} on \['x'\] are inconsistent"):
@@ -158,6 +161,8 @@ def test_bad_arrays_are_named():
             layout.matrix(singular, slot.index)[...] = 0.0
     with pytest.raises(SingularProblemError, match=r"eliminating \[0\]"):
         factorize_arrays(layout, singular)
+    with pytest.raises(ValueError, match="backend must be 'numba' or 'numpy', got 'gpu'"):
+        factorize_arrays(layout, Fw, backend="gpu")
     fact = factorize_arrays(layout, Fw)
     with pytest.raises(ValueError, match="Lin must be"):
         fact.solve(Lin[:-1])
@@ -211,3 +216,54 @@ def test_a_factor_type_is_written_in_one_store():
         layout.set_matrices(one, [0, 5], M2[:, :2])
     with pytest.raises(ValueError, match=r"expected an array \(\.\.\., 5, 2, 2\)"):
         layout.set_matrices(one, priors, M2)
+
+
+@settings(max_examples=40, deadline=None)
+@given(graph_specs(hard_multipliers=True))
+def test_the_numpy_reference_runs_the_program_as_the_kernels_do(spec):
+    """backend="numpy" (elimination.reference: the unfused program, every step by the numpy rule, the batch at
+    once) against the compiled kernels on the same workspaces: the same values to round-off, for every
+    ordering the heuristics pick, batches and three right-hand sides each."""
+    for batch in ((), (3,)):
+        graph = build_graph(spec, batch=batch)
+        assume(well_conditioned(graph))
+        for name in ("min_fill", "min_degree", "natural"):
+            plan = analyze(graph, elimination.resolve_ordering(graph, name))
+            layout = plan.layout()
+            Fw, Lin = layout.fill(graph)
+            Lin = np.stack([Lin, 2 * Lin, -Lin])
+            try:
+                compiled = factorize_arrays(layout, Fw).solve(Lin)
+            except SingularProblemError:
+                with pytest.raises(SingularProblemError):
+                    factorize_arrays(layout, Fw, backend="numpy").solve(Lin)
+                event("refused by both")
+                continue
+            event("compared")
+            reference = factorize_arrays(layout, Fw, backend="numpy").solve(Lin)
+            scale = np.max(np.abs(compiled), axis=-1, keepdims=True)
+            assert np.all(np.abs(reference - compiled) <= 1e-10 * np.maximum(scale, 1e-300)), name
+
+
+@pytest.mark.parametrize("algorithm", ["aba", "lcaba", "proxbbo", "pv", "proxltl"])
+def test_the_numpy_reference_on_fig4_under_each_algorithm(algorithm):
+    """fig4's GPLC graph at a batch of states: the pairs the compiled program fuses run unfused here; the
+    values agree with the compiled kernels' and with the dense KKT solve."""
+    import mechanics
+    from mechanics.gplc import gplc_graph
+    from tests.mechanics.random_mechanisms import random_state
+
+    mech = mechanics.models.fig4()
+    mech = mech.without_constraints() if algorithm == "aba" else mech
+    structure, plan = mechanics.algorithm_plan(mech, algorithm)
+    q, v, tau = random_state(mech, np.random.default_rng(3), (4,))
+    policy = {"aba": "prox", "lcaba": "alm", "proxbbo": "prox", "pv": "hard", "proxltl": "prox"}[algorithm]
+    graph = gplc_graph(mech, q, v, tau, policy=policy, mu=1e3)  # (alm's penalty at 1e6: KKT condition 5e10)
+    assert graph.structure() == structure
+    layout = plan.layout()
+    Fw, Lin = layout.fill(graph)
+    compiled, reference = (factorize_arrays(layout, Fw, backend=b).solve(Lin) for b in ("numba", "numpy"))
+    assert np.max(np.abs(reference - compiled)) <= 1e-10 * np.max(np.abs(compiled))
+    assert plan.lowered(fuse=False).instructions().keys() <= {"front", "pivot", "unit"}
+    dense = reference_solve(graph)
+    assert relative_error(layout.values(reference), dense.values) < 1e-8

@@ -166,7 +166,7 @@ def test_tree_factors_only_pair_kernels_read_are_filled_in_their_joint_columns_a
     trees = compiled.factors[compiled.factors[:, FKIND] == TREE]
     assert trees[:, JOINT_ONLY].all() if name != "proxltl" else not trees[:, JOINT_ONLY].any()
     clean = fused(q, v, tau)
-    Fw = compiled.floats[compiled.parts[12] : compiled.parts[13]]  # (the factor workspace: _workspace_parts)
+    Fw = compiled.data.floats[compiled.parts[12] : compiled.parts[13]]  # (the factor workspace: _workspace_parts)
     for state in range(3):
         Fw[...] = np.nan
         again = fused(q[state], v[state], tau[state])
@@ -184,7 +184,7 @@ def test_the_conditionals_hold_only_what_the_solves_read(name):
     fused = mechanics.prepare(mech, name, mu=1e6, refine=1, backend="numba")
     compiled = fused.compiled
     clean = fused(q, v, tau)
-    C = compiled.floats[compiled.parts[13] : compiled.parts[14]]  # (the conditionals: _workspace_parts)
+    C = compiled.data.floats[compiled.parts[13] : compiled.parts[14]]  # (the conditionals: _workspace_parts)
     for state in range(3):
         C[...] = np.nan
         again = fused(q[state], v[state], tau[state])
@@ -352,7 +352,7 @@ def _lanes_and_states(prepared, q, v, tau):
     """The batch in lanes (lanes_kernel, as :meth:`CompiledDynamics.run` runs a tree's) and state by state."""
     c, none = prepared.compiled, np.zeros((q.shape[0], prepared.mechanism.constraint_dim))
     settings = (prepared.mu, prepared.tol, prepared.max_iter, prepared.refine)
-    return c._run_lanes(q, v, tau, none, *settings), c._run_states(q, v, tau, none, *settings)
+    return c._run_lanes(q, v, tau, none, *settings, c.data), c._run_states(q, v, tau, none, *settings, c.data)
 
 
 @st.composite
@@ -575,7 +575,7 @@ def test_the_pair_kernels_in_lanes_are_the_per_element_kernels_lane_by_lane(mech
     Fw = np.zeros((program.factor_size, LANES))
     for w in range(LANES):  # each state's filled factors, from the per-state kernel's workspace
         prepared(q[w], v[w], tau[w])
-        Fw[:, w] = c.floats[c.parts[12]:c.parts[13]]
+        Fw[:, w] = c.data.floats[c.parts[12]:c.parts[13]]
     floor = 1e-12 * (1.0 + np.arange(LANES))[None, :]
     fmaps, smaps = factorize_maps(program), solve_maps(program)
     rows = np.zeros((lanes_pairs.pairs_scratch_rows(maxn), LANES))
@@ -598,3 +598,22 @@ def test_the_pair_kernels_in_lanes_are_the_per_element_kernels_lane_by_lane(mech
         solve_one(smaps, Cw, Lin[:, w].copy(), np.zeros(program.linear_size), np.zeros(program.cache_size), xw, dropped,
                   sscratch)
         assert np.array_equal(xw, X[:, w])
+
+
+@pytest.mark.parametrize("B", [3, LANES + 2])
+def test_the_model_tables_are_never_written_and_each_data_runs_alone(B):
+    """Model / data (Pinocchio's split): a run writes only the workspaces it is given -- the tables stay as
+    made, bit for bit -- and a second set of workspaces (make_data) gives the default's answer bit for bit,
+    counting its own states."""
+    mech = models.fig4()
+    prepared = mechanics.prepare(mech, "lcaba", mu=1e6, backend="numba")
+    model = prepared.compiled
+    tables = [a.copy() for a in model.tables]
+    q, v, tau = random_state(mech, np.random.default_rng(9), (B,))
+    forces0 = np.zeros((B, mech.constraint_dim))
+    out, flags = model.run(q, v, tau, forces0, 1e6, 1e-10, 50, 1)
+    mine = model.make_data()
+    again, again_flags = model.run(q, v, tau, forces0, 1e6, 1e-10, 50, 1, data=mine)
+    assert np.array_equal(out, again) and np.array_equal(flags, again_flags)
+    assert all(np.array_equal(a, b) for a, b in zip(tables, model.tables))
+    assert sum(mine.states_run.values()) == B == sum(model.states_run.values())
