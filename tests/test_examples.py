@@ -32,6 +32,7 @@ REFERENCES = {  # what each example prints its answer beside
     "kalman_smoother.py": r"dense solve's final state \[.*\], max difference",
     "lqr.py": r"solve_discrete_are's gain \[.*\], max difference",
     "pose_graph.py": r"the posterior covariance says \d",
+    "range_localization.py": r"scipy's least_squares on each run, max difference",
     "two_hands_cube.py": r"\|qdd - pinocchio\| \d",
 }
 
@@ -169,3 +170,30 @@ def test_two_hands_cube_redundancy():
     for result in out["results"].values():
         assert np.max(np.abs(result.qdd - ddq)) < 1e-8 * max(1, np.abs(ddq).max())
     assert out["refused"] is not None and "prox" in out["refused"]
+
+
+def test_range_localization_is_gauss_newton_on_one_plan():
+    """Each Gauss-Newton iteration factorizes the batch once, on one plan; the answer is a stationary point
+    of the whole cost (its gradient, by central differences of the summed squares, vanishes) and beats dead
+    reckoning on every run."""
+    module = load("range_localization")
+    out = module.main(steps=12, runs=3)
+    driven, p = out["driven"], out["problem"]
+    assert driven.converged.all() and driven.factorizations == int(driven.iterations.max()) > 2
+
+    def cost(path: np.ndarray, run: int) -> float:
+        prior = (path[0] - p["start"][run]) / module.SIGMA_PRIOR
+        odometry = (np.diff(path, axis=0) - p["u"][run]) / module.SIGMA_ODOMETRY
+        ranges = (np.linalg.norm(path[:, None] - module.BEACONS, axis=-1) - p["ranges"][run]) / module.SIGMA_RANGE
+        return 0.5 * (np.sum(prior**2) + np.sum(odometry**2) + np.sum(ranges**2))
+
+    for run in range(3):
+        path, h = out["path"][run], 1e-6
+        gradient = np.zeros(path.shape)
+        for index in np.ndindex(*path.shape):
+            step = np.zeros(path.shape)
+            step[index] = h
+            gradient[index] = (cost(path + step, run) - cost(path - step, run)) / (2 * h)
+        assert np.max(np.abs(gradient)) < 1e-3 * cost(path, run)
+        dead = module.dead_reckoning(p)[run]
+        assert np.max(np.abs(path - p["path"])) < np.max(np.abs(dead - p["path"]))
