@@ -79,7 +79,8 @@ class Driven:
     Attributes
     ----------
     X : ndarray, shape (*batch, value_size)
-        Each element's last values (:meth:`Layout.values` names them).
+        Each element's last solve (:meth:`Layout.values` names its values; where the driver solves for steps,
+        as :class:`GaussNewton`, the last step: the driver's state holds the answer).
     iterations : ndarray of int, shape batch
         Solves each element took.
     converged : ndarray of bool, shape batch
@@ -94,13 +95,13 @@ class Driven:
     factorizations: int
 
 
-def drive(plan, driver: Driver, max_iter: int = 50, refine: int = 1) -> Driven:
+def drive(plan, driver: Driver, max_iter: int = 50, refine: int = 1, backend: str = "numba") -> Driven:
     """Run ``driver``'s outer loop along ``plan`` (a Plan or its Layout) for at most ``max_iter`` solves.
 
     Each iteration solves (with ``refine`` refinement steps), then the driver advances the elements not done;
     the workspaces are factorized again only where the driver says its matrices moved.  Elements still not
     done after ``max_iter`` solves are reported by a :class:`NotConvergedWarning` naming the driver, how many
-    and the largest measure it saw.
+    and the largest measure it saw.  ``backend``: :func:`~elimination.arrays.factorize_arrays`'s.
 
     Examples
     --------
@@ -123,7 +124,7 @@ def drive(plan, driver: Driver, max_iter: int = 50, refine: int = 1) -> Driven:
         raise ValueError(f"drive: max_iter must be an int >= 1, got {max_iter!r}")
     Fw, Lin = driver.start(layout)
     batch = Fw.shape[:-1]
-    fact, factorizations = factorize_arrays(layout, Fw), 1
+    fact, factorizations = factorize_arrays(layout, Fw, backend=backend), 1
     active, iterations = np.ones(batch, dtype=bool), np.zeros(batch, dtype=int)
     X = None
     for _ in range(max_iter):
@@ -135,7 +136,7 @@ def drive(plan, driver: Driver, max_iter: int = 50, refine: int = 1) -> Driven:
         if not active.any():
             break
         if step.refactor:
-            fact, factorizations = factorize_arrays(layout, Fw), factorizations + 1
+            fact, factorizations = factorize_arrays(layout, Fw, backend=backend), factorizations + 1
     if active.any():
         worst = float(np.max(np.where(active, step.measure, 0.0)))
         warnings.warn(f"{driver!r}: {int(active.sum())} of {active.size} elements not done after {max_iter} solves "

@@ -103,7 +103,8 @@ def test_bad_parameters_are_named():
         drive(analyze(loop.graph, elimination.natural(loop.graph)), loop, max_iter=0)
 
 
-def test_gauss_newton_refactors_each_iteration_and_matches_scipy():
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_gauss_newton_refactors_each_iteration_and_matches_scipy(backend):
     """Trilateration of two points from four anchors each (one term linking them), a batch of three
     problems: the minimizer scipy.optimize.least_squares finds, a factorization per iteration."""
     rng = np.random.default_rng(5)
@@ -121,7 +122,7 @@ def test_gauss_newton_refactors_each_iteration_and_matches_scipy():
                                                            np.broadcast_to(np.eye(2), q.shape[:-1] + (2, 2))])))
     gn = GaussNewton({"p": np.full((3, 2), 2.0), "q": np.full((3, 2), 2.5)}, terms, tol=1e-12)
     plan = analyze(gn.graph, elimination.natural(gn.graph))
-    out = drive(plan, gn)
+    out = drive(plan, gn, backend=backend)
     assert out.converged.all() and out.factorizations == int(out.iterations.max())
     for e in range(3):
         def stacked(z):
