@@ -40,6 +40,7 @@ from .ordering import (
 )
 from .symbolic import Plan, Step, analyze
 from .library import amd, constrained_first, constrained_last, metis  # registers "amd", "metis" in ORDERINGS
+from .warmup import warmup
 
 
 def solve(graph, ordering="min_fill", refine: int = 1, backend: str = "auto") -> dict:
@@ -111,4 +112,5 @@ __all__ = [
     "natural",
     "resolve_ordering",
     "solve",
+    "warmup",
 ]

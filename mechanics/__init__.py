@@ -30,6 +30,7 @@ from .kinematics import constraint_terms, kinematics
 from .mechanism import GROUND, Connect, General, Link, Mechanism, Pose, Weld, at
 from .pinocchio_io import from_pinocchio, load_mjcf, load_robot, load_urdf, robot_names
 from .sdf import load_sdf
+from .warmup import warmup
 
 __all__ = [
     "__version__",
@@ -82,4 +83,5 @@ __all__ = [
     "models",
     "resolve_algorithm",
     "resolve_policies",
+    "warmup",
 ]

@@ -509,6 +509,24 @@ def run_scale(args) -> int:
     return 0
 
 
+def run_warmup(args) -> int:
+    import os
+    import time
+
+    import mechanics
+
+    def said(what: str, seconds: float) -> None:
+        print(f"  {what}: {seconds:.1f} s", flush=True)
+
+    start = time.perf_counter()
+    print("gaussgraph warmup: compiling the kernels that have no disk cache yet (loading the others)", flush=True)
+    mechanics.warmup(on_stage=said)
+    where = os.environ.get("NUMBA_CACHE_DIR") or "__pycache__ beside each module of elimination and mechanics"
+    print(f"done in {time.perf_counter() - start:.1f} s; cached in {where}.  A reinstall that rewrites the package's "
+          f"files compiles again (numba keys its cache on each file's time and size): run this once after installing.")
+    return 0
+
+
 CONTACT_HELP = ("fix a frame (or link) of the robot to the ground: a point contact (default) or a weld; repeat it, "
                 "e.g. --contact left_sole_link:weld --contact right_sole_link:weld")
 QUIET = ("-q", "--quiet")
@@ -574,10 +592,14 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--json", metavar="FILE", help="write the points (size, algorithm, flops, seconds) as JSON")
     s.add_argument(*QUIET, **QUIET_OPTIONS)
     s.set_defaults(run=run_scale)
+
+    w = sub.add_parser("warmup", help="compile every kernel ahead of time (after installing: containers, cluster "
+                       "images); numba keeps them on disk, in __pycache__ beside the package or under NUMBA_CACHE_DIR")
+    w.set_defaults(run=run_warmup)
     return top
 
 
-COMMANDS = ("compare", "list", "render", "scale")
+COMMANDS = ("compare", "list", "render", "scale", "warmup")
 
 
 def _unknown_command(word: str) -> str:

@@ -77,7 +77,7 @@ def test_list_and_scale(tmp_path):
         (("compare", "cycle:rungs=3"), "cycle has no parameter 'rungs'; its parameters: n"),
         (("render", "fig4", "--algorithm", "nope", "--out", "x"), "unknown algorithm 'nope'"),
         (("scale", "fig4", "--sizes", "a,b"), "scale needs|--sizes"),
-        (("lst",), r"unknown command 'lst' \(did you mean list\?\); choose from compare, list, render, scale"),
+        (("lst",), r"unknown command 'lst' \(did you mean list\?\); choose from compare, list, render, scale, warmup"),
         (("compare", "solo12", "--contact", "FL_FOT"), r"'solo12' has no frame or link 'FL_FOT'; did you mean FL_FOOT"),
         (("compare", "solo12", "--contact", "FL_FOOT:hinge"), r"--contact 'FL_FOOT:hinge': unknown contact kind "
                                                               r"'hinge' \(point \| weld\)$"),
@@ -457,3 +457,16 @@ def test_compare_and_scale_report_their_steps():
     assert [(s.size, s.phase) for s in sweep if s.phase in ("building", "done")] == [(7, "building"), (7, "done"),
                                                                                     (8, "building"), (8, "done")]
     assert "[###############...............] 1/2 n=7: done lcaba" in bar.getvalue()  # the library's own text bar
+
+
+def test_warmup_runs_every_stage_and_says_where_the_cache_is(capsys):
+    """`gaussgraph warmup`: each stage (engine one by one and in lanes, dynamics one by one and in lanes) is a
+    real call, named with its time; the last line says where numba keeps the cache and when to run it again."""
+    from viz.cli import main
+
+    assert main(["warmup"]) == 0
+    out = capsys.readouterr().out
+    for stage in ("elimination kernels, one element at a time", "elimination kernels, batches in lanes",
+                  "dynamics kernel, one state at a time", "dynamics kernel, batches of states in lanes"):
+        assert re.search(rf"  {stage}: \d+\.\d s", out), out
+    assert "__pycache__" in out and "reinstall" in out
