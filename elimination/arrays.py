@@ -17,7 +17,7 @@ import numpy as np
 
 from .compiled import group_scales, run_factorize, run_solve
 from .errors import SingularProblemError
-from .factorization import SolveWork, check_consistent, check_refine, relative_size, settle
+from .factorization import SolveWork, _change, check_consistent, check_refine, relative_size, settle
 from .gaussian import batch_note
 from .layout import Layout
 from .numeric import SCALE_FLOOR
@@ -187,7 +187,7 @@ class ArrayFactorization:
         if np.any(suspect):  # settle's values are dicts of (..., dim) arrays: here one, the whole values
             view = lambda A: {"x": A.reshape(lead + A.shape[-1:])}
             step = lambda values: tuple(view(A) for A in self._refined(values["x"].reshape(X.shape), L))
-            previous = np.inf if correction is None else _element_change(correction, X, lead)
+            previous = np.inf if correction is None else _change(view(correction), view(X))
             X = settle(step, view(X), suspect, self, previous=previous)["x"]
         return X.reshape(lead + (self.layout.value_size,))
 
@@ -296,9 +296,3 @@ def _columns(layout: Layout) -> list:
             np.array([np.concatenate([where[key] for key in layout.factors[i].keys]) for i in group.members])
             for group in program.groups]
     return program.derived["layout columns"]
-
-
-def _element_change(correction: np.ndarray, X: np.ndarray, lead: tuple) -> np.ndarray:
-    """``max |correction| / max |X|`` per element (shape ``lead``)."""
-    top = np.max(np.abs(X), axis=-1)
-    return (np.max(np.abs(correction), axis=-1) / np.maximum(top, np.finfo(float).tiny)).reshape(lead)
