@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .compiled import group_scales, run_factorize, run_solve
+from .compiled import group_scales, run_factorize, run_solve, started_error
 from .errors import SingularProblemError
-from .factorization import SolveWork, _change, check_consistent, check_refine, relative_size, settle
+from .factorization import WARM_RTOL, SolveWork, _change, check_consistent, check_refine, relative_size, settle
 from .gaussian import batch_note
 from .layout import Layout
 from .numeric import SCALE_FLOOR
@@ -159,14 +159,18 @@ class ArrayFactorization:
 
         return self.pivot_ratio < PIVOT_SUSPECT_RTOL
 
-    def solve(self, Lin: np.ndarray, refine: int = 1) -> np.ndarray:
+    def solve(self, Lin: np.ndarray, refine: int = 1, start: np.ndarray | None = None) -> np.ndarray:
         """The values ``X (*rhs, *batch, value_size)`` for the linear workspace ``Lin (*rhs, *batch,
         linear_size)`` (:meth:`Layout.linear`; read, not written).
 
         Leading axes of ``Lin`` beyond the matrices' batch are right-hand sides solved on the same
         factorization (columns of an inverse, a derivative's directions).  ``refine`` steps of iterative
         refinement follow (:meth:`elimination.Factorization.solve`); a suspect factorization is refined until
-        it settles, or refused.
+        it settles, or refused.  ``start`` (values of ``X``'s shape, a nearby problem's solution: an outer
+        loop's last iterate) makes the solve ``refine`` refinement steps from it -- one sweep instead of two
+        once the changes are small -- and one more where the last may leave an error above ``WARM_RTOL``, as
+        :meth:`elimination.Factorization.solve`'s ``start``; ignored where ``refine`` is 0 or the plan drops
+        dependent rows (their consistency is checked on a solve from scratch).
 
         Raises
         ------
@@ -178,18 +182,30 @@ class ArrayFactorization:
         """
         refine = check_refine(refine)
         lead, L = self._rows(Lin)
-        self.last_solve = SolveWork()
-        X = self._sweeps(L, check=True)
+        warm = start is not None and refine and not self.layout.program.dropped_size
+        self.last_solve = SolveWork(started=bool(warm))
+        X = self._started(start, L.shape[0]) if warm else self._sweeps(L, check=True)
         correction = None
         for _ in range(refine):
             X, correction = self._refined(X, L)
         suspect = np.broadcast_to(self.suspect(), lead)
+        if warm and not np.any(suspect) and started_error(self.last_solve.changes[-1],
+                                                           float(np.min(self.pivot_ratio))) > WARM_RTOL:
+            X, correction = self._refined(X, L)  # a change too large for one step
         if np.any(suspect):  # settle's values are dicts of (..., dim) arrays: here one, the whole values
             view = lambda A: {"x": A.reshape(lead + A.shape[-1:])}
             step = lambda values: tuple(view(A) for A in self._refined(values["x"].reshape(X.shape), L))
             previous = np.inf if correction is None else _change(view(correction), view(X))
             X = settle(step, view(X), suspect, self, previous=previous)["x"]
         return X.reshape(lead + (self.layout.value_size,))
+
+    def _started(self, start, rows: int) -> np.ndarray:
+        """``start`` as the values' rows ``(rows, value_size)`` (a copy: the refinement adds to it)."""
+        X = np.array(start, dtype=float)
+        if X.size != rows * self.layout.value_size:
+            raise ValueError(f"ArrayFactorization.solve: start must have the values' shape (..., "
+                             f"{self.layout.value_size}) of Lin's elements, got {X.shape}")
+        return X.reshape(rows, self.layout.value_size)
 
     def _rows(self, Lin) -> tuple:
         """``(lead, L (R * B, linear_size))``: ``Lin``'s leading shape and its rows, right-hand side major."""

@@ -99,7 +99,8 @@ def drive(plan, driver: Driver, max_iter: int = 50, refine: int = 1, backend: st
     """Run ``driver``'s outer loop along ``plan`` (a Plan or its Layout) for at most ``max_iter`` solves.
 
     Each iteration solves (with ``refine`` refinement steps), then the driver advances the elements not done;
-    the workspaces are factorized again only where the driver says its matrices moved.  Elements still not
+    the workspaces are factorized again only where the driver says its matrices moved, and where they did not
+    the next solve refines from the last iterate (:meth:`ArrayFactorization.solve`'s ``start``).  Elements still not
     done after ``max_iter`` solves are reported by a :class:`NotConvergedWarning` naming the driver, how many
     and the largest measure it saw.  ``backend``: :func:`~elimination.arrays.factorize_arrays`'s.
 
@@ -126,15 +127,16 @@ def drive(plan, driver: Driver, max_iter: int = 50, refine: int = 1, backend: st
     batch = Fw.shape[:-1]
     fact, factorizations = factorize_arrays(layout, Fw, backend=backend), 1
     active, iterations = np.ones(batch, dtype=bool), np.zeros(batch, dtype=int)
-    X = None
+    X, start = None, None
     for _ in range(max_iter):
-        new = fact.solve(Lin, refine)
+        new = fact.solve(Lin, refine, start=start)
         X = new if X is None else np.where(active[..., None], new, X)
         iterations += active
         step = driver.advance(layout, X, Fw, Lin, active)
         active = active & ~np.broadcast_to(step.done, batch)
         if not active.any():
             break
+        start = None if step.refactor else X  # the same matrices: refine from the last iterate (one sweep)
         if step.refactor:
             fact, factorizations = factorize_arrays(layout, Fw, backend=backend), factorizations + 1
     if active.any():

@@ -267,3 +267,35 @@ def test_the_numpy_reference_on_fig4_under_each_algorithm(algorithm):
     assert plan.lowered(fuse=False).instructions().keys() <= {"front", "pivot", "unit"}
     dense = reference_solve(graph)
     assert relative_error(layout.values(reference), dense.values) < 1e-8
+
+
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_a_solve_started_from_a_nearby_solution(backend):
+    """start=: refinement steps from given values (one sweep each), the values of a solve from scratch to
+    round-off; from the answer itself the step changes nothing beyond round-off; a plan that drops rows
+    ignores it (their consistency is checked on a solve from scratch)."""
+    graph = _chain()
+    layout = analyze(graph, elimination.resolve_ordering(graph, "min_fill")).layout()
+    Fw, Lin = layout.fill(graph)
+    fact = factorize_arrays(layout, Fw, backend=backend)
+    X = fact.solve(Lin)
+    moved = Lin.copy()
+    layout.linear(moved, 0)[...] += 1e-3
+    cold = fact.solve(moved)
+    warm = fact.solve(moved, start=X)
+    assert fact.last_solve.started and fact.last_solve.sweeps == fact.last_solve.refinements == 1
+    assert np.max(np.abs(warm - cold)) <= 1e-13 * np.max(np.abs(cold))
+    again = fact.solve(Lin, start=X)
+    assert np.max(np.abs(again - X)) <= 1e-14 * np.max(np.abs(X))
+    with pytest.raises(ValueError, match="start must have the values' shape"):
+        fact.solve(Lin, start=X[:-1])
+    g = FactorGraph()
+    g.add_variable(Variable("x", 1))
+    g.add(Quadratic(["x"], [[1.0]], [0.0]))
+    g.add(LinearEquality(["x"], [[[1.0]]], [1.0]))
+    g.add(LinearEquality(["x"], [[[2.0]]], [2.0]))
+    dropping = analyze(g, Ordering.from_keys(["x"])).layout()
+    Fw, Lin = dropping.fill(g)
+    fact = factorize_arrays(dropping, Fw, backend=backend)
+    fact.solve(Lin, start=np.zeros(dropping.value_size))
+    assert not fact.last_solve.started
