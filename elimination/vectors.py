@@ -38,12 +38,17 @@ _ZERO = ir.Constant(_VECTOR, [0.0] * WIDTH)  # (a row of zeros: a sum's start, a
 
 
 def _row(context, builder, array_type, array, row):
-    """Pointer to row ``row`` of a C-contiguous ``(rows, WIDTH)`` float64 array, as ``<WIDTH x double>*``."""
+    """Pointer to row ``row`` of a C-contiguous ``(rows, WIDTH)`` float64 array, as ``<WIDTH x double>*``.
+
+    The rows are ``WIDTH`` apart -- the compile-time width, not the array's run-time ``shape[1]``: an address
+    is an add, not a multiply by a loaded stride (a width-1 instance of the lane kernels ran 1.5x slower with
+    the multiply, at the scalar kernels' speed without: benchmarks/README.md).  So an operand must be a
+    C-contiguous 2-d array (refused when the kernel compiles, below) of ``WIDTH`` columns (every lane array
+    is made so: ``(entries, LANES)``)."""
+    if not (isinstance(array_type, types.Array) and array_type.ndim == 2 and array_type.layout == "C"):
+        raise TypeError(f"elimination.vectors: an operand must be a C-contiguous 2-d array of rows, got {array_type}")
     a = context.make_array(array_type)(context, builder, array)
-    zero = context.get_constant(types.intp, 0)
-    pointer = cgutils.get_item_pointer2(context, builder, data=a.data, shape=cgutils.unpack_tuple(builder, a.shape),
-                                        strides=cgutils.unpack_tuple(builder, a.strides), layout=array_type.layout,
-                                        inds=[row, zero], wraparound=False)
+    pointer = builder.gep(a.data, [builder.mul(row, context.get_constant(types.intp, WIDTH))], inbounds=True)
     return builder.bitcast(pointer, _VECTOR.as_pointer())
 
 
