@@ -18,7 +18,7 @@ import numpy as np
 from .compiled import group_scales, run_factorize, run_solve, started_error
 from .errors import SingularProblemError
 from .factorization import WARM_RTOL, SolveWork, _change, check_consistent, check_refine, relative_size, settle
-from .gaussian import batch_note
+from .gaussian import PIVOT_SUSPECT_RTOL, batch_note
 from .layout import Layout
 from .numeric import SCALE_FLOOR
 from .program import F
@@ -155,8 +155,6 @@ class ArrayFactorization:
 
     def suspect(self) -> np.ndarray:
         """Elements (shape ``batch``) whose smallest pivot is suspect: their solutions are verified."""
-        from .gaussian import PIVOT_SUSPECT_RTOL
-
         return self.pivot_ratio < PIVOT_SUSPECT_RTOL
 
     def solve(self, Lin: np.ndarray, refine: int = 1, start: np.ndarray | None = None) -> np.ndarray:
@@ -242,7 +240,7 @@ class ArrayFactorization:
         X2, L2 = X.reshape(-1, X.shape[-1]), Lin.reshape(-1, Lin.shape[-1])
         R = L2.shape[0] // B
         out = np.zeros_like(L2)
-        for group, columns in zip(program.groups, _columns(self.layout)):
+        for group, columns in zip(program.groups, self.layout.group_columns()):
             k, rows, n = len(group.members), group.rows, group.n
             M = self._W[:, group.start : group.start + k * rows * n].reshape(-1, k, rows, n)
             x = X2[:, columns].reshape(R, -1, k, n, 1)
@@ -301,14 +299,3 @@ def _hard_magnitude(program, L: np.ndarray) -> np.ndarray:
             part = slice(group.linear, group.linear + len(group.members) * group.rows)
             np.abs(L[:, part], out=M[:, part])
     return M
-
-
-def _columns(layout: Layout) -> list:
-    """Per factor group, ``(k, n)`` indices into the values of each member's columns (kept with the program)."""
-    program = layout.program
-    if "layout columns" not in program.derived:
-        where = {key: np.arange(off, off + dim) for key, (off, dim) in layout.variables.items()}
-        program.derived["layout columns"] = [
-            np.array([np.concatenate([where[key] for key in layout.factors[i].keys]) for i in group.members])
-            for group in program.groups]
-    return program.derived["layout columns"]

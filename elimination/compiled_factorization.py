@@ -131,7 +131,7 @@ class CompiledFactorization(Factorization):
     def _values(self, X: np.ndarray, full: tuple) -> dict:
         X = X.reshape(full + X.shape[-1:])
         values = {}
-        for keys, start, dim in _value_runs(self.program, self.graph):  # a run's views made by numpy, in C
+        for keys, start, dim in _value_runs(self.program):  # a run's views made by numpy, in C
             block = X[..., start : start + len(keys) * dim].reshape(full + (len(keys), dim))
             values.update(zip(keys, np.moveaxis(block, -2, 0)))
         return values
@@ -151,7 +151,7 @@ class CompiledFactorization(Factorization):
         Lin = self._own_linear[0]  # the graph's own terms (the solves write into copies)
         B = X.shape[0]
         Lres = np.zeros((B, program.linear_size))
-        groups = zip(program.groups, _residual_columns(program, self.graph), self._residual_groups)
+        groups = zip(program.groups, program.plan.layout().group_columns(), self._residual_groups)
         for group, columns, terms in groups:
             k, rows = len(group.members), group.rows
             x = X[:, columns][..., None]  # (B, k, n, 1)
@@ -178,19 +178,12 @@ class CompiledFactorization(Factorization):
         raise ValueError("a compiled factorization is of a complete plan; use backend='numpy' for partial plans")
 
 
-def _value_slices(program, graph) -> list:
-    """``(key, offset, dim)`` of every variable's value in the program's value layout (kept with the program)."""
-    if "values" not in program.derived:
-        program.derived["values"] = [(key, off, graph.variable(key).dim) for key, off in program.value_offset.items()]
-    return program.derived["values"]
-
-
-def _value_runs(program, graph) -> list:
+def _value_runs(program) -> list:
     """``(keys, start, dim)``: runs of consecutive variables of one dimension in the program's value layout
     (kept with the program), so that a solve's values are a few reshapes, not one slice per variable."""
     if "value runs" not in program.derived:
         runs = []
-        for key, off, dim in sorted(_value_slices(program, graph), key=lambda s: s[1]):
+        for key, (off, dim) in sorted(program.plan.layout().variables.items(), key=lambda item: item[1][0]):
             if runs and runs[-1][2] == dim and runs[-1][1] + len(runs[-1][0]) * dim == off:
                 runs[-1][0].append(key)
             else:
@@ -228,18 +221,6 @@ def _batch_rows(a: np.ndarray, full: tuple, core: int) -> np.ndarray:
     if batch != full:
         a = np.broadcast_to(a, full + a.shape[a.ndim - core :])
     return a.reshape((-1,) + a.shape[len(full) :])
-
-
-def _residual_columns(program, graph) -> list:
-    """Per factor group of ``program``, ``(k, n)`` indices into the value layout of each member's columns
-    (its keys in order, as its matrix: the plan's structure), kept with the program."""
-    if "residual columns" not in program.derived:
-        where = {key: np.arange(off, off + dim) for key, off, dim in _value_slices(program, graph)}
-        factors = program.plan.factors
-        program.derived["residual columns"] = [
-            np.array([np.concatenate([where[key] for key in factors[i].keys]) for i in group.members])
-            for group in program.groups]
-    return program.derived["residual columns"]
 
 
 def _linear_workspace(program, lin_g: dict, lin_b: dict, batch: tuple):

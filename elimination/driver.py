@@ -27,6 +27,7 @@ from typing import Callable, Hashable, Protocol, Sequence
 import numpy as np
 
 from factorgraph import FactorGraph, LinearEquality, Quadratic, Variable
+from factorgraph.factors import concat_last
 
 from .arrays import factorize_arrays
 from .layout import Layout
@@ -254,7 +255,7 @@ class AugmentedLagrangian:
         """The moving factor's linear term: ``k - lambda_k / mu`` (proximal), else ``K'(mu k - lambda)``."""
         if self.proximal:
             return np.broadcast_to(c.b - lam / self.mu, lam.shape)
-        K = np.concatenate(np.broadcast_arrays(*c.A), axis=-1) if len(c.A) > 1 else c.A[0]
+        K = concat_last(c.A, 2)
         return (np.swapaxes(K, -1, -2) @ (self.mu * c.b - lam)[..., None])[..., 0]
 
 
@@ -272,7 +273,7 @@ def _penalized(graph: FactorGraph, constraints: tuple, mu: float, proximal: bool
         out.add(f)
     moving = []
     for j, c in enumerate(constraints):
-        K = np.concatenate(np.broadcast_arrays(*c.A), axis=-1) if len(c.A) > 1 else c.A[0]
+        K = concat_last(c.A, 2)
         if proximal:  # lambda' (K x) on the scope and the multiplier, and the proximal prior, whose g moves
             out.add_variable(Variable(_multiplier(j), c.rows, role="max"))
             n = K.shape[-1]
@@ -349,7 +350,7 @@ class GaussNewton:
         """Each term's ``J'J`` and ``-J'r`` at the current values, into its factor's places."""
         for i, (keys, function) in enumerate(self.terms):
             r, jacobians = function(*(self.x[k] for k in keys))
-            J = np.concatenate(np.broadcast_arrays(*jacobians), axis=-1)
+            J = concat_last([np.asarray(j, dtype=float) for j in jacobians], 2)
             JT = np.swapaxes(J, -1, -2)
             layout.matrix(Fw, i)[...] = JT @ J
             layout.linear(Lin, i)[...] = -(JT @ np.asarray(r)[..., None])[..., 0]

@@ -180,6 +180,18 @@ class Layout:
             return slice(int(starts[0]), int(starts[0]) + size * len(starts)), shape
         return (starts[:, None] + np.arange(size)).ravel(), shape
 
+    def group_columns(self) -> list:
+        """Per factor group of the program (:attr:`~elimination.program.Program.groups`), ``(k, n)`` indices into
+        the values of each member's columns, its keys in order (kept with the program): what a group's residual
+        ``g - H x`` or ``b - A x`` gathers."""
+        program = self.program
+        if "group columns" not in program.derived:
+            where = {key: np.arange(off, off + dim) for key, (off, dim) in self.variables.items()}
+            program.derived["group columns"] = [
+                np.array([np.concatenate([where[key] for key in self.factors[i].keys]) for i in group.members])
+                for group in program.groups]
+        return program.derived["group columns"]
+
     def fill(self, graph) -> tuple:
         """``(Fw, Lin)``: a :class:`~factorgraph.FactorGraph` of this structure in the workspaces,
         ``Fw (*batch, factor_size)`` over its matrices' batch, ``Lin (*batch', linear_size)`` over the batch

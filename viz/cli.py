@@ -25,6 +25,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 import warnings
 from pathlib import Path
 
@@ -510,9 +511,6 @@ def run_scale(args) -> int:
 
 
 def run_warmup(args) -> int:
-    import os
-    import time
-
     import mechanics
 
     def said(what: str, seconds: float) -> None:
