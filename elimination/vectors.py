@@ -41,8 +41,8 @@ def _row(context, builder, array_type, array, row):
     """Pointer to row ``row`` of a C-contiguous ``(rows, WIDTH)`` float64 array, as ``<WIDTH x double>*``.
 
     The rows are ``WIDTH`` apart -- the compile-time width, not the array's run-time ``shape[1]``: an address
-    is an add, not a multiply by a loaded stride (a width-1 instance of the lane kernels ran 1.5x slower with
-    the multiply, at the scalar kernels' speed without: benchmarks/README.md).  So an operand must be a
+    is an add, not a multiply by a loaded stride, which is what lets a width-1 instance of the lane kernels
+    run at the scalar kernels' speed (benchmarks/README.md).  So an operand must be a
     C-contiguous 2-d array (refused when the kernel compiles, below) of ``WIDTH`` columns (every lane array
     is made so: ``(entries, LANES)``)."""
     if not (isinstance(array_type, types.Array) and array_type.ndim == 2 and array_type.layout == "C"):
