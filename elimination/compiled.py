@@ -55,19 +55,20 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from . import compiled_front, compiled_pairs, jacobi
+from . import compiled_front, compiled_pairs, jacobi, vectors
 from .compiled_front import (
     A0, A1, H0, H1, M, NF, NS, OP, OP_FUSED, OP_REVOLUTE, OP_TREE, OP_WIDE_REVOLUTE, UNCOUNTED, _generic_step,
     _step_backward, _step_forward, drop_stale_cache,
 )
 from .compiled_pairs import (
-    _revolute_pair, _revolute_pair_backward, _revolute_pair_forward, _tree_pair, _tree_pair_forward,
-    _wide_revolute_backward, _wide_revolute_forward, _wide_revolute_pair,
+    _revolute_backward, _revolute_forward, _revolute_pair, _tree_pair, _tree_pair_forward, _wide_revolute_backward,
+    _wide_revolute_forward, _wide_revolute_pair,
 )
 from .program import Op
 
 _ANNOUNCED: set = set()  # (module, kernel) pairs announced in this process
-drop_stale_cache(__file__, compiled_front.__file__, compiled_pairs.__file__, jacobi.__file__)  # (inlined here)
+drop_stale_cache(__file__, compiled_front.__file__, compiled_pairs.__file__, jacobi.__file__,
+                 vectors.__file__)  # (inlined here)
 
 
 @njit(cache=True)
@@ -81,7 +82,7 @@ def started_error(change: float, ratio: float) -> float:
 
 def factorize_scratch_size(maxn: int) -> tuple:
     """Floats and ints of :func:`factorize_scratch_in` for fronts up to ``maxn`` wide."""
-    return 14 * maxn * maxn + 4 * maxn, maxn * (maxn + 1)
+    return 14 * maxn * maxn + 6 * maxn, maxn * (maxn + 1)
 
 
 @njit(cache=True, inline="always")  # (its caller's reference counting, on or off)
@@ -89,9 +90,9 @@ def factorize_scratch_in(floats, ints, maxn):
     """The scratch matrices of :func:`factorize_one` for fronts up to ``maxn`` wide, as views of ``floats``
     and ``ints`` (:func:`factorize_scratch_size`): a caller that keeps them allocates nothing per call."""
     m = floats[: 14 * maxn * maxn].reshape((14, maxn, maxn))
-    v = floats[14 * maxn * maxn: 14 * maxn * maxn + 4 * maxn].reshape((4, maxn))
+    v = floats[14 * maxn * maxn: 14 * maxn * maxn + 6 * maxn].reshape((6, maxn))
     return (m[0], m[1], v[0], v[1], m[2], m[3], m[4], m[5], v[2], m[6], m[7], m[8], m[9], m[10], m[11], m[12], m[13],
-            v[3], ints[: maxn * (maxn + 1)].reshape((maxn, maxn + 1)))
+            v[3], ints[: maxn * (maxn + 1)].reshape((maxn, maxn + 1)), v[4], v[5])
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -105,21 +106,28 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
     substitution falls short of the plan's (the caller then takes the numpy path).
     """
     steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed, pbH, pbs, phs, phd, pss, psd = maps
-    H, A, scale, unit, L, Lw, Li, X, Dv, T, HFT, Wm, Nm, Ek, Ed, Hz, Hzs, sz, Tnz = scratch
+    H, A, scale, unit, L, Lw, Li, X, Dv, T, HFT, Wm, Nm, Ek, Ed, Hz, Hzs, sz, Tnz, rows, floor_ratio = scratch
     maxn = H.shape[0]
     Hf, Af = H.reshape(maxn * maxn), A.reshape(maxn * maxn)  # flat views: the gathers' destinations
-    ratio, weak, failed = np.inf, -1, -1  # (one exit, no early return: see _revolute_pair)
+    # the pairs are the width-1 instance of the lane kernels (elimination.vectors): the scale floor and the
+    # pivot ratio as one-lane rows
+    floor_row, ratio_row = floor_ratio[0:1], floor_ratio[1:2]
+    floor_row[0] = floor
+    ratio, weak, failed = np.inf, -1, -1  # (one exit, no early return: see compiled_pairs._revolute_pair)
     for st in range(steps.shape[0]):
         op = steps[st, OP]
         if op == OP_FUSED:  # run by its pair's instruction, just before
             continue
         if op == OP_REVOLUTE or op == OP_TREE or op == OP_WIDE_REVOLUTE:
             if op == OP_REVOLUTE:
-                r = _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, unit, Dv)
+                _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor_row, Hf, scale, unit, Dv, rows, ratio_row)
+                r = ratio_row[0]
             elif op == OP_TREE:
                 r = _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, scratch)
             else:
-                r = _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, Hf, scale, unit, sz, Dv)
+                _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor_row, Hf, maxn, scale, unit, sz, Dv, rows,
+                                    ratio_row)
+                r = ratio_row[0]
             if r < 0.0:
                 failed = st + 1
                 break
@@ -146,14 +154,14 @@ def factorize_kernel(maps, Fw, C, floor, maxn, check_rank, ratio_out, weak_out, 
         ratio_out[b], weak_out[b], fail_out[b] = factorize_one(maps, Fw[b], C[b], floor, check_rank, scratch)
 
 
-SOLVE_SCRATCH = 6  # vectors of maxn floats
+SOLVE_SCRATCH = 7  # vectors of maxn floats
 
 
 @njit(cache=True, inline="always")  # (its caller's reference counting, on or off)
 def solve_scratch_in(floats, maxn):
     """The scratch vectors of :func:`solve_one`, as views of ``floats`` (``SOLVE_SCRATCH * maxn``)."""
     v = floats[: SOLVE_SCRATCH * maxn].reshape((SOLVE_SCRATCH, maxn))
-    return v[0], v[1], v[2], v[3], v[4], v[5]
+    return v[0], v[1], v[2], v[3], v[4], v[5], v[6]
 
 
 @njit(cache=True)
@@ -198,20 +206,20 @@ def solve_one(maps, C, Lin, Lmag, cache, Xout, dropped, scratch):
     ``Xout (value_size,)``; the dropped rows' residuals and sizes into ``dropped``; ``maps`` from
     :func:`solve_maps`."""
     steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, pgs, pgd = maps
-    g, bl, bm, x, xs, gz = scratch
+    g, bl, bm, x, xs, gz, rows = scratch
     # the table is read by (step, column), never through a row view: see compiled_pairs._revolute_pair
     for st in range(steps.shape[0]):
         op = steps[st, OP]
         if op == OP_FUSED:  # run by its pair's instruction, just before
             continue
         if op == OP_REVOLUTE:
-            _revolute_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g)
+            _revolute_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, rows)
             continue
         if op == OP_TREE:
             _tree_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g)
             continue
         if op == OP_WIDE_REVOLUTE:
-            _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g)
+            _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g, rows)
             continue
         _step_forward(steps, st, gs, gd, bs, bd, C, Lin, Lmag, cache, dropped, g, bl, bm, gz)
     st = steps.shape[0]
@@ -219,11 +227,11 @@ def solve_one(maps, C, Lin, Lmag, cache, Xout, dropped, scratch):
         st -= 1
         if steps[st, OP] == OP_FUSED and steps[st - 1, OP] == OP_REVOLUTE:
             st -= 1
-            _revolute_pair_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs)
+            _revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, rows)
             continue
         if steps[st, OP] == OP_FUSED and steps[st - 1, OP] == OP_WIDE_REVOLUTE:
             st -= 1
-            _wide_revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs)
+            _wide_revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, rows)
             continue
         _step_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, g, gz)
 

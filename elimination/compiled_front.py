@@ -28,7 +28,7 @@ from numba import njit
 from numba import uint64 as ix  # an index as unsigned: no negative-index wrap (elimination.compiled's docstring)
 
 from .gaussian import RANK_RTOL, SINGULAR_RTOL  # numba freezes module globals: the numpy rule's tolerances
-from . import jacobi
+from . import jacobi, vectors as v
 from .jacobi import load_tall, svd_rows
 from .program import F, KEEP_MIRRORED, KEEP_NONE, PIVOTS, START_CARRIED, START_LEFT, START_SPREAD, Op
 
@@ -63,6 +63,28 @@ def drop_stale_cache(module: str, *dependencies: str) -> None:
                 cached.unlink(missing_ok=True)
     except OSError:  # a read-only install: numba then compiles in memory (or into NUMBA_CACHE_DIR)
         pass
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _gathered(steps, st, hs, hd, ss, sd, Fw, H, scale, n, maxn):
+    """The step's front ``H`` (``n x n`` at rows ``i * maxn + j``) and its scales from zero: the sum of its
+    factors in ``Fw``, before any scale floor; any width (:mod:`elimination.vectors`: ``(entry,)`` one state,
+    ``(entry, lane)`` lanes)."""
+    for i in range(n):
+        for j in range(n):
+            v.fill(H, i * maxn + j, 0.0)
+        v.fill(scale, i, 0.0)
+    _added(steps, st, hs, hd, ss, sd, Fw, H, scale)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _added(steps, st, hs, hd, ss, sd, Fw, H, scale):
+    """The step's factors in ``Fw`` added onto its front ``H`` and its scales (any width)."""
+    for q in range(steps[st, H0], steps[st, H1]):
+        v.add(H, hd[q], Fw, hs[q])
+    for q in range(steps[st, S0], steps[st, S1]):
+        v.add(scale, sd[q], Fw, ss[q])
+
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -565,7 +587,7 @@ def _generic_step(maps, st, Fw, C, floor, check_rank, scratch, Hf, Af):
     without a pivot) and -1, or the failure ``factorize_one`` reports (``st``: a refused pivot, ``-2 - st``: a
     substitution's rank short of the plan's)."""
     steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed = maps[:11]
-    H, A, scale, unit, L, Lw, Li, X, Dv, T, HFT, Wm, Nm, Ek, Ed, Hz, Hzs, sz, Tnz = scratch
+    H, A, scale, unit, L, Lw, Li, X, Dv, T, HFT, Wm, Nm, Ek, Ed, Hz, Hzs, sz, Tnz, _, _ = scratch
     row = steps[st]
     nF, nS, m, nz = row[NF], row[NS], row[M], row[NZ]
     n = nF + nS
@@ -734,4 +756,4 @@ def _step_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, g, gz):
         Xout[ix(xfs[ix(q)])] = x[ix(xfd[ix(q)])]
 
 
-drop_stale_cache(__file__, jacobi.__file__)
+drop_stale_cache(__file__, jacobi.__file__, v.__file__)

@@ -6,8 +6,15 @@ the joint pivoted -- ABA's step from the link's block alone (:func:`_tree_pair`,
 fixed sizes for a revolute joint of a 6-d link: :func:`_revolute_pair`), or on
 the link's block of a wider front without the joint's row and column
 (:func:`_wide_revolute_pair`) -- and the solve's sweeps of the same pair.  The
-numbers are those of the two ``FRONT`` steps they stand for, round-off aside;
-:mod:`elimination.lanes` runs the same operations sixteen elements side by side.
+numbers are those of the two ``FRONT`` steps they stand for, round-off aside.
+
+The revolute kernels are written once for every batch width in
+:mod:`elimination.vectors`' row operations: the per-element executor
+(:mod:`elimination.compiled`) runs them on one state's 1-d arrays, the lane
+executor (:mod:`elimination.lanes_pairs`) on sixteen states' ``(entry, lane)``
+arrays -- one function, two instances, the same bits.  :func:`_tree_pair`
+(a free-flyer's, a spherical joint's) is still the per-element kernel, with
+its lane transliteration in :mod:`elimination.lanes_pairs` (issue 40).
 """
 from __future__ import annotations
 
@@ -15,12 +22,12 @@ import numpy as np
 from numba import njit
 
 from .compiled_front import (
-    B0, B1, DS, G0, G1, H0, H1, HF_, IDENTITY, LINV, NF, NMIN, NS, OUT_G, OUT_H, OUT_S, PB0, PB1, PG0, PG1, PH0, PH1, PIVOT, PS0, PS1, S0,
-    S1, T_, TC, TN, TP, TQ, TSIG, XF0, XF1, XS0, XS1, Y_, YC, _pivot, drop_stale_cache, ix,
+    B0, B1, DS, G0, G1, H0, H1, HF_, IDENTITY, LINV, NF, NMIN, NS, OUT_G, OUT_H, OUT_S, PB0, PB1, PG0, PG1, PH0, PH1,
+    PIVOT, PS0, PS1, S0, S1, T_, TC, TN, TP, TQ, TSIG, XF0, XF1, XS0, XS1, Y_, YC, _gathered, _pivot, drop_stale_cache, ix,
 )
-from . import compiled_front
+from . import compiled_front, vectors as v
 
-drop_stale_cache(__file__, compiled_front.__file__)  # (the pairs compile its kernels into themselves)
+drop_stale_cache(__file__, compiled_front.__file__, v.__file__)  # (the pairs compile their kernels into themselves)
 
 
 @njit(cache=True, inline="always")
@@ -51,7 +58,7 @@ def _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, scratch):
     zeros.  Returns the pivot ratio, or -1 where the numpy rule refuses the pivot."""
     row, following = steps[st], steps[st + 1]  # (views: this generic pair is the rare one, see _revolute_pair)
     nF, nS, nq = row[NF], row[NS], following[NF]
-    H, A, scale, unit, L, Lw, Li, X, Dv, T, U, Wm, Nm, Ek, Ed, Hz, Hzs, sz, Tnz = scratch
+    H, A, scale, unit, L, Lw, Li, X, Dv, T, U, Wm, Nm, Ek, Ed, Hz, Hzs, sz, Tnz, _, _ = scratch
     npar = nS - nq
     _link_block(steps, st, pbH, pbs, Fw, H, scale, nF, floor)
     sgn, sigma, tq, tn = -float(row[IDENTITY]), float(row[TSIG]), row[TQ], row[TN]
@@ -118,76 +125,6 @@ def _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, scratch):
 
 
 @njit(cache=True, inline="always")
-def _revolute_T(steps, st, Fw, C, t6, m):
-    """A revolute pair's ``t = -+D`` (the joint's column of its hard factor) into ``t6`` and into the first
-    column of ``T = [t, sigma E_p]`` (``6 x (1 + m)``) in ``C``.  The rest of ``T``, the parent's ``sigma I``,
-    is structure: the revolute kernels apply ``sigma`` themselves, and no state writes or reads it."""
-    sgn = -float(steps[st, IDENTITY])
-    tq, tn, ts = steps[st, TQ], steps[st, TN], steps[st, T_]
-    for i in range(6):
-        t6[ix(i)] = sgn * Fw[ix(tq + i * tn)]
-        C[ix(ts + i * (m + 1))] = t6[ix(i)]
-
-
-@njit(cache=True, inline="always")
-def _revolute_pivot(steps, joint, H, scale, t6, u6, floor, Fw, C, hsrc, h0, h1, ssrc, s0, s1):
-    """The pivot of a one-dimensional joint (step ``joint``) after its 6-d link's substitution through ``t``
-    (``t6``; the link's block ``H[:6, :6]``, ``scale[:6]``): ``u = H_aa t`` into ``u6``, ``d = t'u`` plus the
-    joint's own factors (``Fw[hsrc[h0:h1]]``, their scales ``Fw[ssrc[s0:s1]]``), ``D = 1`` and ``Linv =
-    1 / sqrt(d)`` into ``C``.  Returns ``(Linv, ratio)``, the ratio -1 where the numpy rule refuses the pivot."""
-    d, grown = 0.0, 0.0
-    for i in range(6):
-        t = 0.0
-        for q in range(6):
-            t += H[ix(i), ix(q)] * t6[ix(q)]
-        u6[ix(i)] = t
-    for r in range(6):
-        d += t6[ix(r)] * u6[ix(r)]
-        grown += t6[ix(r)] * t6[ix(r)] * scale[ix(r)]
-    sz = floor + grown
-    for q in range(h0, h1):
-        d += Fw[ix(hsrc[ix(q)])]
-    for q in range(s0, s1):
-        sz += Fw[ix(ssrc[ix(q)])]
-    sz = max(sz, floor)
-    root = np.sqrt(max(d, 0.0))
-    li = 1.0 / root if d > 0.0 else 0.0
-    C[steps[joint, DS]], C[steps[joint, LINV]] = 1.0, li
-    return li, (root * root / max(sz, 1e-300) if d > 0.0 else -1.0)
-
-
-@njit(cache=True, inline="always")
-def _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6):
-    """:func:`_tree_pair` for a one-dimensional joint of a 6-dimensional link, link half at step ``st``
-    (sizes known to the compiler, so the loops unroll): ``u = H t``, ``d = t' u``, ``y = sigma u / sqrt(d)``,
-    ``H_parent = H - y y'``.
-
-    It reads the step table by ``(step, column)`` and has one exit: numba then proves the reference
-    counts of its array arguments redundant and drops them.  A row view (``steps[st]``) or an early
-    return keeps them, and their atomic increments cost more than the arithmetic (perf on Talos:
-    70% of the factorization was ``NRT_incref`` / ``NRT_decref`` with them)."""
-    joint = st + 1
-    _link_block(steps, st, pbH, pbs, Fw, H, scale, 6, floor)
-    sigma, hf, npar = float(steps[st, TSIG]), steps[st, HF_], steps[st, NS] - 1
-    _revolute_T(steps, st, Fw, C, t6, npar)  # T = [t, sigma I]
-    for i in range(6):  # HF = [H; 0]
-        for j in range(6):
-            C[ix(hf + i * 6 + j)] = H[ix(i), ix(j)]
-    li, ratio = _revolute_pivot(steps, joint, H, scale, t6, u6, floor, Fw, C, phs, steps[joint, PH0],
-                                steps[joint, PH1], pss, steps[joint, PS0], steps[joint, PS1])
-    yy, out, outs = steps[joint, Y_], steps[joint, OUT_H], steps[joint, OUT_S]
-    for j in range(npar):
-        u6[ix(j)] = li * (sigma * u6[ix(j)])
-        C[ix(yy + j)] = u6[ix(j)]
-    for i in range(6 if out >= 0 else 0):  # a loop, not an if: Fw's last use stays on the one path
-        Fw[ix(outs + i)] = scale[ix(i)] + floor + u6[ix(i)] * u6[ix(i)]
-        for j in range(i, 6):
-            Fw[ix(out + i * 6 + j)] = Fw[ix(out + j * 6 + i)] = (
-                0.5 * (H[ix(i), ix(j)] + H[ix(j), ix(i)]) - u6[ix(i)] * u6[ix(j)])
-    return ratio
-
-
-@njit(cache=True, inline="always")
 def _parent_block(steps, st):
     """``(npar, tp)`` of a wide revolute pair's link half ``st``: the parent's size (6, or 0 without a
     parent) and where it starts in the joint's separator (0 without a parent)."""
@@ -195,7 +132,55 @@ def _parent_block(steps, st):
 
 
 @njit(cache=True, inline="always")
-def _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, Hf, scale, t6, u6, y):
+def _floored(scale, n, floor):
+    """The first ``n`` scales raised to each lane's scale floor (row 0 of ``floor``)."""
+    for i in range(n):
+        for w in range(v.width(scale)):
+            v.set_lane(scale, i, w, max(v.lane(scale, i, w), v.lane(floor, 0, w)))
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _revolute_T(steps, st, Fw, C, t6, m):
+    """A revolute pair's ``t = -+D`` (the joint's column of its hard factor) into ``t6`` and into the first
+    column of ``T = [t, sigma E_p]`` (``6 x (1 + m)``) in ``C``.  The rest of ``T``, the parent's ``sigma I``,
+    is structure: the revolute kernels apply ``sigma`` themselves, and no state writes or reads it."""
+    sgn, tq, tn, ts = -float(steps[st, IDENTITY]), steps[st, TQ], steps[st, TN], steps[st, T_]
+    for i in range(6):
+        v.scaled(t6, i, sgn, Fw, tq + i * tn)
+        v.copy(C, ts + i * (m + 1), t6, i)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _revolute_pivot(steps, joint, H, stride, scale, t6, u6, floor, Fw, C, hsrc, h0, h1, ssrc, s0, s1, tmp, r):
+    """The pivot of a one-dimensional joint (step ``joint``) after its 6-d link's substitution through ``t``
+    (``t6``; the link's block ``H[:6, :6]`` at rows ``i * stride + j``, ``scale[:6]``): ``u = H_aa t`` into
+    ``u6``, ``d = t'u`` plus the joint's own factors (``Fw[hsrc[h0:h1]]``, their scales ``Fw[ssrc[s0:s1]]``),
+    ``D = 1`` and ``Linv = 1 / sqrt(d)`` into ``C`` and ``tmp[4]``; each lane's pivot ratio into ``r``, -1
+    where the numpy rule refuses the pivot."""
+    v.dots6(u6, 0, H, 0, stride, 1, t6, 0, 6)
+    v.dot6(tmp, 0, t6, 0, 1, u6, 0, 1)  # d
+    v.fill(tmp, 1, 0.0)
+    for k in range(6):
+        v.mul(tmp, 2, t6, k, t6, k)
+        v.add_mul(tmp, 1, tmp, 2, scale, k)  # grown
+    v.copy(tmp, 3, floor, 0)
+    v.add(tmp, 3, tmp, 1)  # sz
+    for q in range(h0, h1):  # the joint's own factors
+        v.add(tmp, 0, Fw, hsrc[q])
+    for q in range(s0, s1):
+        v.add(tmp, 3, Fw, ssrc[q])
+    ds, li = steps[joint, DS], steps[joint, LINV]
+    for w in range(v.width(tmp)):
+        d, sz = v.lane(tmp, 0, w), max(v.lane(tmp, 3, w), v.lane(floor, 0, w))
+        root = np.sqrt(max(d, 0.0))
+        v.set_lane(tmp, 4, w, 1.0 / root if d > 0.0 else 0.0)
+        v.set_lane(C, ds, w, 1.0)
+        v.set_lane(C, li, w, v.lane(tmp, 4, w))
+        r[w] = root * root / max(sz, 1e-300) if d > 0.0 else -1.0
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, maxn, scale, t6, u6, y, tmp, r):
     """Both steps of a wide pair with a revolute joint (:func:`elimination.program._wide_revolute`), link half
     at step ``st``, on the front ``[a, q, S]`` without the joint's row and column, which no factor of the
     link reaches: ``S`` is the joint's separator (the parent ``p`` somewhere in it, a subtree's multipliers,
@@ -203,63 +188,242 @@ def _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, Hf, scale, t
     (+ the joint's own factors), its row ``y = (t'H_aS + sigma E_p' u) / sqrt(d)`` and the generated factor
     ``H_SS`` with ``a`` folded into ``p`` (rows ``+= sigma H_aS``, columns ``+= sigma H_Sa``, ``H_aa`` on
     ``p x p``) less ``y y'``.  The numbers of the two generic steps, round-off aside, without the dense
-    substitution or the factor between them.  Returns the pivot ratio, or -1 where the numpy rule refuses
-    the pivot.
+    substitution or the factor between them; each lane's pivot ratio into ``r`` (-1: refused).
 
-    The front is ``H (maxn, maxn)`` (``Hf`` its flat view, the gathers' destinations) and ``scale (maxn,)``,
-    rows ``[a (6), q (1), S (m)]``; ``t6``, ``u6``, ``y`` are scratch vectors of ``maxn`` (``t``, ``u = H_aa t``,
-    the joint's row of ``Y``)."""
-    joint = st + 1
-    m = steps[st, NS] - 1  # the joint's separator
+    The front is ``H`` at rows ``i * maxn + j`` and ``scale``, rows ``[a (6), q (1), S (m)]``; ``t6``, ``u6``,
+    ``y`` hold ``t``, ``u = H_aa t`` and the joint's row of ``Y``."""
+    joint, m = st + 1, steps[st, NS] - 1
     n = 7 + m
-    sigma = float(steps[st, TSIG])
     npar, tp = _parent_block(steps, st)
-    p0 = 7 + tp  # the parent's first row of the front
-    for i in range(n):  # every row and column but the joint's (the gathers reach nothing else)
-        scale[ix(i)] = 0.0
-        for j in range(6):
-            H[ix(i), ix(j)] = 0.0
-        for j in range(7, n):
-            H[ix(i), ix(j)] = 0.0
-    for q in range(steps[st, H0], steps[st, H1]):
-        Hf[ix(hd[ix(q)])] += Fw[ix(hs[ix(q)])]
-    for q in range(steps[st, S0], steps[st, S1]):
-        scale[ix(sd[ix(q)])] += Fw[ix(ss[ix(q)])]
-    for i in range(n):
-        scale[ix(i)] = max(scale[ix(i)], floor)
+    p0 = 7 + tp
+    _gathered(steps, st, hs, hd, ss, sd, Fw, H, scale, n, maxn)  # (the joint's row and column zero, unread)
+    _floored(scale, n, floor)
     _revolute_T(steps, st, Fw, C, t6, m)  # T = [t, sigma E_p]
     hf = steps[st, HF_]
     for i in range(n):  # HF = [H_aa; 0; H_Sa]
         for j in range(6):
-            C[ix(hf + i * 6 + j)] = H[ix(i), ix(j)] if i != 6 else 0.0
-    li, ratio = _revolute_pivot(steps, joint, H, scale, t6, u6, floor, Fw, C, hs, steps[joint, H0],
-                                steps[joint, H1], ss, steps[joint, S0], steps[joint, S1])  # (the joint's factors: on q)
-    for j in range(m):  # y = (t'H_aS + sigma E_p' u) / sqrt(d)
-        y[ix(j)] = 0.0
-    for q in range(6):
-        for j in range(m):
-            y[ix(j)] += t6[ix(q)] * H[ix(q), ix(7 + j)]
+            if i != 6:
+                v.copy(C, hf + i * 6 + j, H, i * maxn + j)
+            else:
+                v.fill(C, hf + i * 6 + j, 0.0)
+    _revolute_pivot(steps, joint, H, maxn, scale, t6, u6, floor, Fw, C, hs, steps[joint, H0], steps[joint, H1], ss,
+                    steps[joint, S0], steps[joint, S1], tmp, r)
+    v.fill(tmp, 5, float(steps[st, TSIG]))  # sigma
+    v.dots6(y, 0, H, 7, 1, maxn, t6, 0, m)  # y = (t'H_aS + sigma E_p' u) / sqrt(d)
     for i in range(npar):
-        y[ix(tp + i)] += sigma * u6[ix(i)]
+        v.add_mul(y, tp + i, tmp, 5, u6, i)
     yy = steps[joint, Y_]
     for j in range(m):
-        y[ix(j)] *= li
-        C[ix(yy + j)] = y[ix(j)]
+        v.mul(y, j, y, j, tmp, 4)
+        v.copy(C, yy + j, y, j)
     for i in range(npar):  # a folded into p: rows, columns, then H_aa; scales
         for j in range(7, n):
-            H[ix(p0 + i), ix(j)] += sigma * H[ix(i), ix(j)]
+            v.add_mul(H, (p0 + i) * maxn + j, tmp, 5, H, i * maxn + j)
         for j in range(7, n):
-            H[ix(j), ix(p0 + i)] += sigma * H[ix(j), ix(i)]
+            v.add_mul(H, j * maxn + p0 + i, tmp, 5, H, j * maxn + i)
         for j in range(6):
-            H[ix(p0 + i), ix(p0 + j)] += H[ix(i), ix(j)]
-        scale[ix(p0 + i)] += scale[ix(i)]
+            v.add(H, (p0 + i) * maxn + p0 + j, H, i * maxn + j)
+        v.add(scale, p0 + i, scale, i)
     out, outs = steps[joint, OUT_H], steps[joint, OUT_S]
     for i in range(m if out >= 0 else 0):  # the generated factor: H_SS - y y', symmetrized
-        Fw[ix(outs + i)] = scale[ix(7 + i)] + y[ix(i)] * y[ix(i)]
+        v.copy(Fw, outs + i, scale, 7 + i)
+        v.add_mul(Fw, outs + i, y, i, y, i)
         for j in range(i, m):
-            Fw[ix(out + i * m + j)] = Fw[ix(out + j * m + i)] = (
-                0.5 * (H[ix(7 + i), ix(7 + j)] + H[ix(7 + j), ix(7 + i)]) - y[ix(i)] * y[ix(j)])
-    return ratio
+            v.half_sum_sub_mul(tmp, 3, H, (7 + i) * maxn + 7 + j, H, (7 + j) * maxn + 7 + i, y, i, y, j)
+            v.copy(Fw, out + i * m + j, tmp, 3)
+            v.copy(Fw, out + j * m + i, tmp, 3)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _revolute_block(steps, st, pbH, pbs, Fw, H, scale, floor):
+    """The block ``H`` of a 6-dimensional link (36 rows, row-major) at a revolute pair's link half ``st``: its
+    factors summed whole, and its scales raised to each lane's floor (row 0 of ``floor``).  The
+    first factor is added to zero as it is loaded (``+ 0.0``: the scalar sum's signed zeros), without a zeroed
+    block to load back."""
+    b0, b1 = steps[st, PB0], steps[st, PB1]
+    for i in range(6 if b0 < b1 else 0):
+        v.add_scalar(scale, i, Fw, pbs[b0] + i, 0.0)
+        for j in range(6):
+            v.add_scalar(H, i * 6 + j, Fw, pbH[b0] + i * 6 + j, 0.0)
+    for i in range(36 if b0 == b1 else 0):  # (no factor: a zero block)
+        v.fill(H, i, 0.0)
+    for i in range(6 if b0 == b1 else 0):
+        v.fill(scale, i, 0.0)
+    for b in range(b0 + 1, b1):
+        h, s = pbH[b], pbs[b]
+        for i in range(6):
+            v.add(scale, i, Fw, s + i)
+            for j in range(6):
+                v.add(H, i * 6 + j, Fw, h + i * 6 + j)
+    _floored(scale, 6, floor)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6, tmp, r):
+    """Both steps of a tree pair (:func:`elimination.program._tree_pair`) for a one-dimensional joint of a
+    6-dimensional link, link half at step ``st``, from the link's block alone (sizes known to the compiler, so
+    the loops unroll): ``u = H t``, ``d = t' u``, ``y = sigma u / sqrt(d)``, ``H_parent = H - y y'`` -- the numbers
+    of the two generic steps, round-off aside.  Each lane's scale floor is row 0 of ``floor``, its pivot ratio
+    goes into ``r`` (-1 where the numpy rule refuses the pivot).
+
+    It reads the step table by ``(step, column)``: numba then proves the reference counts of its array
+    arguments redundant and drops them.  A row view (``steps[st]``) keeps them, and their atomic increments
+    cost more than the arithmetic (perf on Talos: 70% of the factorization was ``NRT_incref`` /
+    ``NRT_decref`` with them)."""
+    joint = st + 1
+    _revolute_block(steps, st, pbH, pbs, Fw, H, scale, floor)
+    sigma, hf, npar = float(steps[st, TSIG]), steps[st, HF_], steps[st, NS] - 1
+    _revolute_T(steps, st, Fw, C, t6, npar)  # T = [t, sigma I], HF = [H; 0]
+    for i in range(36):
+        v.copy(C, hf + i, H, i)
+    _revolute_pivot(steps, joint, H, 6, scale, t6, u6, floor, Fw, C, phs, steps[joint, PH0], steps[joint, PH1],
+                    pss, steps[joint, PS0], steps[joint, PS1], tmp, r)
+    yy, out, outs = steps[joint, Y_], steps[joint, OUT_H], steps[joint, OUT_S]
+    for j in range(npar):  # y = sigma u / sqrt(d)
+        v.scaled(u6, j, sigma, u6, j)
+        v.mul(u6, j, tmp, 4, u6, j)
+        v.copy(C, yy + j, u6, j)
+    for i in range(6 if out >= 0 else 0):  # the parent's H - y y', symmetrized, and its scales
+        v.copy(Fw, outs + i, scale, i)
+        v.add(Fw, outs + i, floor, 0)
+        v.add_mul(Fw, outs + i, u6, i, u6, i)
+        for j in range(i, 6):
+            v.half_sum_sub_mul(tmp, 5, H, i * 6 + j, H, j * 6 + i, u6, i, u6, j)
+            v.copy(Fw, out + i * 6 + j, tmp, 5)
+            v.copy(Fw, out + j * 6 + i, tmp, 5)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _pair_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, n):
+    """The forward sweep's start for a pair's link half ``st``: ``g[:n]`` from zero, gathered from the link's
+    linear terms, and ``t = W b`` (``W = sign I``) of its joint row into the cache.  Returns the offset of
+    ``t``."""
+    for i in range(n):
+        v.fill(g, i, 0.0)
+    for q in range(steps[st, G0], steps[st, G1]):
+        v.add(g, gd[q], Lin, gs[q])
+    tc, ident = steps[st, TC], float(steps[st, IDENTITY])
+    for q in range(steps[st, B0], steps[st, B1]):
+        v.scaled(cache, tc + bd[q], ident, Lin, bs[q])
+    return tc
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _link_values(steps, st, stride, Q, q, xs, p0, npar, C, cache, x, tmp, slot, xfs, xfd, Xout):
+    """A revolute pair's link values, then scattered into ``Xout``:
+    ``x = t + t_q qdd + sigma a_parent`` (``qdd``: row ``q`` of ``Q``; ``t_q``: every ``stride``-th row of ``C``
+    from the pair's ``T``; the parent's ``npar`` values from row ``p0`` of ``xs``; ``sigma`` into
+    ``tmp[slot]``)."""
+    tc, ts = steps[st, TC], steps[st, T_]
+    for i in range(6):
+        v.mul_add(x, i, cache, tc + i, C, ts + i * stride, Q, q)
+    v.fill(tmp, slot, float(steps[st, TSIG]))
+    for i in range(npar):
+        v.add_mul(x, i, tmp, slot, xs, p0 + i)
+    for e in range(steps[st, XF0], steps[st, XF1]):
+        v.copy(Xout, xfs[e], x, xfd[e])
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _revolute_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp):
+    """The forward sweep of a revolute pair (:func:`_revolute_pair`), its ``T`` read as what it is, ``[t, sigma
+    I]``: the link's ``g_F - H t`` carried into the joint (``g_q += t' g_F``) and the parent (``g_parent +=
+    sigma g_F``), the joint's own terms, ``y = Linv g_q`` and ``g_parent - Y' D y`` passed on."""
+    joint, npar = st + 1, steps[st, NS] - 1
+    tc = _pair_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, 7 + npar)
+    hf, ts, sigma = steps[st, HF_], steps[st, T_], float(steps[st, TSIG])
+    v.copy(tmp, 0, g, 6)  # g_q
+    v.sub_matvec6(g, 0, g, 0, C, hf, 6, cache, tc, 6)  # g_F -= H t, then carried into the joint and the parent
+    for i in range(6):
+        v.add_mul(tmp, 0, C, ts + i * (npar + 1), g, i)
+    v.copy(g, 6, tmp, 0)
+    v.fill(tmp, 2, sigma)
+    for i in range(npar):
+        v.add_mul(g, 7 + i, tmp, 2, g, i)
+    for q in range(steps[joint, PG0], steps[joint, PG1]):  # the joint's own terms
+        v.add(g, 6 + pgd[q], Lin, pgs[q])
+    v.mul(tmp, 3, C, steps[joint, LINV], g, 6)  # y
+    v.mul(tmp, 4, C, steps[joint, DS], tmp, 3)
+    yy, out = steps[joint, Y_], steps[joint, OUT_G]
+    for j in range(npar if out >= 0 else 0):  # g_parent -= Y' D y, passed on
+        v.mul_sub(Lin, out + j, g, 7 + j, C, yy + j, tmp, 4)
+    v.copy(cache, steps[joint, YC], tmp, 3)
+
+
+@njit(cache=True, inline="always")
+def _sub_dot(D, k, A, i, B, j, n):
+    """``D[k] -= A[i + q] * B[j + q]`` for ``q = 0..n-1``, one product at a time in that order (six at a time in
+    registers: :func:`elimination.vectors.sub_dot6`)."""
+    q = 0
+    while q + 6 <= n:
+        v.sub_dot6(D, k, A, i + q, 1, B, j + q, 1)
+        q += 6
+    while q < n:
+        v.sub_mul(D, k, A, i + q, B, j + q)
+        q += 1
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, tmp):
+    """Back-substitution of a revolute pair (link half at ``st``): the joint's ``qdd = Linv' D (y - Y
+    a_parent)``, then the link's ``a = t + t qdd + sigma a_parent``."""
+    joint, npar = st + 1, steps[st, NS] - 1
+    for q in range(steps[joint, XS0], steps[joint, XS1]):
+        v.copy(xs, 1 + xsd[q], Xout, xss[q])
+    v.copy(tmp, 0, cache, steps[joint, YC])
+    _sub_dot(tmp, 0, C, steps[joint, Y_], xs, 1, npar)
+    v.mul(tmp, 1, C, steps[joint, DS], tmp, 0)
+    v.mul(xs, 0, C, steps[joint, LINV], tmp, 1)  # qdd
+    for q in range(steps[joint, XF0], steps[joint, XF1]):
+        v.copy(Xout, xfs[q], xs, 0)
+    _link_values(steps, st, npar + 1, xs, 0, xs, 1, npar, C, cache, x, tmp, 2, xfs, xfd, Xout)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g, tmp):
+    """The forward sweep of a wide revolute pair (:func:`_wide_revolute_pair`, link half at ``st``): the
+    link's ``g - HF t`` over ``[a, q, S]``, carried into the joint (``+= t' g_a``) and the parent (``+= sigma
+    g_a``), the joint's own terms, then ``y = Linv g_q`` and ``g_S - Y' D y`` passed on."""
+    joint, m = st + 1, steps[st, NS] - 1
+    n = 7 + m
+    npar, tp = _parent_block(steps, st)
+    p0 = 7 + tp
+    tc = _pair_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, n)
+    hf, ts = steps[st, HF_], steps[st, T_]
+    v.sub_dots6(g, 0, g, 0, C, hf, 6, cache, tc, 6)  # g -= HF t (the joint's row of HF is zero)
+    v.sub_dots6(g, 7, g, 7, C, hf + 7 * 6, 6, cache, tc, n - 7)
+    v.dot6(tmp, 0, C, ts, m + 1, g, 0, 1)  # g_q += t' g_a, g_parent += sigma g_a
+    v.add(g, 6, tmp, 0)
+    v.fill(tmp, 1, float(steps[st, TSIG]))
+    for i in range(npar):
+        v.add_mul(g, p0 + i, tmp, 1, g, i)
+    for q in range(steps[joint, G0], steps[joint, G1]):  # the joint's own terms, on its front [q, S]
+        v.add(g, 6 + gd[q], Lin, gs[q])
+    v.mul(tmp, 2, C, steps[joint, LINV], g, 6)  # y
+    v.mul(tmp, 3, C, steps[joint, DS], tmp, 2)
+    yy, out = steps[joint, Y_], steps[joint, OUT_G]
+    for j in range(m if out >= 0 else 0):
+        v.mul_sub(Lin, out + j, g, 7 + j, C, yy + j, tmp, 3)
+    v.copy(cache, steps[joint, YC], tmp, 2)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _wide_revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, tmp):
+    """Back-substitution of a wide revolute pair (link half at ``st``): the joint's ``qdd = Linv D (y - Y
+    x_S)``, then the link's ``a = t + t qdd + sigma a_parent``, the parent read from the joint's ``x_S``."""
+    joint, m = st + 1, steps[st, NS] - 1
+    npar, p0 = _parent_block(steps, st)
+    for q in range(steps[joint, XS0], steps[joint, XS1]):
+        v.copy(xs, xsd[q], Xout, xss[q])
+    yy = steps[joint, Y_]
+    v.copy(tmp, 0, cache, steps[joint, YC])
+    _sub_dot(tmp, 0, C, yy, xs, 0, m)
+    v.mul(tmp, 1, C, steps[joint, DS], tmp, 0)
+    v.mul(tmp, 2, C, steps[joint, LINV], tmp, 1)  # qdd
+    for q in range(steps[joint, XF0], steps[joint, XF1]):
+        v.copy(Xout, xfs[q], tmp, 2)
+    _link_values(steps, st, m + 1, tmp, 2, xs, p0, npar, C, cache, x, tmp, 3, xfs, xfd, Xout)
+
 
 
 @njit(cache=True, inline="always")
@@ -308,20 +472,6 @@ def dot6(C, at, t6):
 
 
 @njit(cache=True, inline="always")
-def _link_values(cache, tc, C, ts, stride, qdd, sigma, xs, p0, npar, x):
-    """A revolute pair's link values ``x = t + t_q qdd + sigma a_parent`` (``t_q``: every ``stride``-th entry
-    of ``C`` from ``ts``; the parent's ``npar`` (6 or 0) values at ``xs[p0:]``), a row at a time."""
-    if npar == 6:
-        for i in range(6):
-            x[ix(i)] = (cache[ix(tc + i)] + C[ix(ts + i * stride)] * qdd) + sigma * xs[ix(p0 + i)]
-    else:
-        for i in range(6):
-            x[ix(i)] = cache[ix(tc + i)] + C[ix(ts + i * stride)] * qdd
-        for i in range(npar):
-            x[ix(i)] += sigma * xs[ix(p0 + i)]
-
-
-@njit(cache=True, inline="always")
 def _tree_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g):
     """The forward sweep of a tree pair (:func:`_tree_pair`): the link's ``g_F - H t`` carried through
     ``T`` straight into the joint's pivot and the parent's term, with no linear term written between."""
@@ -354,94 +504,3 @@ def _tree_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g):
         Lin[out + j] = g[nF + nq + j]
 
 
-@njit(cache=True, inline="always")
-def _revolute_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g):
-    """:func:`_tree_pair_forward` for a one-dimensional joint of a 6-dimensional link, with its ``T`` read
-    as what it is, ``[t, sigma I]`` (:func:`_revolute_pair`): ``g_q += t' g_F``, ``g_parent += sigma g_F``."""
-    joint, npar = st + 1, steps[st, NS] - 1
-    # g over [link (6), joint (1), parent (npar: 6, or 0 below the ground)]
-    tc, hf, ts = _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, 7 + npar)
-    sigma, gq = float(steps[st, TSIG]), g[6]
-    t6 = cached6(cache, tc)
-    for i in range(6):  # g_F -= H t, then carried into the joint and the parent
-        g[ix(i)] = t = minus_dot6(g[ix(i)], C, hf + i * 6, t6)
-        gq += C[ix(ts + i * (npar + 1))] * t
-    g[6] = gq
-    for i in range(npar):
-        g[ix(7 + i)] += sigma * g[ix(i)]
-    for q in range(steps[joint, PG0], steps[joint, PG1]):  # the joint's own terms
-        g[ix(6 + pgd[ix(q)])] += Lin[ix(pgs[ix(q)])]
-    y = C[steps[joint, LINV]] * g[6]
-    a, yy, out = C[steps[joint, DS]] * y, steps[joint, Y_], steps[joint, OUT_G]
-    for j in range(npar if out >= 0 else 0):  # g_parent -= Y' D y, passed on
-        Lin[ix(out + j)] = g[ix(7 + j)] - C[ix(yy + j)] * a
-    cache[steps[joint, YC]] = y  # last: numba keeps counting the references of the arrays the helper's last
-
-
-@njit(cache=True, inline="always")
-def _revolute_pair_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs):
-    """Back-substitution of a revolute pair (link half at ``st``): the joint's ``qdd = Linv' D (y - Y
-    a_parent)``, then the link's ``a = t + t qdd + sigma a_parent``."""
-    joint, npar = st + 1, steps[st, NS] - 1
-    for q in range(steps[joint, XS0], steps[joint, XS1]):
-        xs[ix(1 + xsd[ix(q)])] = Xout[ix(xss[ix(q)])]
-    t, yy = cache[steps[joint, YC]], steps[joint, Y_]
-    for j in range(npar):
-        t -= C[ix(yy + j)] * xs[ix(1 + j)]
-    xs[0] = C[steps[joint, LINV]] * (C[steps[joint, DS]] * t)  # the link's separator: [joint, parent]
-    for q in range(steps[joint, XF0], steps[joint, XF1]):
-        Xout[ix(xfs[ix(q)])] = xs[0]
-    tc, ts, sigma = steps[st, TC], steps[st, T_], float(steps[st, TSIG])
-    _link_values(cache, tc, C, ts, npar + 1, xs[0], sigma, xs, 1, npar, x)
-    for q in range(steps[st, XF0], steps[st, XF1]):
-        Xout[ix(xfs[ix(q)])] = x[ix(xfd[ix(q)])]
-
-
-@njit(cache=True, inline="always")
-def _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g):
-    """The forward sweep of a wide revolute pair (:func:`_wide_revolute_pair`, link half at ``st``): the
-    link's ``g - HF t`` over ``[a, q, S]``, carried into the joint (``+= t' g_a``) and the parent
-    (``+= sigma g_a``), the joint's own terms, then ``y = Linv g_q`` and ``g_S - Y' D y`` passed on."""
-    joint, m = st + 1, steps[st, NS] - 1
-    n = 7 + m
-    npar, tp = _parent_block(steps, st)
-    p0 = 7 + tp  # the parent's first entry of g
-    tc, hf, ts = _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, n)
-    t6 = cached6(cache, tc)
-    for i in range(n):  # g -= HF t (the joint's row of HF is zero)
-        if i != 6:
-            g[ix(i)] -= dot6(C, hf + i * 6, t6)
-    t = 0.0
-    for i in range(6):  # g_q += t' g_a, g_parent += sigma g_a
-        t += C[ix(ts + i * (m + 1))] * g[ix(i)]
-    g[6] += t
-    sigma = float(steps[st, TSIG])
-    for i in range(npar):
-        g[ix(p0 + i)] += sigma * g[ix(i)]
-    for q in range(steps[joint, G0], steps[joint, G1]):  # the joint's own terms, on its front [q, S]
-        g[ix(6 + gd[ix(q)])] += Lin[ix(gs[ix(q)])]
-    y = C[steps[joint, LINV]] * g[6]
-    a, yy, out = C[steps[joint, DS]] * y, steps[joint, Y_], steps[joint, OUT_G]
-    for j in range(m if out >= 0 else 0):
-        Lin[ix(out + j)] = g[ix(7 + j)] - C[ix(yy + j)] * a
-    cache[steps[joint, YC]] = y
-
-
-@njit(cache=True, inline="always")
-def _wide_revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs):
-    """Back-substitution of a wide revolute pair (link half at ``st``): the joint's ``qdd = Linv D (y - Y
-    x_S)``, then the link's ``a = t + t qdd + sigma a_parent``, the parent read from the joint's ``x_S``."""
-    joint, m = st + 1, steps[st, NS] - 1
-    npar, p0 = _parent_block(steps, st)  # p0: the parent's first entry of the joint's separator
-    for q in range(steps[joint, XS0], steps[joint, XS1]):
-        xs[ix(xsd[ix(q)])] = Xout[ix(xss[ix(q)])]
-    t, yy = cache[steps[joint, YC]], steps[joint, Y_]
-    for j in range(m):
-        t -= C[ix(yy + j)] * xs[ix(j)]
-    qdd = C[steps[joint, LINV]] * (C[steps[joint, DS]] * t)
-    for q in range(steps[joint, XF0], steps[joint, XF1]):
-        Xout[ix(xfs[ix(q)])] = qdd
-    tc, ts, sigma = steps[st, TC], steps[st, T_], float(steps[st, TSIG])
-    _link_values(cache, tc, C, ts, m + 1, qdd, sigma, xs, p0, npar, x)
-    for q in range(steps[st, XF0], steps[st, XF1]):
-        Xout[ix(xfs[ix(q)])] = x[ix(xfd[ix(q)])]

@@ -40,8 +40,8 @@ from numba.typed import List
 
 from .compiled import announce_first_compile, factorize_maps, max_front, solve_maps
 from .compiled_front import (
-    DS, G0, G1, H0, H1, LINV, NF, NS, NZ, OP, OP_PIVOT, OUT_G, OUT_H, OUT_S, PIVOT, S0, S1, SINGULAR_RTOL,
-    UNCOUNTED, XF0, XF1, XS0, XS1, Y_, YC, drop_stale_cache,
+    DS, G0, G1, LINV, NF, NS, NZ, OP, OP_PIVOT, OUT_G, OUT_H, OUT_S, PIVOT, SINGULAR_RTOL,
+    UNCOUNTED, XF0, XF1, XS0, XS1, Y_, YC, _gathered, drop_stale_cache,
 )
 from . import compiled_front, vectors as v
 from .program import PIVOTS
@@ -87,26 +87,6 @@ def groups_of(elements: int) -> int:
 
 # ---------------------------------------------------------------------------------------------------------
 # factorization
-
-
-@njit(cache=True, inline="always", error_model="numpy")
-def _gathered(steps, st, hs, hd, ss, sd, Fw, H, scale, n, maxn):
-    """The step's front ``H`` (``n x n`` at rows ``i * maxn + j``) and its scales from zero: the sum of its
-    factors in ``Fw (entry, lane)``, before any scale floor."""
-    for i in range(n):
-        for j in range(n):
-            v.fill(H, i * maxn + j, 0.0)
-        v.fill(scale, i, 0.0)
-    _added(steps, st, hs, hd, ss, sd, Fw, H, scale)
-
-
-@njit(cache=True, inline="always", error_model="numpy")
-def _added(steps, st, hs, hd, ss, sd, Fw, H, scale):
-    """The step's factors in ``Fw (entry, lane)`` added onto its front ``H`` and its scales."""
-    for q in range(steps[st, H0], steps[st, H1]):
-        v.add(H, hd[q], Fw, hs[q])
-    for q in range(steps[st, S0], steps[st, S1]):
-        v.add(scale, sd[q], Fw, ss[q])
 
 
 @njit(cache=True, inline="always", error_model="numpy")

@@ -3,23 +3,25 @@
 The programs of a mechanism's dynamics in a spanning-tree order
 (:func:`covers_pairs`: ABA's, LCABA's, proxBBO's steps) are mostly pair
 instructions: :func:`factorize_pairs` and :func:`solve_pairs` run a
-``REVOLUTE_PAIR``'s fixed-size arithmetic, and a ``WIDE_REVOLUTE``'s (a loop's
-link and joint, the separator the loop's multipliers and other links), as
-vector operations (:mod:`elimination.vectors`); so are a free body's wide pair
+``REVOLUTE_PAIR``'s and a ``WIDE_REVOLUTE``'s arithmetic (a loop's link and
+joint, the separator the loop's multipliers and other links) through the
+kernels of :mod:`elimination.compiled_pairs`, written once for every width
+(:mod:`elimination.vectors`), here at sixteen lanes; a free body's wide pair
 (a ``UNIT`` that leaves its front -- a floating base or a grasped object whose
 link reads itself from its joint's ``+-I`` rows -- then the joint's pivot:
 :func:`_wide_unit_link`), a ``PIVOT`` (the contacts' multipliers:
 :func:`_pivot_step`), and a ``TREE_PAIR`` of a free-flyer or spherical or
 planar joint (:func:`_tree_pair`, :func:`_tree_forward`: a floating base under
-ABA or LCABA, one state at a time 70% of Solo12's factorization); the solve
-runs every back-substitution of up to six pivots in lanes too
-(:func:`_step_backward`).  The other steps run lane by lane through the
-per-element kernels (:mod:`elimination.compiled_front`), on the lanes of a
-workspace the caller fills (:func:`mechanics.compiled_lanes.lanes_kernel`: the
-states' kinematics and constraints in lanes too).  Bit for bit the
-per-element kernels' numbers, as :mod:`elimination.lanes`'; on Talos's tree a
-batch of eight took the pairs' factorization 1.7x and their solve 2.1x faster
-than eight states one at a time (eight lanes then; :data:`~elimination.lanes.LANES` now).
+ABA or LCABA, one state at a time 70% of Solo12's factorization) run as vector
+operations too, still written for the lanes only; the solve runs every
+back-substitution of up to six pivots in lanes (:func:`_step_backward`).  The
+other steps run lane by lane through the per-element kernels
+(:mod:`elimination.compiled_front`), on the lanes of a workspace the caller
+fills (:func:`mechanics.compiled_lanes.lanes_kernel`: the states' kinematics
+and constraints in lanes too).  Bit for bit the per-element kernels' numbers,
+as :mod:`elimination.lanes`'; on Talos's tree a batch of eight took the pairs'
+factorization 1.7x and their solve 2.1x faster than eight states one at a time
+(eight lanes then; :data:`~elimination.lanes.LANES` now).
 """
 from __future__ import annotations
 
@@ -27,14 +29,17 @@ import numpy as np
 from numba import njit
 
 from .compiled_front import (
-    A0, A1, B0, B1, DS, G0, G1, H0, H1, HF_, IDENTITY, INDEFINITE, KEEP, LINV, M, NF, NN, NS, NZ, OP, OP_FRONT,
-    OP_FUSED, OP_PIVOT, OP_REVOLUTE, OP_TREE, OP_UNIT, OP_WIDE_REVOLUTE, OUT_G, OUT_H, OUT_S, PB0, PB1, PG0, PG1, PH0,
-    PH1, PIVOT, PS0, PS1, S0, S1, START, T_, TC, TN, TQ, TSIG, UNCOUNTED, UROW, XF0, XF1, XS0, XS1, Y_,
-    YC, drop_stale_cache,
+    A0, A1, DS, HF_, IDENTITY, INDEFINITE, KEEP, LINV, M, NF, NN, NS, NZ, OP, OP_FRONT, OP_FUSED, OP_PIVOT,
+    OP_REVOLUTE, OP_TREE, OP_UNIT, OP_WIDE_REVOLUTE, OUT_G, OUT_H, OUT_S, PG0, PG1, PH0, PH1, PIVOT, PS0, PS1, START,
+    T_, TC, TN, TQ, TSIG, UNCOUNTED, UROW, XF0, XF1, XS0, XS1, Y_, YC, drop_stale_cache,
 )
 from .compiled_front import _generic_step as generic_step, _step_backward as step_backward, _step_forward as step_forward
-from .compiled_pairs import _parent_block as parent_block, _tree_pair as tree_pair
-from .lanes import DEFINITE, LANES, NEGATIVE, _added, _gathered, _pivot_block, _pivot_forward, _pivoted, _record
+from .compiled_front import _added, _gathered
+from .compiled_pairs import (
+    _floored, _pair_terms, _revolute_backward, _revolute_block, _revolute_forward, _revolute_pair, _sub_dot,
+    _wide_revolute_backward, _wide_revolute_forward, _wide_revolute_pair, _tree_pair as tree_pair,
+)
+from .lanes import DEFINITE, LANES, NEGATIVE, _pivot_block, _pivot_forward, _pivoted, _record
 from . import compiled, compiled_front, compiled_pairs, lanes, vectors as v
 from .program import KEEP_MIRRORED, START_GATHERED, START_LEFT
 
@@ -57,147 +62,6 @@ def covers_pairs(program) -> bool:
 
 
 @njit(cache=True, inline="always")
-def _floored(scale, n, floor):
-    """The first ``n`` scales raised to each lane's scale floor ``floor (1, LANES)``."""
-    for i in range(n):
-        for w in range(LANES):
-            scale[i, w] = max(scale[i, w], floor[0, w])
-
-
-@njit(cache=True, inline="always", error_model="numpy")
-def _revolute_T(steps, st, Fw, C, t6, m):
-    """:func:`elimination.compiled_pairs._revolute_T` on the lanes: ``t = -+D`` into ``t6`` and the first column of
-    ``T`` (``6 x (1 + m)``) in ``C``."""
-    sgn, tq, tn, ts = -float(steps[st, IDENTITY]), steps[st, TQ], steps[st, TN], steps[st, T_]
-    for i in range(6):
-        v.scaled(t6, i, sgn, Fw, tq + i * tn)
-        v.copy(C, ts + i * (m + 1), t6, i)
-
-
-@njit(cache=True, inline="always", error_model="numpy")
-def _pivot(steps, joint, H, stride, scale, t6, u6, floor, Fw, C, hsrc, h0, h1, ssrc, s0, s1, tmp, r):
-    """:func:`elimination.compiled_pairs._revolute_pivot` on the lanes (its operations, lane by lane), the link's block
-    ``H[:6, :6]`` at rows ``i * stride + j``: ``u = H t`` into ``u6``, ``D``, ``Linv`` into ``C``, ``Linv`` into
-    ``tmp[4]``, the pivot ratios into ``r``."""
-    v.dots6(u6, 0, H, 0, stride, 1, t6, 0, 6)
-    v.dot6(tmp, 0, t6, 0, 1, u6, 0, 1)  # d
-    v.fill(tmp, 1, 0.0)
-    for k in range(6):
-        v.mul(tmp, 2, t6, k, t6, k)
-        v.add_mul(tmp, 1, tmp, 2, scale, k)  # grown
-    v.copy(tmp, 3, floor, 0)
-    v.add(tmp, 3, tmp, 1)  # sz
-    for q in range(h0, h1):  # the joint's own factors
-        v.add(tmp, 0, Fw, hsrc[q])
-    for q in range(s0, s1):
-        v.add(tmp, 3, Fw, ssrc[q])
-    ds, li = steps[joint, DS], steps[joint, LINV]
-    for w in range(LANES):
-        d, sz = tmp[0, w], max(tmp[3, w], floor[0, w])
-        root = np.sqrt(max(d, 0.0))
-        tmp[4, w] = 1.0 / root if d > 0.0 else 0.0
-        C[ds, w], C[li, w] = 1.0, tmp[4, w]
-        r[w] = root * root / max(sz, 1e-300) if d > 0.0 else -1.0
-
-
-@njit(cache=True, inline="always", error_model="numpy")
-def _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, maxn, scale, t6, u6, y, tmp, r):
-    """:func:`elimination.compiled_pairs._wide_revolute_pair` on the lanes (its operations, lane by lane): the front
-    ``H`` at rows ``i * maxn + j``; the pivot ratios into ``r``."""
-    joint, m = st + 1, steps[st, NS] - 1
-    n = 7 + m
-    npar, tp = parent_block(steps, st)
-    p0 = 7 + tp
-    _gathered(steps, st, hs, hd, ss, sd, Fw, H, scale, n, maxn)  # (the joint's row and column zero, unread)
-    _floored(scale, n, floor)
-    _revolute_T(steps, st, Fw, C, t6, m)  # T = [t, sigma E_p]
-    hf = steps[st, HF_]
-    for i in range(n):  # HF = [H_aa; 0; H_Sa]
-        for j in range(6):
-            if i != 6:
-                v.copy(C, hf + i * 6 + j, H, i * maxn + j)
-            else:
-                v.fill(C, hf + i * 6 + j, 0.0)
-    _pivot(steps, joint, H, maxn, scale, t6, u6, floor, Fw, C, hs, steps[joint, H0], steps[joint, H1], ss,
-           steps[joint, S0], steps[joint, S1], tmp, r)
-    v.fill(tmp, 5, float(steps[st, TSIG]))  # sigma
-    v.dots6(y, 0, H, 7, 1, maxn, t6, 0, m)  # y = (t'H_aS + sigma E_p' u) / sqrt(d)
-    for i in range(npar):
-        v.add_mul(y, tp + i, tmp, 5, u6, i)
-    yy = steps[joint, Y_]
-    for j in range(m):
-        v.mul(y, j, y, j, tmp, 4)
-        v.copy(C, yy + j, y, j)
-    for i in range(npar):  # a folded into p: rows, columns, then H_aa; scales
-        for j in range(7, n):
-            v.add_mul(H, (p0 + i) * maxn + j, tmp, 5, H, i * maxn + j)
-        for j in range(7, n):
-            v.add_mul(H, j * maxn + p0 + i, tmp, 5, H, j * maxn + i)
-        for j in range(6):
-            v.add(H, (p0 + i) * maxn + p0 + j, H, i * maxn + j)
-        v.add(scale, p0 + i, scale, i)
-    out, outs = steps[joint, OUT_H], steps[joint, OUT_S]
-    for i in range(m if out >= 0 else 0):  # the generated factor: H_SS - y y', symmetrized
-        v.copy(Fw, outs + i, scale, 7 + i)
-        v.add_mul(Fw, outs + i, y, i, y, i)
-        for j in range(i, m):
-            v.half_sum_sub_mul(tmp, 3, H, (7 + i) * maxn + 7 + j, H, (7 + j) * maxn + 7 + i, y, i, y, j)
-            v.copy(Fw, out + i * m + j, tmp, 3)
-            v.copy(Fw, out + j * m + i, tmp, 3)
-
-
-@njit(cache=True, inline="always", error_model="numpy")
-def _link_block(steps, st, pbH, pbs, Fw, H, scale, floor):
-    """:func:`elimination.compiled_pairs._link_block` of a 6-dimensional link on the lanes: its block ``H`` (36 rows,
-    row-major), its factors summed whole, and its scales raised to each lane's floor ``floor (1, LANES)``.  The
-    first factor is added to zero as it is loaded (``+ 0.0``: the scalar sum's signed zeros), without a zeroed
-    block to load back."""
-    b0, b1 = steps[st, PB0], steps[st, PB1]
-    for i in range(6 if b0 < b1 else 0):
-        v.add_scalar(scale, i, Fw, pbs[b0] + i, 0.0)
-        for j in range(6):
-            v.add_scalar(H, i * 6 + j, Fw, pbH[b0] + i * 6 + j, 0.0)
-    for i in range(36 if b0 == b1 else 0):  # (no factor: a zero block)
-        v.fill(H, i, 0.0)
-    for i in range(6 if b0 == b1 else 0):
-        v.fill(scale, i, 0.0)
-    for b in range(b0 + 1, b1):
-        h, s = pbH[b], pbs[b]
-        for i in range(6):
-            v.add(scale, i, Fw, s + i)
-            for j in range(6):
-                v.add(H, i * 6 + j, Fw, h + i * 6 + j)
-    _floored(scale, 6, floor)
-
-
-@njit(cache=True, inline="always", error_model="numpy")
-def _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6, tmp, r):
-    """:func:`elimination.compiled_pairs._revolute_pair` on the lanes of ``Fw``, ``C`` (its operations, lane by
-    lane), each lane with its own scale floor (``floor (1, LANES)``); the pivot ratios into ``r``."""
-    joint = st + 1
-    _link_block(steps, st, pbH, pbs, Fw, H, scale, floor)
-    sigma, hf, npar = float(steps[st, TSIG]), steps[st, HF_], steps[st, NS] - 1
-    _revolute_T(steps, st, Fw, C, t6, npar)  # T = [t, sigma I], HF = [H; 0]
-    for i in range(36):
-        v.copy(C, hf + i, H, i)
-    _pivot(steps, joint, H, 6, scale, t6, u6, floor, Fw, C, phs, steps[joint, PH0], steps[joint, PH1], pss,
-           steps[joint, PS0], steps[joint, PS1], tmp, r)
-    yy, out, outs = steps[joint, Y_], steps[joint, OUT_H], steps[joint, OUT_S]
-    for j in range(npar):  # y = sigma u / sqrt(d)
-        v.scaled(u6, j, sigma, u6, j)
-        v.mul(u6, j, tmp, 4, u6, j)
-        v.copy(C, yy + j, u6, j)
-    for i in range(6 if out >= 0 else 0):  # the parent's H - y y', symmetrized, and its scales
-        v.copy(Fw, outs + i, scale, i)
-        v.add(Fw, outs + i, floor, 0)
-        v.add_mul(Fw, outs + i, u6, i, u6, i)
-        for j in range(i, 6):
-            v.half_sum_sub_mul(tmp, 5, H, i * 6 + j, H, j * 6 + i, u6, i, u6, j)
-            v.copy(Fw, out + i * 6 + j, tmp, 5)
-            v.copy(Fw, out + j * 6 + i, tmp, 5)
-
-
-@njit(cache=True, inline="always")
 def _tree_pair_in_lanes(steps, st, H, scale):
     """Whether :func:`_tree_pair` takes the tree pair whose link half is step ``st`` -- a joint of more than one
     degree of freedom (a free flyer's, a spherical or planar one's) on a 6-dimensional link, pivoted definite or
@@ -217,7 +81,7 @@ def _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, H, scale, 
     ``L``) and ``HFT`` (``Linv``, then ``Y``); the pivot's scales in ``scale[6:]``.  A lane whose pivot fails
     goes on with meaningless numbers, as in :func:`factorize_pairs`."""
     U, Hz, Hzs, Tq, L, Li, Y, sz = H[36:72], A[:36], A[36:72], T[:36], T[36:72], HFT[:36], HFT[36:72], scale[6:]
-    _link_block(steps, st, pbH, pbs, Fw, H, scale, floor)
+    _revolute_block(steps, st, pbH, pbs, Fw, H, scale, floor)
     _tree_pivot_block(steps, st, phs, phd, pss, psd, Fw, C, floor, H, scale, Tq, U, Hz, Hzs, sz, tmp)
     _tree_pivot(steps, st, C, Hz, Hzs, sz, L, Li, Y, tmp, r)
     _tree_parent(steps, st, Fw, C, floor, H, scale, Y, tmp)
@@ -512,66 +376,12 @@ def pairs_scratch_in(rows, maxn):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, n):
-    """:func:`elimination.compiled_pairs._link_terms` on the lanes: ``g[:n]`` from zero, gathered from the link's
-    linear terms, and ``t = W b`` of its joint row into the cache.  Returns the offset of ``t``."""
-    for i in range(n):
-        v.fill(g, i, 0.0)
-    for q in range(steps[st, G0], steps[st, G1]):
-        v.add(g, gd[q], Lin, gs[q])
-    tc, ident = steps[st, TC], float(steps[st, IDENTITY])
-    for q in range(steps[st, B0], steps[st, B1]):
-        v.scaled(cache, tc + bd[q], ident, Lin, bs[q])
-    return tc
-
-
-@njit(cache=True, inline="always", error_model="numpy")
-def _link_values(steps, st, stride, Q, q, xs, p0, npar, C, cache, x, tmp, slot, xfs, xfd, Xout):
-    """:func:`elimination.compiled_pairs._link_values` on the lanes, then scattered: a revolute pair's link values
-    ``x = t + t_q qdd + sigma a_parent`` (``qdd``: row ``q`` of ``Q``; ``t_q``: every ``stride``-th row of ``C``
-    from the pair's ``T``; the parent's ``npar`` values from row ``p0`` of ``xs``; ``sigma`` into
-    ``tmp[slot]``)."""
-    tc, ts = steps[st, TC], steps[st, T_]
-    for i in range(6):
-        v.mul_add(x, i, cache, tc + i, C, ts + i * stride, Q, q)
-    v.fill(tmp, slot, float(steps[st, TSIG]))
-    for i in range(npar):
-        v.add_mul(x, i, tmp, slot, xs, p0 + i)
-    for e in range(steps[st, XF0], steps[st, XF1]):
-        v.copy(Xout, xfs[e], x, xfd[e])
-
-
-@njit(cache=True, inline="always", error_model="numpy")
-def _revolute_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp):
-    """:func:`elimination.compiled_pairs._revolute_pair_forward` on the lanes (its operations, lane by lane)."""
-    joint, npar = st + 1, steps[st, NS] - 1
-    tc = _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, 7 + npar)
-    hf, ts, sigma = steps[st, HF_], steps[st, T_], float(steps[st, TSIG])
-    v.copy(tmp, 0, g, 6)  # g_q
-    v.sub_matvec6(g, 0, g, 0, C, hf, 6, cache, tc, 6)  # g_F -= H t, then carried into the joint and the parent
-    for i in range(6):
-        v.add_mul(tmp, 0, C, ts + i * (npar + 1), g, i)
-    v.copy(g, 6, tmp, 0)
-    v.fill(tmp, 2, sigma)
-    for i in range(npar):
-        v.add_mul(g, 7 + i, tmp, 2, g, i)
-    for q in range(steps[joint, PG0], steps[joint, PG1]):  # the joint's own terms
-        v.add(g, 6 + pgd[q], Lin, pgs[q])
-    v.mul(tmp, 3, C, steps[joint, LINV], g, 6)  # y
-    v.mul(tmp, 4, C, steps[joint, DS], tmp, 3)
-    yy, out = steps[joint, Y_], steps[joint, OUT_G]
-    for j in range(npar if out >= 0 else 0):  # g_parent -= Y' D y, passed on
-        v.mul_sub(Lin, out + j, g, 7 + j, C, yy + j, tmp, 4)
-    v.copy(cache, steps[joint, YC], tmp, 3)
-
-
-@njit(cache=True, inline="always", error_model="numpy")
 def _tree_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp):
     """:func:`elimination.compiled_pairs._tree_pair_forward` on the lanes (its operations, lane by lane): a tree
     pair whose joint is not one-dimensional (a free-flyer's, a spherical one)."""
     nF, nS, nq = steps[st, NF], steps[st, NS], steps[st + 1, NF]
     npar = nS - nq
-    tc = _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, nF + nS)
+    tc = _pair_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, nF + nS)
     hf, ts = steps[st, HF_], steps[st, T_]
     for i in range(nF):  # g_F -= H t
         v.dot(tmp, 0, C, hf + i * nF, 1, cache, tc, 1, nF)
@@ -628,77 +438,6 @@ def _step_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, g, gz):
         v.copy(Xout, xfs[q], x, xfd[q])
 
 
-@njit(cache=True, inline="always")
-def _sub_dot(D, k, A, i, B, j, n):
-    """``D[k] -= A[i + q] * B[j + q]`` for ``q = 0..n-1``, one product at a time in that order (six at a time in
-    registers: :func:`elimination.vectors.sub_dot6`)."""
-    q = 0
-    while q + 6 <= n:
-        v.sub_dot6(D, k, A, i + q, 1, B, j + q, 1)
-        q += 6
-    while q < n:
-        v.sub_mul(D, k, A, i + q, B, j + q)
-        q += 1
-
-
-@njit(cache=True, inline="always", error_model="numpy")
-def _revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, tmp):
-    """:func:`elimination.compiled_pairs._revolute_pair_backward` on the lanes (its operations, lane by lane)."""
-    joint, npar = st + 1, steps[st, NS] - 1
-    for q in range(steps[joint, XS0], steps[joint, XS1]):
-        v.copy(xs, 1 + xsd[q], Xout, xss[q])
-    v.copy(tmp, 0, cache, steps[joint, YC])
-    _sub_dot(tmp, 0, C, steps[joint, Y_], xs, 1, npar)
-    v.mul(tmp, 1, C, steps[joint, DS], tmp, 0)
-    v.mul(xs, 0, C, steps[joint, LINV], tmp, 1)  # qdd
-    for q in range(steps[joint, XF0], steps[joint, XF1]):
-        v.copy(Xout, xfs[q], xs, 0)
-    _link_values(steps, st, npar + 1, xs, 0, xs, 1, npar, C, cache, x, tmp, 2, xfs, xfd, Xout)
-
-
-@njit(cache=True, inline="always", error_model="numpy")
-def _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g, tmp):
-    """:func:`elimination.compiled_pairs._wide_revolute_forward` on the lanes (its operations, lane by lane)."""
-    joint, m = st + 1, steps[st, NS] - 1
-    n = 7 + m
-    npar, tp = parent_block(steps, st)
-    p0 = 7 + tp
-    tc = _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, n)
-    hf, ts = steps[st, HF_], steps[st, T_]
-    v.sub_dots6(g, 0, g, 0, C, hf, 6, cache, tc, 6)  # g -= HF t (the joint's row of HF is zero)
-    v.sub_dots6(g, 7, g, 7, C, hf + 7 * 6, 6, cache, tc, n - 7)
-    v.dot6(tmp, 0, C, ts, m + 1, g, 0, 1)  # g_q += t' g_a, g_parent += sigma g_a
-    v.add(g, 6, tmp, 0)
-    v.fill(tmp, 1, float(steps[st, TSIG]))
-    for i in range(npar):
-        v.add_mul(g, p0 + i, tmp, 1, g, i)
-    for q in range(steps[joint, G0], steps[joint, G1]):  # the joint's own terms, on its front [q, S]
-        v.add(g, 6 + gd[q], Lin, gs[q])
-    v.mul(tmp, 2, C, steps[joint, LINV], g, 6)  # y
-    v.mul(tmp, 3, C, steps[joint, DS], tmp, 2)
-    yy, out = steps[joint, Y_], steps[joint, OUT_G]
-    for j in range(m if out >= 0 else 0):
-        v.mul_sub(Lin, out + j, g, 7 + j, C, yy + j, tmp, 3)
-    v.copy(cache, steps[joint, YC], tmp, 2)
-
-
-@njit(cache=True, inline="always", error_model="numpy")
-def _wide_revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, tmp):
-    """:func:`elimination.compiled_pairs._wide_revolute_backward` on the lanes (its operations, lane by lane)."""
-    joint, m = st + 1, steps[st, NS] - 1
-    npar, p0 = parent_block(steps, st)
-    for q in range(steps[joint, XS0], steps[joint, XS1]):
-        v.copy(xs, xsd[q], Xout, xss[q])
-    yy = steps[joint, Y_]
-    v.copy(tmp, 0, cache, steps[joint, YC])
-    _sub_dot(tmp, 0, C, yy, xs, 0, m)
-    v.mul(tmp, 1, C, steps[joint, DS], tmp, 0)
-    v.mul(tmp, 2, C, steps[joint, LINV], tmp, 1)  # qdd
-    for q in range(steps[joint, XF0], steps[joint, XF1]):
-        v.copy(Xout, xfs[q], tmp, 2)
-    _link_values(steps, st, m + 1, tmp, 2, xs, p0, npar, C, cache, x, tmp, 3, xfs, xfd, Xout)
-
-
 @njit(cache=True, error_model="numpy", **UNCOUNTED)
 def solve_pairs(maps, C, Lin, cache, Xout, lane_scratch, scratch):
     """Forward sweep of the lanes' linear terms ``Lin (linear_size, LANES)`` through the conditionals ``C`` of
@@ -709,7 +448,7 @@ def solve_pairs(maps, C, Lin, cache, Xout, lane_scratch, scratch):
     pivots; ``scratch``: :func:`elimination.compiled.solve_scratch_in`'s, for the steps run lane by lane."""
     steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, pgs, pgd = maps
     g, x, xs, tmp = lane_scratch
-    gw, bl, bm, xw, xsw, gz = scratch
+    gw, bl, bm, xw, xsw, gz, _ = scratch
     st = 0
     while st < steps.shape[0]:
         op = steps[st, OP]

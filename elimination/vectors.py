@@ -1,18 +1,25 @@
-"""Operations on rows of sixteen lanes, as LLVM vector instructions, for the lane kernels (:mod:`elimination.lanes`).
+"""Operations on rows of lanes, as LLVM vector instructions: the one source of the kernels at every batch width.
 
-A lane kernel keeps sixteen batch elements side by side: row ``k`` of an array
-``A (rows, 16)`` holds one entry of each.  Written as a loop over the lanes,
-numba unrolls it into sixteen scalar instructions: LLVM's SLP vectorizer would
-fuse them, and numba leaves it off (numba#8852, miscompilations).  These
-intrinsics say the vector operation outright: each loads its rows as one
-``<16 x double>`` (four AVX2 registers), computes, and stores -- ``fadd``,
-``fsub``, ``fmul``, ``fdiv``, ``sqrt``, with no fast-math flags, so each lane
-gets exactly the scalar operation's result (no fused multiply-add, no
-reassociation): the lane kernels stay bit for bit the per-element kernels.
+A kernel written with these operations runs one state or sixteen side by side,
+as its operands say: row ``k`` of a 2-d array ``A (rows, 16)`` holds entry
+``k`` of sixteen states, and each operation loads it as one ``<16 x double>``
+(four AVX2 registers), computes and stores; on a 1-d array ``A (rows,)`` --
+one state, width 1 -- the same operation is the scalar one.  Numba compiles a
+kernel once per operand type, so the per-state executor and the lane executor
+are two instances of one function (``vectors`` dispatches on ``ndim`` when the
+kernel compiles; nothing is decided at run time).  Written as a loop over the
+lanes, numba would unroll sixteen scalar instructions and leave LLVM's SLP
+vectorizer off (numba#8852, miscompilations); these intrinsics say the vector
+operation outright -- ``fadd``, ``fsub``, ``fmul``, ``fdiv``, ``sqrt``, with no
+fast-math flags, so each lane gets exactly the scalar operation's result (no
+fused multiply-add, no reassociation): every width gives the same bits.
 
-Rows are addressed ``(array, row)``; every array must be C-contiguous with
-:data:`WIDTH` columns (the lane kernels' layout), which the kernels guarantee.
-Scalars (``s``) are broadcast to every lane.
+Rows are addressed ``(array, row)``; every operand must be a float64 array,
+1-d (one state; a lane ``A[:, w]`` of a lane array too) or C-contiguous with
+:data:`WIDTH` columns (the lane kernels' layout), and the operands of one
+operation of one width -- refused when the kernel compiles.  Scalars (``s``) are broadcast to every lane.  What
+a kernel does lane by lane (a pivot's test, its ratio) it writes as a loop
+``for w in range(width(A))`` over :func:`lane` and :func:`set_lane`.
 
 >>> import numpy as np
 >>> from numba import njit
@@ -22,6 +29,8 @@ Scalars (``s``) are broadcast to every lane.
 >>> D, A, B = np.ones((1, 16)), np.full((1, 16), 2.0), np.arange(32.0).reshape(2, 16)
 >>> f(D, A, B); D[0, :3].tolist()
 [-31.0, -33.0, -35.0]
+>>> d = np.ones(1); f(d, np.full(1, 2.0), np.arange(2.0)); d.tolist()  # one state
+[-1.0]
 """
 from __future__ import annotations
 
@@ -30,26 +39,74 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic
 
 WIDTH = 16
-"""Lanes per row.  Sixteen, not eight: the wider operations give the out-of-order core four independent
-registers' work per instruction, and a lane costs less (benchmarks/README.md).  The engine's batches of graphs
-run in as many lanes.  The lane kernels compile for this width; nothing else depends on it."""
-_VECTOR = ir.VectorType(ir.DoubleType(), WIDTH)
-_ZERO = ir.Constant(_VECTOR, [0.0] * WIDTH)  # (a row of zeros: a sum's start, a mask's test)
+"""Lanes per row of a 2-d operand.  Sixteen, not eight: the wider operations give the out-of-order core four
+independent registers' work per instruction, and a lane costs less (benchmarks/README.md).  The engine's batches
+of graphs run in as many lanes.  The lane kernels compile for this width; nothing else depends on it."""
+
+
+def _width(array_type) -> int:
+    """The lanes of an operand: 1 for a 1-d array (one state, its entries the rows), :data:`WIDTH` for a 2-d
+    one; anything but a float64 array of either, the 2-d one C-contiguous, is refused as the kernel compiles."""
+    if isinstance(array_type, types.Array) and array_type.dtype == types.float64:
+        if array_type.ndim == 1:
+            return 1
+        if array_type.ndim == 2 and array_type.layout == "C":
+            return WIDTH
+    raise TypeError("elimination.vectors: an operand must be a float64 array, 1-d (one state) or C-contiguous "
+                    f"(rows, {WIDTH}) (lanes), got {array_type}")
+
+
+def _address(context, builder, array_type, array, at):
+    """Pointer to entry ``at`` of a 1-d array: ``at`` doubles on where it is contiguous, ``at`` strides on where
+    it may not be (one lane of a lane array, ``A[:, w]``: how a lane kernel hands a state to code that runs one
+    state at a time)."""
+    a = context.make_array(array_type)(context, builder, array)
+    if array_type.layout == "C":
+        return builder.gep(a.data, [at], inbounds=True)
+    return cgutils.get_item_pointer2(context, builder, data=a.data, shape=cgutils.unpack_tuple(builder, a.shape),
+                                     strides=cgutils.unpack_tuple(builder, a.strides), layout=array_type.layout,
+                                     inds=[at], wraparound=False)
+
+
+def _vector(width: int):
+    """The LLVM type of a row: ``double`` at width 1, ``<width x double>`` above."""
+    return ir.DoubleType() if width == 1 else ir.VectorType(ir.DoubleType(), width)
+
+
+def _constant(row_type, value: float):
+    """``value`` in every lane of a row of ``row_type``."""
+    if isinstance(row_type, ir.VectorType):
+        return ir.Constant(row_type, [value] * row_type.count)
+    return ir.Constant(row_type, value)
+
+
+def _void(*arguments):
+    """The signature of an operation returning nothing, its array operands checked to share one width."""
+    widths = {_width(a) for a in arguments if isinstance(a, types.Array)}
+    if len(widths) > 1:
+        raise TypeError("elimination.vectors: the operands of one operation must all be 1-d (one state) or all "
+                        f"(rows, {WIDTH}) (lanes), got {', '.join(str(a) for a in arguments if isinstance(a, types.Array))}")
+    return types.void(*arguments)
+
+
+def _row_type(signature):
+    """The row type of an operation's operands (its first argument's)."""
+    return _vector(_width(signature.args[0]))
 
 
 def _row(context, builder, array_type, array, row):
-    """Pointer to row ``row`` of a C-contiguous ``(rows, WIDTH)`` float64 array, as ``<WIDTH x double>*``.
+    """Pointer to row ``row`` of a C-contiguous array of rows, as ``<WIDTH x double>*`` (``double*`` for a 1-d
+    array: one state).
 
     The rows are ``WIDTH`` apart -- the compile-time width, not the array's run-time ``shape[1]``: an address
-    is an add, not a multiply by a loaded stride, which is what lets a width-1 instance of the lane kernels
-    run at the scalar kernels' speed (benchmarks/README.md).  So an operand must be a
-    C-contiguous 2-d array (refused when the kernel compiles, below) of ``WIDTH`` columns (every lane array
-    is made so: ``(entries, LANES)``)."""
-    if not (isinstance(array_type, types.Array) and array_type.ndim == 2 and array_type.layout == "C"):
-        raise TypeError(f"elimination.vectors: an operand must be a C-contiguous 2-d array of rows, got {array_type}")
+    is an add, not a multiply by a loaded stride, which is what lets the width-1 instance of a lane kernel run
+    at scalar code's speed (benchmarks/README.md)."""
+    width = _width(array_type)
+    if width == 1:
+        return _address(context, builder, array_type, array, row)
     a = context.make_array(array_type)(context, builder, array)
-    pointer = builder.gep(a.data, [builder.mul(row, context.get_constant(types.intp, WIDTH))], inbounds=True)
-    return builder.bitcast(pointer, _VECTOR.as_pointer())
+    pointer = builder.gep(a.data, [builder.mul(row, context.get_constant(types.intp, width))], inbounds=True)
+    return builder.bitcast(pointer, _vector(width).as_pointer())
 
 
 class _KeptLoad(ir.instructions.LoadInstr):
@@ -66,12 +123,12 @@ class _KeptLoad(ir.instructions.LoadInstr):
 
 def _load(context, builder, signature, args, at: int, kept: bool = False):
     """The row named by arguments ``at`` (the array) and ``at + 1`` (its row); ``kept``: as a
-    :class:`_KeptLoad`."""
+    :class:`_KeptLoad` (lanes only: a scalar has no masked store to avoid)."""
     row = context.cast(builder, args[at + 1], signature.args[at + 1], types.intp)
     pointer = _row(context, builder, signature.args[at], args[at], row)
-    if not kept:
+    if not kept or _width(signature.args[at]) == 1:
         return builder.load(pointer, align=8)
-    load = _KeptLoad(builder.block, pointer, typ=_VECTOR)
+    load = _KeptLoad(builder.block, pointer, typ=pointer.type.pointee)
     builder._insert(load)
     return load
 
@@ -79,8 +136,13 @@ def _load(context, builder, signature, args, at: int, kept: bool = False):
 def _splat(context, builder, signature, args, at: int):
     """Scalar argument ``at`` in every lane."""
     value = context.cast(builder, args[at], signature.args[at], types.float64)
-    vector = builder.insert_element(ir.Constant(_VECTOR, ir.Undefined), value, ir.Constant(ir.IntType(32), 0))
-    return builder.shuffle_vector(vector, ir.Constant(_VECTOR, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), WIDTH), [0] * WIDTH))
+    row_type = _row_type(signature)
+    if not isinstance(row_type, ir.VectorType):
+        return value
+    width = row_type.count
+    vector = builder.insert_element(ir.Constant(row_type, ir.Undefined), value, ir.Constant(ir.IntType(32), 0))
+    return builder.shuffle_vector(vector, ir.Constant(row_type, ir.Undefined),
+                                  ir.Constant(ir.VectorType(ir.IntType(32), width), [0] * width))
 
 
 def _store(context, builder, signature, args, value) -> None:
@@ -106,114 +168,119 @@ def _op(compute, operands: str, kept: bool = False):
     return codegen
 
 
-def _sqrt(builder, value):
-    fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_VECTOR, [_VECTOR]), f"llvm.sqrt.v{WIDTH}f64")
+def _math(builder, name: str, value):
+    """LLVM's ``llvm.<name>`` of a row (``llvm.sqrt.f64``, ``llvm.sqrt.v16f64``)."""
+    row_type = value.type
+    suffix = f"v{row_type.count}f64" if isinstance(row_type, ir.VectorType) else "f64"
+    fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(row_type, [row_type]), f"llvm.{name}.{suffix}")
     return builder.call(fn, [value])
+
+
+def _sqrt(builder, value):
+    return _math(builder, "sqrt", value)
 
 
 @intrinsic
 def copy(typingctx, D, k, A, i):
     """``D[k] = A[i]``."""
-    return types.void(D, k, A, i), _op(lambda b, d, a: a, "r")
+    return _void(D, k, A, i), _op(lambda b, d, a: a, "r")
 
 
 @intrinsic
 def fill(typingctx, D, k, s):
     """``D[k] = s``."""
-    return types.void(D, k, s), _op(lambda b, d, s: s, "s")
+    return _void(D, k, s), _op(lambda b, d, s: s, "s")
 
 
 @intrinsic
 def add(typingctx, D, k, A, i):
     """``D[k] = D[k] + A[i]``."""
-    return types.void(D, k, A, i), _op(lambda b, d, a: b.fadd(d, a), "r")
+    return _void(D, k, A, i), _op(lambda b, d, a: b.fadd(d, a), "r")
 
 
 @intrinsic
 def sub(typingctx, D, k, A, i):
     """``D[k] = D[k] - A[i]``."""
-    return types.void(D, k, A, i), _op(lambda b, d, a: b.fsub(d, a), "r")
+    return _void(D, k, A, i), _op(lambda b, d, a: b.fsub(d, a), "r")
 
 
 @intrinsic
 def add_mul(typingctx, D, k, A, i, B, j):
     """``D[k] = D[k] + A[i] * B[j]``."""
-    return types.void(D, k, A, i, B, j), _op(lambda b, d, a, x: b.fadd(d, b.fmul(a, x)), "rr")
+    return _void(D, k, A, i, B, j), _op(lambda b, d, a, x: b.fadd(d, b.fmul(a, x)), "rr")
 
 
 @intrinsic
 def sub_mul(typingctx, D, k, A, i, B, j):
     """``D[k] = D[k] - A[i] * B[j]``."""
-    return types.void(D, k, A, i, B, j), _op(lambda b, d, a, x: b.fsub(d, b.fmul(a, x)), "rr")
+    return _void(D, k, A, i, B, j), _op(lambda b, d, a, x: b.fsub(d, b.fmul(a, x)), "rr")
 
 
 @intrinsic
 def sub_scaled_mul(typingctx, D, k, s, A, i, B, j):
     """``D[k] = D[k] - (s * A[i]) * B[j]``."""
-    return types.void(D, k, s, A, i, B, j), _op(lambda b, d, s, a, x: b.fsub(d, b.fmul(b.fmul(s, a), x)), "srr")
+    return _void(D, k, s, A, i, B, j), _op(lambda b, d, s, a, x: b.fsub(d, b.fmul(b.fmul(s, a), x)), "srr")
 
 
 @intrinsic
 def scaled(typingctx, D, k, s, A, i):
     """``D[k] = s * A[i]``."""
-    return types.void(D, k, s, A, i), _op(lambda b, d, s, a: b.fmul(s, a), "sr")
+    return _void(D, k, s, A, i), _op(lambda b, d, s, a: b.fmul(s, a), "sr")
 
 
 @intrinsic
 def add_scaled(typingctx, D, k, A, i, s):
     """``D[k] = D[k] + A[i] * s``."""
-    return types.void(D, k, A, i, s), _op(lambda b, d, a, s: b.fadd(d, b.fmul(a, s)), "rs")
+    return _void(D, k, A, i, s), _op(lambda b, d, a, s: b.fadd(d, b.fmul(a, s)), "rs")
 
 
 @intrinsic
 def add_scalar(typingctx, D, k, A, i, s):
     """``D[k] = A[i] + s``."""
-    return types.void(D, k, A, i, s), _op(lambda b, d, a, s: b.fadd(a, s), "rs")
+    return _void(D, k, A, i, s), _op(lambda b, d, a, s: b.fadd(a, s), "rs")
 
 
 @intrinsic
 def mul(typingctx, D, k, A, i, B, j):
     """``D[k] = A[i] * B[j]``."""
-    return types.void(D, k, A, i, B, j), _op(lambda b, d, a, x: b.fmul(a, x), "rr")
+    return _void(D, k, A, i, B, j), _op(lambda b, d, a, x: b.fmul(a, x), "rr")
 
 
 @intrinsic
 def div(typingctx, D, k, A, i, B, j):
     """``D[k] = A[i] / B[j]``."""
-    return types.void(D, k, A, i, B, j), _op(lambda b, d, a, x: b.fdiv(a, x), "rr")
+    return _void(D, k, A, i, B, j), _op(lambda b, d, a, x: b.fdiv(a, x), "rr")
 
 
 @intrinsic
 def inverse(typingctx, D, k, A, i):
     """``D[k] = 1 / A[i]``."""
-    one = ir.Constant(_VECTOR, [1.0] * WIDTH)
-    return types.void(D, k, A, i), _op(lambda b, d, a: b.fdiv(one, a), "r")
+    return _void(D, k, A, i), _op(lambda b, d, a: b.fdiv(_constant(a.type, 1.0), a), "r")
 
 
 @intrinsic
 def sqrt(typingctx, D, k, A, i):
     """``D[k] = sqrt(A[i])`` (IEEE: correctly rounded, as ``np.sqrt``)."""
-    return types.void(D, k, A, i), _op(lambda b, d, a: _sqrt(b, a), "r")
+    return _void(D, k, A, i), _op(lambda b, d, a: _sqrt(b, a), "r")
 
 
 @intrinsic
 def mul_add(typingctx, D, k, A, i, B, j, E, l):
     """``D[k] = A[i] + B[j] * E[l]`` (``copy`` then ``add_mul``, with one store)."""
-    return types.void(D, k, A, i, B, j, E, l), _op(lambda b, d, a, x, e: b.fadd(a, b.fmul(x, e)), "rrr")
+    return _void(D, k, A, i, B, j, E, l), _op(lambda b, d, a, x, e: b.fadd(a, b.fmul(x, e)), "rrr")
 
 
 @intrinsic
 def mul_sub(typingctx, D, k, A, i, B, j, E, l):
     """``D[k] = A[i] - B[j] * E[l]`` (``copy`` then ``sub_mul``, with one store)."""
-    return types.void(D, k, A, i, B, j, E, l), _op(lambda b, d, a, x, e: b.fsub(a, b.fmul(x, e)), "rrr")
+    return _void(D, k, A, i, B, j, E, l), _op(lambda b, d, a, x, e: b.fsub(a, b.fmul(x, e)), "rrr")
 
 
 @intrinsic
 def half_sum_sub_mul(typingctx, D, k, A, i, B, j, E, l, F, m):
     """``D[k] = 0.5 * (A[i] + B[j]) - E[l] * F[m]`` (``half_sum`` then ``sub_mul``, with one store)."""
-    half = ir.Constant(_VECTOR, [0.5] * WIDTH)
-    return (types.void(D, k, A, i, B, j, E, l, F, m),
-            _op(lambda b, d, a, x, e, f: b.fsub(b.fmul(half, b.fadd(a, x)), b.fmul(e, f)), "rrrr"))
+    return (_void(D, k, A, i, B, j, E, l, F, m),
+            _op(lambda b, d, a, x, e, f: b.fsub(b.fmul(_constant(a.type, 0.5), b.fadd(a, x)), b.fmul(e, f)), "rrrr"))
 
 
 def _largest(builder, d, a):
@@ -222,34 +289,32 @@ def _largest(builder, d, a):
 
 
 def _fabs(builder, a):
-    fabs = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_VECTOR, [_VECTOR]), f"llvm.fabs.v{WIDTH}f64")
-    return builder.call(fabs, [a])
+    return _math(builder, "fabs", a)
 
 
 @intrinsic
 def absolute(typingctx, D, k, A, i):
     """``D[k] = |A[i]|`` (``abs``: the sign bit cleared)."""
-    return types.void(D, k, A, i), _op(lambda b, d, a: _fabs(b, a), "r")
+    return _void(D, k, A, i), _op(lambda b, d, a: _fabs(b, a), "r")
 
 
 @intrinsic
 def put(typingctx, D, k, A, i, M, j):
     """``D[k] = A[i]`` in the lanes where ``M[j]`` is not zero; the other lanes of ``D[k]`` keep their values."""
-    return types.void(D, k, A, i, M, j), _op(lambda b, d, a, m: b.select(b.fcmp_unordered("!=", m, _ZERO), a, d), "rr",
+    return _void(D, k, A, i, M, j), _op(lambda b, d, a, m: b.select(b.fcmp_unordered("!=", m, _constant(m.type, 0.0)), a, d), "rr",
                                              kept=True)
 
 
 @intrinsic
 def largest(typingctx, D, k, A, i):
     """``D[k] = |A[i]| if |A[i]| > D[k] else D[k]``: numba's ``max(D[k], abs(A[i]))`` (a NaN is passed over)."""
-    return types.void(D, k, A, i), _op(_largest, "r", kept=True)
+    return _void(D, k, A, i), _op(_largest, "r", kept=True)
 
 
 @intrinsic
 def half_sum(typingctx, D, k, A, i, B, j):
     """``D[k] = 0.5 * (A[i] + B[j])``."""
-    half = ir.Constant(_VECTOR, [0.5] * WIDTH)
-    return types.void(D, k, A, i, B, j), _op(lambda b, d, a, x: b.fmul(half, b.fadd(a, x)), "rr")
+    return _void(D, k, A, i, B, j), _op(lambda b, d, a, x: b.fmul(_constant(a.type, 0.5), b.fadd(a, x)), "rr")
 
 
 def _dot6(subtract: bool, from_zero: bool):
@@ -262,7 +327,7 @@ def _dot6(subtract: bool, from_zero: bool):
     def codegen(context, builder, signature, args):
         intp = lambda at: context.cast(builder, args[at], signature.args[at], types.intp)
         k, i, sa, j, sb = intp(1), intp(3), intp(4), intp(6), intp(7)
-        value = _ZERO if from_zero else builder.load(_row(context, builder, signature.args[0], args[0], k), align=8)
+        value = _constant(_row_type(signature), 0.0) if from_zero else builder.load(_row(context, builder, signature.args[0], args[0], k), align=8)
         for q in range(6):
             step = context.get_constant(types.intp, q)
             a = builder.load(_row(context, builder, signature.args[2], args[2], builder.add(i, builder.mul(step, sa))),
@@ -280,19 +345,19 @@ def _dot6(subtract: bool, from_zero: bool):
 @intrinsic
 def sub_dot6(typingctx, D, k, A, i, sa, B, j, sb):
     """``D[k] = D[k] - A[i] * B[j] - A[i + sa] * B[j + sb] - ...`` (six products, subtracted in that order)."""
-    return types.void(D, k, A, i, sa, B, j, sb), _dot6(subtract=True, from_zero=False)
+    return _void(D, k, A, i, sa, B, j, sb), _dot6(subtract=True, from_zero=False)
 
 
 @intrinsic
 def add_dot6(typingctx, D, k, A, i, sa, B, j, sb):
     """``D[k] = D[k] + A[i] * B[j] + A[i + sa] * B[j + sb] + ...`` (six products, added in that order)."""
-    return types.void(D, k, A, i, sa, B, j, sb), _dot6(subtract=False, from_zero=False)
+    return _void(D, k, A, i, sa, B, j, sb), _dot6(subtract=False, from_zero=False)
 
 
 @intrinsic
 def dot6(typingctx, D, k, A, i, sa, B, j, sb):
     """``D[k] = 0 + A[i] * B[j] + A[i + sa] * B[j + sb] + ...`` (six products, added to zero in that order)."""
-    return types.void(D, k, A, i, sa, B, j, sb), _dot6(subtract=False, from_zero=True)
+    return _void(D, k, A, i, sa, B, j, sb), _dot6(subtract=False, from_zero=True)
 
 
 def _six_rows(context, builder, signature, args, at: int, first):
@@ -338,7 +403,7 @@ def _matvec6(from_zero: bool):
         start = builder.load(_row(context, builder, signature.args[2], args[2], builder.add(intp(3), r)), align=8)
         value = _products6(context, builder, signature, args, 4, builder.add(intp(5), builder.mul(r, intp(6))),
                            context.get_constant(types.intp, 1), xs,
-                           _ZERO if from_zero else start, subtract=not from_zero)
+                           _constant(_row_type(signature), 0.0) if from_zero else start, subtract=not from_zero)
         return builder.fsub(start, value) if from_zero else value
 
     return _matrix_rows(7, 9, row_value)
@@ -349,14 +414,14 @@ def sub_matvec6(typingctx, D, k, A, i, M, j, sm, X, x, rows):
     """``D[k + r] = A[i + r] - M[j + r sm] * X[x] - ... - M[j + r sm + 5] * X[x + 5]`` for ``r < rows`` (six
     products subtracted in that order: :func:`sub_dot6` from ``A``'s row), ``X``'s rows read once.  ``D`` may
     be ``A``."""
-    return types.void(D, k, A, i, M, j, sm, X, x, rows), _matvec6(from_zero=False)
+    return _void(D, k, A, i, M, j, sm, X, x, rows), _matvec6(from_zero=False)
 
 
 @intrinsic
 def sub_dots6(typingctx, D, k, A, i, M, j, sm, X, x, rows):
     """``D[k + r] = A[i + r] - (0 + M[j + r sm] * X[x] + ... + M[j + r sm + 5] * X[x + 5])`` for ``r < rows``
     (:func:`dot6` then :func:`sub`, with one store), ``X``'s rows read once.  ``D`` may be ``A``."""
-    return types.void(D, k, A, i, M, j, sm, X, x, rows), _matvec6(from_zero=True)
+    return _void(D, k, A, i, M, j, sm, X, x, rows), _matvec6(from_zero=True)
 
 
 @intrinsic
@@ -367,9 +432,9 @@ def dots6(typingctx, D, k, M, j, sr, sq, X, x, rows):
 
     def row_value(context, builder, signature, args, intp, r, xs):
         return _products6(context, builder, signature, args, 2, builder.add(intp(3), builder.mul(r, intp(4))),
-                          intp(5), xs, _ZERO, subtract=False)
+                          intp(5), xs, _constant(_row_type(signature), 0.0), subtract=False)
 
-    return types.void(D, k, M, j, sr, sq, X, x, rows), _matrix_rows(6, 8, row_value)
+    return _void(D, k, M, j, sr, sq, X, x, rows), _matrix_rows(6, 8, row_value)
 
 
 @intrinsic
@@ -383,7 +448,7 @@ def joint_rows(typingctx, D, k, A, i, X, a, p, M, j, n, q, nv):
         intp = lambda at: context.cast(builder, args[at], signature.args[at], types.intp)
         k, i, a, p, j, n, q, nv = intp(1), intp(3), intp(5), intp(6), intp(8), intp(9), intp(10), intp(11)
         has_parent = builder.icmp_signed(">=", p, context.get_constant(types.intp, 0))
-        value = cgutils.alloca_once(builder, _VECTOR)
+        value = cgutils.alloca_once(builder, _row_type(signature))
         for r in range(6):
             row = context.get_constant(types.intp, r)
             load = lambda at, first: builder.load(_row(context, builder, signature.args[at], args[at],
@@ -402,7 +467,7 @@ def joint_rows(typingctx, D, k, A, i, X, a, p, M, j, n, q, nv):
                           align=8)
         return context.get_dummy_value()
 
-    return types.void(D, k, A, i, X, a, p, M, j, n, q, nv), codegen
+    return _void(D, k, A, i, X, a, p, M, j, n, q, nv), codegen
 
 
 @intrinsic
@@ -412,7 +477,7 @@ def add_rows(typingctx, D, A, T, rows):
     ``T``, with the running maxima in registers instead of stored and loaded back row after row."""
 
     def codegen(context, builder, signature, args):
-        tops = [cgutils.alloca_once_value(builder, _ZERO) for _ in range(2)]
+        tops = [cgutils.alloca_once_value(builder, _constant(_row_type(signature), 0.0)) for _ in range(2)]
         count = context.cast(builder, args[3], signature.args[3], types.intp)
         with cgutils.for_range(builder, count) as loop:
             d_row = _row(context, builder, signature.args[0], args[0], loop.index)
@@ -426,7 +491,7 @@ def add_rows(typingctx, D, A, T, rows):
             builder.store(builder.load(top), t_row, align=8)
         return context.get_dummy_value()
 
-    return types.void(D, A, T, rows), codegen
+    return _void(D, A, T, rows), codegen
 
 
 @intrinsic
@@ -437,7 +502,7 @@ def dot(typingctx, D, k, A, i, sa, B, j, sb, count):
     def codegen(context, builder, signature, args):
         intp = lambda at: context.cast(builder, args[at], signature.args[at], types.intp)
         k, i, sa, j, sb, n = intp(1), intp(3), intp(4), intp(6), intp(7), intp(8)
-        value = cgutils.alloca_once_value(builder, _ZERO)
+        value = cgutils.alloca_once_value(builder, _constant(_row_type(signature), 0.0))
         with cgutils.for_range(builder, n) as loop:
             q = loop.index
             a = builder.load(_row(context, builder, signature.args[2], args[2], builder.add(i, builder.mul(q, sa))),
@@ -448,4 +513,43 @@ def dot(typingctx, D, k, A, i, sa, B, j, sb, count):
         builder.store(builder.load(value), _row(context, builder, signature.args[0], args[0], k), align=8)
         return context.get_dummy_value()
 
-    return types.void(D, k, A, i, sa, B, j, sb, count), codegen
+    return _void(D, k, A, i, sa, B, j, sb, count), codegen
+
+
+@intrinsic
+def width(typingctx, A):
+    """The lanes of ``A``'s rows, a compile-time constant (loops over it unroll): 1 for a 1-d array (one
+    state), :data:`WIDTH` for a ``(rows, WIDTH)`` one."""
+    lanes = _width(A)
+    return types.intp(A), lambda context, builder, signature, args: context.get_constant(types.intp, lanes)
+
+
+def _entry(context, builder, signature, args):
+    """Pointer to lane ``args[2]`` of row ``args[1]`` of the array ``args[0]``."""
+    intp = lambda at: context.cast(builder, args[at], signature.args[at], types.intp)
+    if _width(signature.args[0]) == 1:
+        return _address(context, builder, signature.args[0], args[0], intp(1))
+    a = context.make_array(signature.args[0])(context, builder, args[0])
+    at = builder.add(builder.mul(intp(1), context.get_constant(types.intp, WIDTH)), intp(2))
+    return builder.gep(a.data, [at], inbounds=True)
+
+
+@intrinsic
+def lane(typingctx, A, k, w):
+    """Row ``k`` of ``A`` in lane ``w``: ``A[k, w]`` of lanes, ``A[k]`` of one state (``w`` is 0 there)."""
+    _width(A)
+    return types.float64(A, k, w), lambda context, builder, signature, args: builder.load(
+        _entry(context, builder, signature, args), align=8)
+
+
+@intrinsic
+def set_lane(typingctx, A, k, w, value):
+    """Row ``k`` of ``A`` in lane ``w`` set to ``value`` (:func:`lane`'s entry)."""
+    _width(A)
+
+    def codegen(context, builder, signature, args):
+        x = context.cast(builder, args[3], signature.args[3], types.float64)
+        builder.store(x, _entry(context, builder, signature, args), align=8)
+        return context.get_dummy_value()
+
+    return types.void(A, k, w, value), codegen

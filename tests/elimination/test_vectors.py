@@ -219,3 +219,80 @@ def test_matrix_rows_equal_the_row_operations_they_fuse_bit_for_bit():
         nan = np.isnan(want)
         assert np.array_equal(np.isnan(got), nan)
         assert np.array_equal(got[~nan].view(np.int64), want[~nan].view(np.int64))
+
+
+def _same_bits(got, want):
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan)
+    assert np.array_equal(got[~nan].view(np.int64), want[~nan].view(np.int64))
+
+
+def test_one_state_is_width_one_of_the_same_operations_bit_for_bit():
+    """Every operation on 1-d arrays (one state: an entry a row) gives, state by state, the bits of the same
+    operation on sixteen lanes: the per-state executor is the width-1 instance of the lane source."""
+    rng = np.random.default_rng(3)
+    for trial in range(40):
+        A = rng.normal(size=(12, W)) * 10.0 ** rng.integers(-8, 9, size=(12, W))
+        B = rng.normal(size=(6, W)) * 10.0 ** rng.integers(-8, 9, size=(6, W))
+        B[0, :3] = [0.0, -0.0, 0.0]
+        if trial % 2 == 0:
+            _edged(rng, A, 11)
+            _edged(rng, B, 6)
+        M = rng.normal(size=(64, W))
+        D = rng.normal(size=(31, W))
+        s = float(rng.normal())
+        lanes, rows = D.copy(), D.copy()
+        with np.errstate(all="ignore"):
+            _vector(lanes, A, B, s)
+            _matrix_rows(lanes, A, M, A, np.int64(5), np.int64(6), np.int64(3))
+            for w in range(W):
+                one = np.ascontiguousarray(rows[:, w])
+                _vector(one, np.ascontiguousarray(A[:, w]), np.ascontiguousarray(B[:, w]), s)
+                _matrix_rows(one, np.ascontiguousarray(A[:, w]), np.ascontiguousarray(M[:, w]),
+                             np.ascontiguousarray(A[:, w]), np.int64(5), np.int64(6), np.int64(3))
+                rows[:, w] = one
+        _same_bits(rows, lanes)
+
+
+@njit
+def _lanes_doubled(A):
+    """Each lane's row 1 set to twice its row 0, lane by lane."""
+    for w in range(v.width(A)):
+        v.set_lane(A, 1, w, 2.0 * v.lane(A, 0, w))
+    return v.width(A)
+
+
+def test_lane_by_lane_access_at_either_width():
+    A, a = np.arange(2.0 * W).reshape(2, W), np.array([3.0, 0.0])
+    assert _lanes_doubled(A) == W and np.array_equal(A[1], 2.0 * A[0])
+    assert _lanes_doubled(a) == 1 and a.tolist() == [3.0, 6.0]
+
+
+def test_a_lane_of_a_lane_array_is_one_state():
+    """``A[:, w]`` (strided: how a lane kernel hands one state to code that runs one at a time) is addressed
+    by its stride, read and written in place."""
+    D, A = np.zeros((3, W)), np.arange(3.0 * W).reshape(3, W)
+
+    @njit
+    def added(D, A, w):
+        v.add_mul(D[:, w], 2, A[:, w], 1, A[:, w], 0)
+        v.set_lane(D[:, w], 0, 0, v.lane(A[:, w], 2, 0))
+
+    added(D, A, 5)
+    assert D[2, 5] == A[1, 5] * A[0, 5] and D[0, 5] == A[2, 5]
+    assert np.count_nonzero(D) == 2
+
+
+def test_operands_of_another_layout_or_mixed_widths_are_refused_when_compiling():
+    """A 2-d operand that is not C-contiguous, or a 1-d and a 2-d operand in one operation: a TypeError
+    naming what an operand must be, not wrong rows."""
+    import pytest
+
+    @njit
+    def copy(D, A):
+        v.copy(D, 0, A, 0)
+
+    with pytest.raises(TypeError, match="C-contiguous"):
+        copy(np.zeros((2, 2 * W))[:, ::2], np.zeros((2, W)))
+    with pytest.raises(TypeError, match="all be 1-d"):
+        copy(np.zeros(2), np.zeros((2, W)))
