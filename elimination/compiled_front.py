@@ -719,41 +719,54 @@ def _step_forward(steps, st, gs, gd, bs, bd, C, Lin, Lmag, cache, dropped, g, bl
 
 
 @njit(cache=True, inline="always")
+def _sub_dot(D, k, A, i, B, j, n):
+    """``D[k] -= A[i + q] * B[j + q]`` for ``q = 0..n-1``, one product at a time in that order (six at a time in
+    registers: :func:`elimination.vectors.sub_dot6`)."""
+    q = 0
+    while q + 6 <= n:
+        v.sub_dot6(D, k, A, i + q, 1, B, j + q, 1)
+        q += 6
+    while q < n:
+        v.sub_mul(D, k, A, i + q, B, j + q)
+        q += 1
+
+
+
+@njit(cache=True, inline="always", error_model="numpy")
 def _step_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, g, gz):
     """Back-substitution of one generic step ``st``: ``x_F = t + T x_S + N z`` with ``z = D (y - Y x_S)``
-    (``Linv' z`` where nothing is substituted), from the separator's values in ``Xout`` into the front's."""
+    (``Linv' z`` where nothing is substituted), from the separator's values in ``Xout`` into the front's; any
+    width (:mod:`elimination.vectors`), ``g`` and ``gz`` scratch rows for the step's pivots."""
     nF, nS, m, nz = steps[st, NF], steps[st, NS], steps[st, M], steps[st, NZ]
     for q in range(steps[st, XS0], steps[st, XS1]):
-        xs[ix(xsd[ix(q)])] = Xout[ix(xss[ix(q)])]
+        v.copy(xs, xsd[q], Xout, xss[q])
     if nz:
         li, yy, ds, yc = steps[st, LINV], steps[st, Y_], steps[st, DS], steps[st, YC]
         for i in range(nz):  # z = D (y - Y x_S)
-            t = cache[ix(yc + i)]
-            for j in range(nS):
-                t -= C[ix(yy + i * nS + j)] * xs[ix(j)]
-            gz[ix(i)] = C[ix(ds + i)] * t
+            v.copy(gz, i, cache, yc + i)
+            _sub_dot(gz, i, C, yy + i * nS, xs, 0, nS)
+            v.mul(gz, i, C, ds + i, gz, i)
         for i in range(nz):  # Linv' z, along the rows of Linv
-            g[ix(i)] = 0.0
+            v.fill(g, i, 0.0)
         full = steps[st, PIVOT] == INDEFINITE
         for q in range(nz):
-            zq = gz[ix(q)]
             for i in range(nz if full else q + 1):
-                g[ix(i)] += C[ix(li + q * nz + i)] * zq
+                v.add_mul(g, i, C, li + q * nz + i, gz, q)
     if m:  # x = t + T x_S + N z
         tc, ts, nn = steps[st, TC], steps[st, T_], steps[st, NN]
         for i in range(nF):
-            t = cache[ix(tc + i)]
+            v.copy(x, i, cache, tc + i)
             for j in range(nS):
-                t += C[ix(ts + i * nS + j)] * xs[ix(j)]
+                v.add_mul(x, i, C, ts + i * nS + j, xs, j)
             if steps[st, IDENTITY] == 0:
                 for j in range(nz):
-                    t += C[ix(nn + i * nz + j)] * g[ix(j)]
-            x[ix(i)] = t
+                    v.add_mul(x, i, C, nn + i * nz + j, g, j)
     else:
         for i in range(nF):
-            x[ix(i)] = g[ix(i)]
+            v.copy(x, i, g, i)
     for q in range(steps[st, XF0], steps[st, XF1]):
-        Xout[ix(xfs[ix(q)])] = x[ix(xfd[ix(q)])]
+        v.copy(Xout, xfs[q], x, xfd[q])
+
 
 
 drop_stale_cache(__file__, jacobi.__file__, v.__file__)

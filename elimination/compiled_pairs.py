@@ -23,7 +23,7 @@ from numba import njit
 
 from .compiled_front import (
     B0, B1, DS, G0, G1, H0, H1, HF_, IDENTITY, LINV, NF, NMIN, NS, OUT_G, OUT_H, OUT_S, PB0, PB1, PG0, PG1, PH0, PH1,
-    PIVOT, PS0, PS1, S0, S1, T_, TC, TN, TP, TQ, TSIG, XF0, XF1, XS0, XS1, Y_, YC, _gathered, _pivot, drop_stale_cache, ix,
+    PIVOT, PS0, PS1, S0, S1, T_, TC, TN, TP, TQ, TSIG, XF0, XF1, XS0, XS1, Y_, YC, _gathered, _pivot, _sub_dot, drop_stale_cache, ix,
 )
 from . import compiled_front, vectors as v
 
@@ -348,19 +348,6 @@ def _revolute_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp
     for j in range(npar if out >= 0 else 0):  # g_parent -= Y' D y, passed on
         v.mul_sub(Lin, out + j, g, 7 + j, C, yy + j, tmp, 4)
     v.copy(cache, steps[joint, YC], tmp, 3)
-
-
-@njit(cache=True, inline="always")
-def _sub_dot(D, k, A, i, B, j, n):
-    """``D[k] -= A[i + q] * B[j + q]`` for ``q = 0..n-1``, one product at a time in that order (six at a time in
-    registers: :func:`elimination.vectors.sub_dot6`)."""
-    q = 0
-    while q + 6 <= n:
-        v.sub_dot6(D, k, A, i + q, 1, B, j + q, 1)
-        q += 6
-    while q < n:
-        v.sub_mul(D, k, A, i + q, B, j + q)
-        q += 1
 
 
 @njit(cache=True, inline="always", error_model="numpy")

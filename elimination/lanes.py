@@ -40,8 +40,8 @@ from numba.typed import List
 
 from .compiled import announce_first_compile, factorize_maps, max_front, solve_maps
 from .compiled_front import (
-    DS, G0, G1, LINV, NF, NS, NZ, OP, OP_PIVOT, OUT_G, OUT_H, OUT_S, PIVOT, SINGULAR_RTOL,
-    UNCOUNTED, XF0, XF1, XS0, XS1, Y_, YC, _gathered, drop_stale_cache,
+    DS, G0, G1, LINV, NF, NS, NZ, OP, OP_PIVOT, OUT_G, OUT_H, OUT_S, PIVOT, SINGULAR_RTOL, UNCOUNTED, Y_, YC,
+    _gathered, _step_backward, drop_stale_cache,
 )
 from . import compiled_front, vectors as v
 from .program import PIVOTS
@@ -342,26 +342,11 @@ def solve_group(maps, C, Lin, cache, Xout, scratch):
     and back-substitution into ``Xout (value_size, LANES)`` (:func:`elimination.compiled.solve_one`'s
     operations for steps without hard rows); ``Lin`` holds the generated factors' terms after it."""
     steps, gs, gd, xfs, xfd, xss, xsd = maps[0], maps[1], maps[2], maps[5], maps[6], maps[7], maps[8]
-    g, xs, gz, T = scratch  # T: rows 0 and 1, scratch
+    g, x, xs, gz, T = scratch  # T: rows 0 and 1, scratch
     for st in range(steps.shape[0]):
         _pivot_forward(steps, st, gs, gd, C, Lin, cache, g, T)
     for st in range(steps.shape[0] - 1, -1, -1):
-        nF, nS, nz = steps[st, NF], steps[st, NS], steps[st, NZ]
-        li, yy, ds, yc = steps[st, LINV], steps[st, Y_], steps[st, DS], steps[st, YC]
-        for q in range(steps[st, XS0], steps[st, XS1]):
-            v.copy(xs, xsd[q], Xout, xss[q])
-        for i in range(nz):  # z = D (y - Y x_S)
-            v.copy(T, 0, cache, yc + i)
-            for j in range(nS):
-                v.sub_mul(T, 0, C, yy + i * nS + j, xs, j)
-            v.mul(gz, i, C, ds + i, T, 0)
-        for i in range(nz):  # x = Linv' z
-            v.fill(g, i, 0.0)
-        for q in range(nz):
-            for i in range(q + 1):
-                v.add_mul(g, i, C, li + q * nz + i, gz, q)
-        for q in range(steps[st, XF0], steps[st, XF1]):
-            v.copy(Xout, xfs[q], g, xfd[q])
+        _step_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, g, gz)
 
 
 @njit(cache=True, error_model="numpy")
@@ -372,7 +357,8 @@ def solve_kernel(maps, C, Lin, X, cache_size, maxn):
     element and are not written out."""
     B = Lin.shape[0]
     Ll, cache, Xl = np.zeros((Lin.shape[1], LANES)), np.zeros((cache_size, LANES)), np.zeros((X.shape[1], LANES))
-    scratch = (np.zeros((maxn, LANES)), np.zeros((maxn, LANES)), np.zeros((maxn, LANES)), np.zeros((2, LANES)))
+    scratch = (np.zeros((maxn, LANES)), np.zeros((maxn, LANES)), np.zeros((maxn, LANES)), np.zeros((maxn, LANES)),
+               np.zeros((2, LANES)))
     for k in range(C.shape[0]):
         for i in range(Lin.shape[1]):
             for w in range(LANES):

@@ -29,14 +29,14 @@ import numpy as np
 from numba import njit
 
 from .compiled_front import (
-    A0, A1, DS, HF_, IDENTITY, INDEFINITE, KEEP, LINV, M, NF, NN, NS, NZ, OP, OP_FRONT, OP_FUSED, OP_PIVOT,
-    OP_REVOLUTE, OP_TREE, OP_UNIT, OP_WIDE_REVOLUTE, OUT_G, OUT_H, OUT_S, PG0, PG1, PH0, PH1, PIVOT, PS0, PS1, START,
-    T_, TC, TN, TQ, TSIG, UNCOUNTED, UROW, XF0, XF1, XS0, XS1, Y_, YC, drop_stale_cache,
+    A0, A1, DS, HF_, IDENTITY, KEEP, LINV, M, NF, NS, OP, OP_FRONT, OP_FUSED, OP_PIVOT, OP_REVOLUTE, OP_TREE, OP_UNIT,
+    OP_WIDE_REVOLUTE, OUT_G, OUT_H, OUT_S, PG0, PG1, PH0, PH1, PIVOT, PS0, PS1, START, T_, TN, TQ, TSIG, UNCOUNTED,
+    UROW, Y_, YC, drop_stale_cache,
 )
 from .compiled_front import _generic_step as generic_step, _step_backward as step_backward, _step_forward as step_forward
 from .compiled_front import _added, _gathered
 from .compiled_pairs import (
-    _floored, _pair_terms, _revolute_backward, _revolute_block, _revolute_forward, _revolute_pair, _sub_dot,
+    _floored, _pair_terms, _revolute_backward, _revolute_block, _revolute_forward, _revolute_pair,
     _wide_revolute_backward, _wide_revolute_forward, _wide_revolute_pair, _tree_pair as tree_pair,
 )
 from .lanes import DEFINITE, LANES, NEGATIVE, _pivot_block, _pivot_forward, _pivoted, _record
@@ -356,7 +356,7 @@ def factorize_pairs(maps, Fw, C, floor, scratch, lane_scratch, ratio, weak, fail
 def pairs_scratch_rows(maxn: int) -> int:
     """Rows of ``LANES`` that :func:`pairs_scratch_in` carves for fronts up to ``maxn`` wide."""
     maxn = max(maxn, 6)
-    return 4 * maxn * maxn + 2 * maxn + 19 + 3 * maxn + 6
+    return 4 * maxn * maxn + 2 * maxn + 19 + 4 * maxn + 6
 
 
 @njit(cache=True, inline="always")
@@ -372,7 +372,8 @@ def pairs_scratch_in(rows, maxn):
     t = s + 3 * n + 6
     return ((rows[:a], rows[a:b], rows[b:b + 6], rows[b + 6:b + 12], rows[b + 12:b + 18], rows[b + 18],
              rows[b + 19:s], rows[t:t + a], rows[t + a:t + 2 * a], rows[t + 2 * a:t + 3 * a]),
-            (rows[s:s + n], rows[s + n:s + 2 * n], rows[s + 2 * n:s + 3 * n], rows[s + 3 * n:s + 3 * n + 6]))
+            (rows[s:s + n], rows[s + n:s + 2 * n], rows[s + 2 * n:s + 3 * n], rows[s + 3 * n:s + 3 * n + 6],
+             rows[t + 3 * a:t + 3 * a + n]))
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -403,52 +404,17 @@ def _tree_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp):
         v.copy(Lin, out + j, g, nF + nq + j)
 
 
-@njit(cache=True, inline="always", error_model="numpy")
-def _step_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, g, gz):
-    """:func:`elimination.compiled_front._step_backward` on the lanes (its operations, lane by lane), for a step of
-    at most six pivots (``gz``: six rows)."""
-    nF, nS, m, nz = steps[st, NF], steps[st, NS], steps[st, M], steps[st, NZ]
-    for q in range(steps[st, XS0], steps[st, XS1]):
-        v.copy(xs, xsd[q], Xout, xss[q])
-    if nz:
-        li, yy, ds, yc = steps[st, LINV], steps[st, Y_], steps[st, DS], steps[st, YC]
-        for i in range(nz):  # z = D (y - Y x_S)
-            v.copy(gz, i, cache, yc + i)
-            _sub_dot(gz, i, C, yy + i * nS, xs, 0, nS)
-            v.mul(gz, i, C, ds + i, gz, i)
-        for i in range(nz):  # Linv' z, along the rows of Linv
-            v.fill(g, i, 0.0)
-        full = steps[st, PIVOT] == INDEFINITE
-        for q in range(nz):
-            for i in range(nz if full else q + 1):
-                v.add_mul(g, i, C, li + q * nz + i, gz, q)
-    if m:  # x = t + T x_S + N z
-        tc, ts, nn = steps[st, TC], steps[st, T_], steps[st, NN]
-        for i in range(nF):
-            v.copy(x, i, cache, tc + i)
-            for j in range(nS):
-                v.add_mul(x, i, C, ts + i * nS + j, xs, j)
-            if steps[st, IDENTITY] == 0:
-                for j in range(nz):
-                    v.add_mul(x, i, C, nn + i * nz + j, g, j)
-    else:
-        for i in range(nF):
-            v.copy(x, i, g, i)
-    for q in range(steps[st, XF0], steps[st, XF1]):
-        v.copy(Xout, xfs[q], x, xfd[q])
-
-
 @njit(cache=True, error_model="numpy", **UNCOUNTED)
 def solve_pairs(maps, C, Lin, cache, Xout, lane_scratch, scratch):
     """Forward sweep of the lanes' linear terms ``Lin (linear_size, LANES)`` through the conditionals ``C`` of
     :func:`factorize_pairs` and back-substitution into ``Xout (value_size, LANES)``: the operations of
     :func:`elimination.compiled.solve_one` (a tree's pairs have no dropped rows, no size of right-hand sides
     to pass on).  A step that pivots its whole frontal block (:func:`_whole_pivot`: a loop's or the contacts'
-    multipliers) runs in lanes (:func:`_pivot_forward`), as do the pairs and a back-substitution of at most six
-    pivots; ``scratch``: :func:`elimination.compiled.solve_scratch_in`'s, for the steps run lane by lane."""
+    multipliers) runs in lanes (:func:`_pivot_forward`), as do the pairs and every back-substitution
+    (:func:`elimination.compiled_front._step_backward`, written once for every width); ``scratch``: :func:`elimination.compiled.solve_scratch_in`'s, for the steps run lane by lane."""
     steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, pgs, pgd = maps
-    g, x, xs, tmp = lane_scratch
-    gw, bl, bm, xw, xsw, gz, _ = scratch
+    g, x, xs, tmp, gz = lane_scratch
+    gw, bl, bm, _, _, gz1, _ = scratch  # (the per-element scratch of a step's forward sweep, lane by lane)
     st = 0
     while st < steps.shape[0]:
         op = steps[st, OP]
@@ -463,7 +429,7 @@ def solve_pairs(maps, C, Lin, cache, Xout, lane_scratch, scratch):
             for w in range(LANES):  # nor written -- Lin stands in for them
                 for s in range(st, end):
                     step_forward(steps, s, gs, gd, bs, bd, C[:, w], Lin[:, w], Lin[:, w], cache[:, w], Lin[:, w], gw,
-                                 bl, bm, gz)
+                                 bl, bm, gz1)
             st = end
             continue
         elif op == OP_REVOLUTE:
@@ -480,8 +446,5 @@ def solve_pairs(maps, C, Lin, cache, Xout, lane_scratch, scratch):
         elif steps[st, OP] == OP_FUSED and steps[st - 1, OP] == OP_WIDE_REVOLUTE:
             st -= 1
             _wide_revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, tmp)
-        elif steps[st, NZ] <= 6:
-            _step_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, g, tmp)
         else:
-            for w in range(LANES):
-                step_backward(steps, st, xss, xsd, xfs, xfd, C[:, w], cache[:, w], Xout[:, w], xw, xsw, gw, gz)
+            step_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, g, gz)
