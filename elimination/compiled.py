@@ -61,7 +61,7 @@ from .compiled_front import (
     _step_backward, _step_forward, drop_stale_cache,
 )
 from .compiled_pairs import (
-    _revolute_backward, _revolute_forward, _revolute_pair, _tree_pair, _tree_pair_forward, _wide_revolute_backward,
+    _revolute_backward, _revolute_forward, _revolute_pair, _tree_forward, _tree_pair, _wide_revolute_backward,
     _wide_revolute_forward, _wide_revolute_pair,
 )
 from .program import Op
@@ -123,7 +123,9 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
                 _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor_row, Hf, scale, unit, Dv, rows, ratio_row)
                 r = ratio_row[0]
             elif op == OP_TREE:
-                r = _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, scratch)
+                _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor_row, Hf, scale, Af,
+                           T.reshape(maxn * maxn), HFT.reshape(maxn * maxn), rows, ratio_row, Tnz[0])
+                r = ratio_row[0]
             else:
                 _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor_row, Hf, maxn, scale, unit, sz, Dv, rows,
                                     ratio_row)
@@ -216,7 +218,7 @@ def solve_one(maps, C, Lin, Lmag, cache, Xout, dropped, scratch):
             _revolute_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, rows)
             continue
         if op == OP_TREE:
-            _tree_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g)
+            _tree_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, rows)
             continue
         if op == OP_WIDE_REVOLUTE:
             _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g, rows)
@@ -265,7 +267,9 @@ def max_front(program) -> int:
     """Largest front or hard-row count of ``program`` (the kernels' scratch size; cached in its maps)."""
     if "maxn" not in program.derived:
         steps = program.steps
-        program.derived["maxn"] = int(max(1, np.max(steps[:, NF] + steps[:, NS]), np.max(steps[:, M]))) if len(steps) else 1
+        # a tree pair's 6 x 6 blocks, two to a scratch matrix (compiled_pairs._tree_pair), take 72 entries
+        pairs = 9 if np.any(steps[:, OP] == OP_TREE) else 1
+        program.derived["maxn"] = int(max(pairs, np.max(steps[:, NF] + steps[:, NS]), np.max(steps[:, M]))) if len(steps) else 1
     return program.derived["maxn"]
 
 

@@ -143,6 +143,73 @@ def _indefinite_pivot(Hz, scale, nz, Li, D):
     return ratio
 
 
+@njit(cache=True, inline="always", error_model="numpy")
+def _cholesky_rows(H, sgn, nz, maxn, L, ok, T):
+    """Lower Cholesky factor of ``sgn H[:nz, :nz]`` (rows ``i * maxn + j``) into ``L``, any width (the
+    operations of :func:`_cholesky` on ``sgn H``, each lane going on past a failed pivot); ``ok[w]`` False
+    where lane ``w``'s pivot is not positive.  ``T``: a scratch row."""
+    for j in range(nz):
+        v.scaled(T, 0, sgn, H, j * maxn + j)
+        for k in range(j):
+            v.sub_mul(T, 0, L, j * maxn + k, L, j * maxn + k)
+        for w in range(v.width(T)):
+            if not v.lane(T, 0, w) > 0.0:
+                ok[w] = False
+        v.sqrt(L, j * maxn + j, T, 0)
+        for i in range(j + 1, nz):
+            v.scaled(T, 0, sgn, H, i * maxn + j)
+            for k in range(j):
+                v.sub_mul(T, 0, L, i * maxn + k, L, j * maxn + k)
+            v.div(L, i * maxn + j, T, 0, L, j * maxn + j)
+
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _lower_inverse_rows(L, nz, maxn, Li, T):
+    """``Li = L^-1`` (rows ``i * maxn + j``), any width (:func:`_lower_inverse`'s operations)."""
+    for j in range(nz):
+        for i in range(nz):
+            v.fill(Li, i * maxn + j, 0.0)
+        v.inverse(Li, j * maxn + j, L, j * maxn + j)
+        for i in range(j + 1, nz):
+            v.fill(T, 0, 0.0)
+            for k in range(j, i):
+                v.sub_mul(T, 0, L, i * maxn + k, Li, k * maxn + j)
+            v.div(Li, i * maxn + j, T, 0, L, i * maxn + i)
+
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _step_ratio(L, scale, nz, maxn, sgn, r):
+    """The step's smallest pivot ratio per lane into ``r``, -1 where a multiplier's falls below round-off
+    (:func:`_pivot`'s rule)."""
+    for w in range(v.width(L)):
+        r[w] = np.inf
+    for i in range(nz):
+        for w in range(v.width(L)):
+            d = v.lane(L, i * maxn + i, w)
+            r[w] = min(r[w], d * d / max(v.lane(scale, i, w), 1e-300))
+    if sgn < 0.0:
+        for w in range(v.width(L)):
+            if not r[w] > SINGULAR_RTOL:
+                r[w] = -1.0
+
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _pivot_block(H, sgn, nz, maxn, scale, L, Li, ok, T, r):
+    """``sgn H[:nz, :nz] = L L'`` (rows ``i * maxn + j``), ``Linv`` into ``Li``, the pivot ratios against
+    ``scale`` into ``r`` (:func:`_step_ratio`); ``ok[w]`` False where lane ``w``'s pivot is not positive
+    (:func:`_pivot`'s definite and negative pivots, any width: :mod:`elimination.vectors`).  ``T``: a scratch
+    row; ``r``, ``ok``: a value per lane."""
+    for w in range(v.width(T)):
+        ok[w] = True
+    _cholesky_rows(H, sgn, nz, maxn, L, ok, T)
+    _step_ratio(L, scale, nz, maxn, sgn, r)
+    _lower_inverse_rows(L, nz, maxn, Li, T)
+
+
+
 @njit(cache=True, **UNCOUNTED)
 def _pivot(Hz, scale, nz, n_min, kind, Li, D, L, Lw, X):
     """``Hz = L D L'`` (``nz x nz``) into ``Li = L^-1`` and ``D``; the smallest pivot ratio, or -1 when a

@@ -12,9 +12,9 @@ The revolute kernels are written once for every batch width in
 :mod:`elimination.vectors`' row operations: the per-element executor
 (:mod:`elimination.compiled`) runs them on one state's 1-d arrays, the lane
 executor (:mod:`elimination.lanes_pairs`) on sixteen states' ``(entry, lane)``
-arrays -- one function, two instances, the same bits.  :func:`_tree_pair`
-(a free-flyer's, a spherical joint's) is still the per-element kernel, with
-its lane transliteration in :mod:`elimination.lanes_pairs` (issue 40).
+arrays -- one function, two instances, the same bits; so are the tree pairs
+of more degrees of freedom (:func:`_tree_pair`: a free flyer's, a spherical
+or planar joint's).
 """
 from __future__ import annotations
 
@@ -22,106 +22,16 @@ import numpy as np
 from numba import njit
 
 from .compiled_front import (
-    B0, B1, DS, G0, G1, H0, H1, HF_, IDENTITY, LINV, NF, NMIN, NS, OUT_G, OUT_H, OUT_S, PB0, PB1, PG0, PG1, PH0, PH1,
-    PIVOT, PS0, PS1, S0, S1, T_, TC, TN, TP, TQ, TSIG, XF0, XF1, XS0, XS1, Y_, YC, _gathered, _pivot, _sub_dot, drop_stale_cache, ix,
+    B0, B1, DS, G0, G1, H0, H1, HF_, IDENTITY, LINV, NF, NS, OUT_G, OUT_H, OUT_S, PB0, PB1, PG0, PG1, PH0, PH1, PIVOT,
+    PS0, PS1, S0, S1, T_, TC, TN, TP, TQ, TSIG, XF0, XF1, XS0, XS1, Y_, YC, _gathered, _pivot_block, _sub_dot,
+    drop_stale_cache, ix,
 )
 from . import compiled_front, vectors as v
+from .program import PIVOTS
+
+DEFINITE = PIVOTS["definite"]
 
 drop_stale_cache(__file__, compiled_front.__file__, v.__file__)  # (the pairs compile their kernels into themselves)
-
-
-@njit(cache=True, inline="always")
-def _link_block(steps, st, pbH, pbs, Fw, H, scale, nF, floor):
-    """The link half's ``H (nF x nF)`` and its floored scales (link half at step ``st``): the sum of its
-    quadratic factors, whole blocks."""
-    for i in range(nF):
-        scale[ix(i)] = 0.0
-        for j in range(nF):
-            H[ix(i), ix(j)] = 0.0
-    for b in range(steps[st, PB0], steps[st, PB1]):
-        h, s = pbH[ix(b)], pbs[ix(b)]
-        for i in range(nF):
-            scale[ix(i)] += Fw[ix(s + i)]
-            for j in range(nF):
-                H[ix(i), ix(j)] += Fw[ix(h + i * nF + j)]
-    for i in range(nF):
-        scale[ix(i)] = max(scale[ix(i)], floor)
-
-
-@njit(cache=True, inline="always")
-def _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, scratch):
-    """Both steps of a tree pair (:func:`elimination.program._tree_pair`) on one element, from the link's
-    block ``H (nF x nF)`` alone: ``U = H T_q``, the pivot block ``T_q' U`` (+ the joint's own factors),
-    ``Y = Linv (sigma U)'`` and the parent's ``H - Y' D Y``.  The numbers of the two generic steps (their
-    conditionals, scales and generated factor, round-off aside), without the dense front of the two
-    or the factor between them.  ``C``'s zero blocks (``H_SF`` of ``HF``) are left as the caller made them:
-    zeros.  Returns the pivot ratio, or -1 where the numpy rule refuses the pivot."""
-    row, following = steps[st], steps[st + 1]  # (views: this generic pair is the rare one, see _revolute_pair)
-    nF, nS, nq = row[NF], row[NS], following[NF]
-    H, A, scale, unit, L, Lw, Li, X, Dv, T, U, Wm, Nm, Ek, Ed, Hz, Hzs, sz, Tnz, _, _ = scratch
-    npar = nS - nq
-    _link_block(steps, st, pbH, pbs, Fw, H, scale, nF, floor)
-    sgn, sigma, tq, tn = -float(row[IDENTITY]), float(row[TSIG]), row[TQ], row[TN]
-    ts, hf = row[T_], row[HF_]
-    for i in range(nF):
-        for c in range(nq):  # T_q = -+D, straight from the hard factor
-            T[ix(i), ix(c)] = sgn * Fw[ix(tq + i * tn + c)]
-            C[ix(ts + i * nS + c)] = T[ix(i), ix(c)]
-        for c in range(npar):
-            C[ix(ts + i * nS + nq + c)] = sigma if i == c else 0.0
-        for j in range(nF):  # HF = [H; 0]: no quadratic reaches the separator
-            C[ix(hf + i * nF + j)] = H[ix(i), ix(j)]
-    for i in range(nF):  # U = H T_q
-        for c in range(nq):
-            t = 0.0
-            for q in range(nF):
-                t += H[ix(i), ix(q)] * T[ix(q), ix(c)]
-            U[ix(i), ix(c)] = t
-    for a in range(nq):  # the pivot block T_q' U, its scales, and sigma U' towards the parent
-        for b in range(a, nq):
-            t = 0.0
-            for r in range(nF):
-                t += T[ix(r), ix(a)] * U[ix(r), ix(b)]
-            Hz[ix(a), ix(b)] = Hz[ix(b), ix(a)] = t
-        grown = 0.0
-        for r in range(nF):
-            grown += T[ix(r), ix(a)] * T[ix(r), ix(a)] * scale[ix(r)]
-        sz[ix(a)] = floor + grown
-        for j in range(npar):
-            Hzs[ix(a), ix(j)] = sigma * U[ix(j), ix(a)]
-    for q in range(following[PH0], following[PH1]):  # the joint's own factors (the torque's, a damping)
-        Hz[ix(phd[ix(q)] // nq), ix(phd[ix(q)] % nq)] += Fw[ix(phs[ix(q)])]
-    for q in range(following[PS0], following[PS1]):
-        sz[ix(psd[ix(q)])] += Fw[ix(pss[ix(q)])]
-    for a in range(nq):
-        sz[ix(a)] = max(sz[ix(a)], floor)
-    r = _pivot(Hz, sz, nq, following[NMIN], following[PIVOT], Li, Dv, L, Lw, X)
-    if r < 0.0:
-        return r
-    li, ds, yy, out, outs = following[LINV], following[DS], following[Y_], following[OUT_H], following[OUT_S]
-    for i in range(nq):
-        C[ix(ds + i)] = Dv[ix(i)]
-        for j in range(nq):
-            C[ix(li + i * nq + j)] = Li[ix(i), ix(j)]
-    for i in range(nq):  # Y = Linv sigma U'
-        for j in range(npar):
-            t = 0.0
-            for q in range(nq):
-                t += Li[ix(i), ix(q)] * Hzs[ix(q), ix(j)]
-            X[ix(i), ix(j)] = t
-            C[ix(yy + i * npar + j)] = t
-    if out >= 0:  # the parent's H - Y' D Y, and its scales: the substitution's floor + H's, then Y's
-        for i in range(npar):
-            grown = 0.0
-            for q in range(nq):
-                grown += X[ix(q), ix(i)] * X[ix(q), ix(i)]
-            Fw[ix(outs + i)] = scale[ix(i)] + floor + grown
-            for j in range(i, npar):
-                t = 0.0
-                for q in range(nq):
-                    t += X[ix(q), ix(i)] * Dv[ix(q)] * X[ix(q), ix(j)]
-                Fw[ix(out + i * npar + j)] = Fw[ix(out + j * npar + i)] = 0.5 * (H[ix(i), ix(j)] + H[ix(j), ix(i)]) - t
-    return r
 
 
 @njit(cache=True, inline="always")
@@ -413,19 +323,152 @@ def _wide_revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs
 
 
 
-@njit(cache=True, inline="always")
-def _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, n):
-    """The forward sweep's start for a pair's link half ``st``: ``g[:n]`` zeroed and gathered from the link's
-    linear terms, and ``t = W b`` (``W = sign I``) of its joint row into the cache.  Returns the offsets
-    ``(tc, hf, ts)`` of ``t``, ``HF`` and ``T``."""
-    for i in range(n):
-        g[ix(i)] = 0.0
-    for q in range(steps[st, G0], steps[st, G1]):
-        g[ix(gd[ix(q)])] += Lin[ix(gs[ix(q)])]
-    tc, ident = steps[st, TC], float(steps[st, IDENTITY])
-    for q in range(steps[st, B0], steps[st, B1]):
-        cache[ix(tc + bd[ix(q)])] = ident * Lin[ix(bs[ix(q)])]
-    return tc, steps[st, HF_], steps[st, T_]
+@njit(cache=True, inline="always", error_model="numpy")
+def _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, H, scale, A, T, HFT, tmp, r, ok):
+    """Both steps of a tree pair (:func:`elimination.program._tree_pair`: a 6-d link, a joint of up to six
+    degrees of freedom pivoted definite or negative, a parent of up to six) from the link's block alone, any
+    width: ``U = H T_q``, the pivot block ``T_q' U`` (+ the joint's own factors), its Cholesky factor, ``Y =
+    Linv (sigma U)'`` and the parent's ``H - Y' D Y`` -- the numbers of the two generic steps (their
+    conditionals, scales and generated factor, round-off aside), without the dense front of the two or the
+    factor between them.  ``C``'s zero blocks (``H_SF`` of ``HF``) are left as the caller made them: zeros.
+    Each lane's pivot ratio into ``r`` (-1 where the numpy rule refuses the pivot; the lane goes on with
+    meaningless numbers), ``ok``: a value per lane, scratch.  Its blocks at rows ``i * 6 + j`` of the scratch
+    ``H`` (the link's, then ``U``), ``A`` (the pivot block, then ``sigma U'``), ``T`` (``T_q``, then ``L``) and
+    ``HFT`` (``Linv``, then ``Y``), 72 rows each; the pivot's scales in ``scale[6:]``."""
+    U, Hz, Hzs, Tq, L, Li, Y, sz = H[36:72], A[:36], A[36:72], T[:36], T[36:72], HFT[:36], HFT[36:72], scale[6:]
+    _revolute_block(steps, st, pbH, pbs, Fw, H, scale, floor)
+    _tree_pivot_block(steps, st, phs, phd, pss, psd, Fw, C, floor, H, scale, Tq, U, Hz, Hzs, sz, tmp)
+    _tree_pivot(steps, st, C, Hz, Hzs, sz, L, Li, Y, tmp, r, ok)
+    _tree_parent(steps, st, Fw, C, floor, H, scale, Y, tmp)
+
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _tree_pivot_block(steps, st, phs, phd, pss, psd, Fw, C, floor, H, scale, Tq, U, Hz, Hzs, sz, tmp):
+    """:func:`_tree_pair`'s ``T_q`` and ``HF = [H; 0]`` into ``C``, ``U = H T_q``, the pivot block
+    ``Hz = T_q' U`` with the joint's own factors, its floored scales ``sz``, and ``Hzs = sigma U'``."""
+    joint = st + 1
+    nS, nq = steps[st, NS], steps[joint, NF]
+    npar = nS - nq
+    sgn, sigma, tq, tn = -float(steps[st, IDENTITY]), float(steps[st, TSIG]), steps[st, TQ], steps[st, TN]
+    ts, hf = steps[st, T_], steps[st, HF_]
+    for i in range(6):
+        for c in range(nq):  # T_q = -+D, straight from the hard factor
+            v.scaled(Tq, i * 6 + c, sgn, Fw, tq + i * tn + c)
+            v.copy(C, ts + i * nS + c, Tq, i * 6 + c)
+        for c in range(npar):
+            v.fill(C, ts + i * nS + nq + c, sigma if i == c else 0.0)
+        for j in range(6):  # HF = [H; 0]
+            v.copy(C, hf + i * 6 + j, H, i * 6 + j)
+    for i in range(6):  # U = H T_q
+        for c in range(nq):
+            v.fill(U, i * 6 + c, 0.0)
+            for q in range(6):
+                v.add_mul(U, i * 6 + c, H, i * 6 + q, Tq, q * 6 + c)
+    v.fill(tmp, 2, sigma)
+    for a in range(nq):  # the pivot block T_q' U, its scales, and sigma U' towards the parent
+        for b in range(a, nq):
+            v.fill(Hz, a * 6 + b, 0.0)
+            for q in range(6):
+                v.add_mul(Hz, a * 6 + b, Tq, q * 6 + a, U, q * 6 + b)
+            v.copy(Hz, b * 6 + a, Hz, a * 6 + b)
+        v.fill(tmp, 0, 0.0)  # grown
+        for q in range(6):
+            v.mul(tmp, 1, Tq, q * 6 + a, Tq, q * 6 + a)
+            v.add_mul(tmp, 0, tmp, 1, scale, q)
+        v.copy(sz, a, floor, 0)
+        v.add(sz, a, tmp, 0)
+        for j in range(npar):
+            v.mul(Hzs, a * 6 + j, tmp, 2, U, j * 6 + a)
+    for q in range(steps[joint, PH0], steps[joint, PH1]):  # the joint's own factors (the torque's, a damping)
+        v.add(Hz, (phd[q] // nq) * 6 + phd[q] % nq, Fw, phs[q])
+    for q in range(steps[joint, PS0], steps[joint, PS1]):
+        v.add(sz, psd[q], Fw, pss[q])
+    _floored(sz, nq, floor)
+
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _tree_pivot(steps, st, C, Hz, Hzs, sz, L, Li, Y, tmp, r, ok):
+    """:func:`_tree_pair`'s pivot (its joint half, after step ``st``): ``Hz = L D L'`` (``D = +-I``) per lane,
+    the pivot ratios into ``r`` (-1 where a pivot is not of its sign, or a negative one's ratio falls below
+    round-off), ``D`` and ``Linv`` into ``C``, and ``Y = Linv Hzs`` into ``Y`` and ``C``."""
+    joint = st + 1
+    nq = steps[joint, NF]
+    npar = steps[st, NS] - nq
+    d = 1.0 if steps[joint, PIVOT] == DEFINITE else -1.0
+    _pivot_block(Hz, d, nq, 6, sz, L, Li, ok, tmp, r)
+    for w in range(v.width(tmp)):
+        if not ok[w]:
+            r[w] = -1.0
+    li, ds, yy = steps[joint, LINV], steps[joint, DS], steps[joint, Y_]
+    for i in range(nq):
+        v.fill(C, ds + i, d)
+        for j in range(nq):
+            v.copy(C, li + i * nq + j, Li, i * 6 + j)
+    for i in range(nq):  # Y = Linv sigma U' (every column of Linv, its zeros too: the per-element sum's terms)
+        for j in range(npar):
+            v.fill(Y, i * 6 + j, 0.0)
+            for q in range(nq):
+                v.add_mul(Y, i * 6 + j, Li, i * 6 + q, Hzs, q * 6 + j)
+            v.copy(C, yy + i * npar + j, Y, i * 6 + j)
+
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _tree_parent(steps, st, Fw, C, floor, H, scale, Y, tmp):
+    """:func:`_tree_pair`'s generated factor on the parent (where the plan keeps one): ``H - Y' D Y``,
+    symmetrized, and its scales, the link's floored ones plus the floor, then ``Y``'s."""
+    joint = st + 1
+    nq = steps[joint, NF]
+    npar, ds, out, outs = steps[st, NS] - nq, steps[joint, DS], steps[joint, OUT_H], steps[joint, OUT_S]
+    for i in range(npar if out >= 0 else 0):
+        v.fill(tmp, 0, 0.0)
+        for q in range(nq):
+            v.add_mul(tmp, 0, Y, q * 6 + i, Y, q * 6 + i)
+        v.copy(Fw, outs + i, scale, i)
+        v.add(Fw, outs + i, floor, 0)
+        v.add(Fw, outs + i, tmp, 0)
+        for j in range(i, npar):
+            v.fill(tmp, 0, 0.0)
+            for q in range(nq):
+                v.mul(tmp, 1, Y, q * 6 + i, C, ds + q)
+                v.add_mul(tmp, 0, tmp, 1, Y, q * 6 + j)
+            v.half_sum(tmp, 3, H, i * 6 + j, H, j * 6 + i)
+            v.sub(tmp, 3, tmp, 0)
+            v.copy(Fw, out + i * npar + j, tmp, 3)
+            v.copy(Fw, out + j * npar + i, tmp, 3)
+
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _tree_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp):
+    """The forward sweep of a tree pair (:func:`_tree_pair`; a joint not one-dimensional: a free flyer's, a
+    spherical one), any width: the link's ``g_F - H t`` carried through ``T`` straight into the joint's pivot
+    and the parent's term, with no linear term written between."""
+    nF, nS, nq = steps[st, NF], steps[st, NS], steps[st + 1, NF]
+    npar = nS - nq
+    tc = _pair_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, nF + nS)
+    hf, ts = steps[st, HF_], steps[st, T_]
+    for i in range(nF):  # g_F -= H t
+        v.dot(tmp, 0, C, hf + i * nF, 1, cache, tc, 1, nF)
+        v.sub(g, i, tmp, 0)
+    for i in range(nF):  # g_S += T' g_F
+        for j in range(nS):
+            v.add_mul(g, nF + j, C, ts + i * nS + j, g, i)
+    for q in range(steps[st + 1, PG0], steps[st + 1, PG1]):  # the joint's own terms
+        v.add(g, nF + pgd[q], Lin, pgs[q])
+    li, yy, ds, yc = steps[st + 1, LINV], steps[st + 1, Y_], steps[st + 1, DS], steps[st + 1, YC]
+    for i in range(nq):  # y = Linv g_q
+        v.dot(cache, yc + i, C, li + i * nq, 1, g, nF, 1, nq)
+    for i in range(nq):  # g_parent -= Y' D y
+        v.mul(tmp, 0, C, ds + i, cache, yc + i)
+        for j in range(npar):
+            v.sub_mul(g, nF + nq + j, C, yy + i * npar + j, tmp, 0)
+    out = steps[st + 1, OUT_G]
+    for j in range(npar if out >= 0 else 0):
+        v.copy(Lin, out + j, g, nF + nq + j)
+
 
 
 @njit(cache=True, inline="always")
@@ -456,38 +499,5 @@ def dot6(C, at, t6):
     t += C[ix(at + 3)] * t6[3]
     t += C[ix(at + 4)] * t6[4]
     return t + C[ix(at + 5)] * t6[5]
-
-
-@njit(cache=True, inline="always")
-def _tree_pair_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g):
-    """The forward sweep of a tree pair (:func:`_tree_pair`): the link's ``g_F - H t`` carried through
-    ``T`` straight into the joint's pivot and the parent's term, with no linear term written between."""
-    nF, nS, nq = steps[st, NF], steps[st, NS], steps[st + 1, NF]
-    npar = nS - nq
-    tc, hf, ts = _link_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, nF + nS)
-    for i in range(nF):  # g_F -= H t (HF's other rows are zero)
-        t = 0.0
-        for j in range(nF):
-            t += C[hf + i * nF + j] * cache[tc + j]
-        g[i] -= t
-    for i in range(nF):  # g_S += T' g_F
-        gi = g[i]
-        for j in range(nS):
-            g[nF + j] += C[ts + i * nS + j] * gi
-    for q in range(steps[st + 1, PG0], steps[st + 1, PG1]):  # the joint's own terms
-        g[nF + pgd[q]] += Lin[pgs[q]]
-    li, yy, ds, yc = steps[st + 1, LINV], steps[st + 1, Y_], steps[st + 1, DS], steps[st + 1, YC]
-    for i in range(nq):  # y = Linv g_q
-        t = 0.0
-        for q in range(nq):
-            t += C[li + i * nq + q] * g[nF + q]
-        cache[yc + i] = t
-    for i in range(nq):  # g_parent -= Y' D y
-        a = C[ds + i] * cache[yc + i]
-        for j in range(npar):
-            g[nF + nq + j] -= C[yy + i * npar + j] * a
-    out = steps[st + 1, OUT_G]
-    for j in range(npar if out >= 0 else 0):  # one path to the end (_revolute_pair)
-        Lin[out + j] = g[nF + nq + j]
 
 

@@ -40,8 +40,8 @@ from numba.typed import List
 
 from .compiled import announce_first_compile, factorize_maps, max_front, solve_maps
 from .compiled_front import (
-    DS, G0, G1, LINV, NF, NS, NZ, OP, OP_PIVOT, OUT_G, OUT_H, OUT_S, PIVOT, SINGULAR_RTOL, UNCOUNTED, Y_, YC,
-    _gathered, _step_backward, drop_stale_cache,
+    DS, G0, G1, LINV, NF, NS, NZ, OP, OP_PIVOT, OUT_G, OUT_H, OUT_S, PIVOT, UNCOUNTED, Y_, YC, _gathered,
+    _pivot_block, _step_backward, drop_stale_cache,
 )
 from . import compiled_front, vectors as v
 from .program import PIVOTS
@@ -110,54 +110,6 @@ def _record(w, r, fail, at, ratio, weak, failed):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _cholesky(H, sgn, nz, maxn, L, ok, T):
-    """Lower Cholesky factor of ``sgn H[:nz, :nz]`` per lane into ``L`` (the operations of
-    :func:`elimination.compiled_front._cholesky` on ``sgn H``); ``ok[w]`` False where a pivot is not positive.
-    ``T``: a scratch row."""
-    for j in range(nz):
-        v.scaled(T, 0, sgn, H, j * maxn + j)
-        for k in range(j):
-            v.sub_mul(T, 0, L, j * maxn + k, L, j * maxn + k)
-        for w in range(LANES):
-            ok[w] = ok[w] and T[0, w] > 0.0
-        v.sqrt(L, j * maxn + j, T, 0)
-        for i in range(j + 1, nz):
-            v.scaled(T, 0, sgn, H, i * maxn + j)
-            for k in range(j):
-                v.sub_mul(T, 0, L, i * maxn + k, L, j * maxn + k)
-            v.div(L, i * maxn + j, T, 0, L, j * maxn + j)
-
-
-@njit(cache=True, inline="always", error_model="numpy")
-def _lower_inverse(L, nz, maxn, Li, T):
-    """``Li = L^-1`` per lane (:func:`elimination.compiled_front._lower_inverse`'s operations)."""
-    for j in range(nz):
-        for i in range(nz):
-            v.fill(Li, i * maxn + j, 0.0)
-        v.inverse(Li, j * maxn + j, L, j * maxn + j)
-        for i in range(j + 1, nz):
-            v.fill(T, 0, 0.0)
-            for k in range(j, i):
-                v.sub_mul(T, 0, L, i * maxn + k, Li, k * maxn + j)
-            v.div(Li, i * maxn + j, T, 0, L, i * maxn + i)
-
-
-@njit(cache=True, inline="always", error_model="numpy")
-def _step_ratio(L, scale, nz, maxn, sgn, r):
-    """The step's smallest pivot ratio per lane into ``r``, -1 where a multiplier's falls below round-off
-    (:func:`elimination.compiled_front._pivot`)."""
-    for w in range(LANES):
-        r[w] = np.inf
-    for i in range(nz):
-        for w in range(LANES):
-            r[w] = min(r[w], L[i * maxn + i, w] * L[i * maxn + i, w] / max(scale[i, w], 1e-300))
-    if sgn < 0.0:
-        for w in range(LANES):
-            if not r[w] > SINGULAR_RTOL:
-                r[w] = -1.0
-
-
-@njit(cache=True, inline="always", error_model="numpy")
 def _eliminate(steps, st, H, scale, Li, X, C, Fw, sgn, nF, nS, maxn):
     """``D``, ``Linv`` and ``Y = Linv H_FS`` into ``C``; ``H_SS - Y' D Y`` and its scales into the generated
     factor (:func:`elimination.compiled.factorize_one`'s operations)."""
@@ -214,18 +166,6 @@ def _pivoted(steps, st, H, scale, L, Li, X, C, Fw, maxn, ok, T, r, ratio, weak, 
     for w in range(LANES):
         _record(w, r[w], st if not ok[w] or r[w] < 0.0 else -1, st, ratio, weak, failed)
     _eliminate(steps, st, H, scale, Li, X, C, Fw, sgn, nF, nS, maxn)
-
-
-@njit(cache=True, inline="always", error_model="numpy")
-def _pivot_block(H, sgn, nz, maxn, scale, L, Li, ok, T, r):
-    """``sgn H[:nz, :nz] = L L'`` per lane (rows ``i * maxn + j``), ``Linv`` into ``Li``, the pivot ratios
-    against ``scale`` into ``r`` (:func:`_step_ratio`); ``ok[w]`` False where a pivot is not positive
-    (:func:`elimination.compiled_front._pivot`'s definite and negative pivots).  ``T``: a scratch row."""
-    for w in range(LANES):
-        ok[w] = True
-    _cholesky(H, sgn, nz, maxn, L, ok, T)
-    _step_ratio(L, scale, nz, maxn, sgn, r)
-    _lower_inverse(L, nz, maxn, Li, T)
 
 
 @njit(cache=True, error_model="numpy")  # (counted: a typed list's items are)

@@ -29,17 +29,16 @@ import numpy as np
 from numba import njit
 
 from .compiled_front import (
-    A0, A1, DS, HF_, IDENTITY, KEEP, LINV, M, NF, NS, OP, OP_FRONT, OP_FUSED, OP_PIVOT, OP_REVOLUTE, OP_TREE, OP_UNIT,
-    OP_WIDE_REVOLUTE, OUT_G, OUT_H, OUT_S, PG0, PG1, PH0, PH1, PIVOT, PS0, PS1, START, T_, TN, TQ, TSIG, UNCOUNTED,
-    UROW, Y_, YC, drop_stale_cache,
+    A0, A1, HF_, IDENTITY, KEEP, M, NF, NS, OP, OP_FRONT, OP_FUSED, OP_PIVOT, OP_REVOLUTE, OP_TREE, OP_UNIT,
+    OP_WIDE_REVOLUTE, START, T_, UNCOUNTED, UROW, drop_stale_cache,
 )
 from .compiled_front import _generic_step as generic_step, _step_backward as step_backward, _step_forward as step_forward
 from .compiled_front import _added, _gathered
 from .compiled_pairs import (
-    _floored, _pair_terms, _revolute_backward, _revolute_block, _revolute_forward, _revolute_pair,
-    _wide_revolute_backward, _wide_revolute_forward, _wide_revolute_pair, _tree_pair as tree_pair,
+    _floored, _revolute_backward, _revolute_forward, _revolute_pair, _tree_forward, _tree_pair,
+    _wide_revolute_backward, _wide_revolute_forward, _wide_revolute_pair,
 )
-from .lanes import DEFINITE, LANES, NEGATIVE, _pivot_block, _pivot_forward, _pivoted, _record
+from .lanes import LANES, _pivot_forward, _pivoted, _record
 from . import compiled, compiled_front, compiled_pairs, lanes, vectors as v
 from .program import KEEP_MIRRORED, START_GATHERED, START_LEFT
 
@@ -59,128 +58,6 @@ def covers_pairs(program) -> bool:
     generic = (op == OP_FRONT) | (op == OP_PIVOT) | (op == OP_UNIT)  # (not a pair's)
     return (bool(len(steps)) and not program.unsupported and bool(np.all(np.isin(op, tuple(compiled.KERNELS))))
             and not bool(np.any((op == OP_FRONT) & (steps[:, M] > 0))) and 4 * int(generic.sum()) <= len(steps))
-
-
-@njit(cache=True, inline="always")
-def _tree_pair_in_lanes(steps, st, H, scale):
-    """Whether :func:`_tree_pair` takes the tree pair whose link half is step ``st`` -- a joint of more than one
-    degree of freedom (a free flyer's, a spherical or planar one's) on a 6-dimensional link, pivoted definite or
-    negative, its blocks held by the scratch ``H`` and ``scale`` -- or it runs lane by lane."""
-    kind, nq = steps[st + 1, PIVOT], steps[st + 1, NF]
-    return (steps[st, NF] == 6 and nq <= 6 and steps[st, NS] - nq <= 6 and (kind == DEFINITE or kind == NEGATIVE)
-            and H.shape[0] >= 72 and scale.shape[0] >= 6 + nq)
-
-
-@njit(cache=True, inline="always", error_model="numpy")
-def _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, H, scale, A, T, HFT, tmp, r):
-    """:func:`elimination.compiled_pairs._tree_pair` on the lanes (its operations, lane by lane) for a pair
-    :func:`_tree_pair_in_lanes` takes: ``U = H T_q``, the pivot block ``T_q' U`` (+ the joint's own factors),
-    its Cholesky factor, ``Y = Linv (sigma U)'`` and the parent's ``H - Y' D Y``; the pivot ratios into
-    ``r`` (-1 where the per-element kernel refuses the pivot).  Its blocks at rows ``i * 6 + j`` of the
-    scratch ``H`` (the link's, then ``U``), ``A`` (the pivot block, then ``sigma U'``), ``T`` (``T_q``, then
-    ``L``) and ``HFT`` (``Linv``, then ``Y``); the pivot's scales in ``scale[6:]``.  A lane whose pivot fails
-    goes on with meaningless numbers, as in :func:`factorize_pairs`."""
-    U, Hz, Hzs, Tq, L, Li, Y, sz = H[36:72], A[:36], A[36:72], T[:36], T[36:72], HFT[:36], HFT[36:72], scale[6:]
-    _revolute_block(steps, st, pbH, pbs, Fw, H, scale, floor)
-    _tree_pivot_block(steps, st, phs, phd, pss, psd, Fw, C, floor, H, scale, Tq, U, Hz, Hzs, sz, tmp)
-    _tree_pivot(steps, st, C, Hz, Hzs, sz, L, Li, Y, tmp, r)
-    _tree_parent(steps, st, Fw, C, floor, H, scale, Y, tmp)
-
-
-@njit(cache=True, inline="always", error_model="numpy")
-def _tree_pivot_block(steps, st, phs, phd, pss, psd, Fw, C, floor, H, scale, Tq, U, Hz, Hzs, sz, tmp):
-    """:func:`_tree_pair`'s ``T_q`` and ``HF = [H; 0]`` into ``C``, ``U = H T_q``, the pivot block
-    ``Hz = T_q' U`` with the joint's own factors, its floored scales ``sz``, and ``Hzs = sigma U'``."""
-    joint = st + 1
-    nS, nq = steps[st, NS], steps[joint, NF]
-    npar = nS - nq
-    sgn, sigma, tq, tn = -float(steps[st, IDENTITY]), float(steps[st, TSIG]), steps[st, TQ], steps[st, TN]
-    ts, hf = steps[st, T_], steps[st, HF_]
-    for i in range(6):
-        for c in range(nq):  # T_q = -+D, straight from the hard factor
-            v.scaled(Tq, i * 6 + c, sgn, Fw, tq + i * tn + c)
-            v.copy(C, ts + i * nS + c, Tq, i * 6 + c)
-        for c in range(npar):
-            v.fill(C, ts + i * nS + nq + c, sigma if i == c else 0.0)
-        for j in range(6):  # HF = [H; 0]
-            v.copy(C, hf + i * 6 + j, H, i * 6 + j)
-    for i in range(6):  # U = H T_q
-        for c in range(nq):
-            v.fill(U, i * 6 + c, 0.0)
-            for q in range(6):
-                v.add_mul(U, i * 6 + c, H, i * 6 + q, Tq, q * 6 + c)
-    v.fill(tmp, 2, sigma)
-    for a in range(nq):  # the pivot block T_q' U, its scales, and sigma U' towards the parent
-        for b in range(a, nq):
-            v.fill(Hz, a * 6 + b, 0.0)
-            for q in range(6):
-                v.add_mul(Hz, a * 6 + b, Tq, q * 6 + a, U, q * 6 + b)
-            v.copy(Hz, b * 6 + a, Hz, a * 6 + b)
-        v.fill(tmp, 0, 0.0)  # grown
-        for q in range(6):
-            v.mul(tmp, 1, Tq, q * 6 + a, Tq, q * 6 + a)
-            v.add_mul(tmp, 0, tmp, 1, scale, q)
-        v.copy(sz, a, floor, 0)
-        v.add(sz, a, tmp, 0)
-        for j in range(npar):
-            v.mul(Hzs, a * 6 + j, tmp, 2, U, j * 6 + a)
-    for q in range(steps[joint, PH0], steps[joint, PH1]):  # the joint's own factors (the torque's, a damping)
-        v.add(Hz, (phd[q] // nq) * 6 + phd[q] % nq, Fw, phs[q])
-    for q in range(steps[joint, PS0], steps[joint, PS1]):
-        v.add(sz, psd[q], Fw, pss[q])
-    _floored(sz, nq, floor)
-
-
-@njit(cache=True, inline="always", error_model="numpy")
-def _tree_pivot(steps, st, C, Hz, Hzs, sz, L, Li, Y, tmp, r):
-    """:func:`_tree_pair`'s pivot (its joint half, after step ``st``): ``Hz = L D L'`` (``D = +-I``) per lane,
-    the pivot ratios into ``r`` (-1 where a pivot is not of its sign, or a negative one's ratio falls below
-    round-off), ``D`` and ``Linv`` into ``C``, and ``Y = Linv Hzs`` into ``Y`` and ``C``."""
-    joint = st + 1
-    nq = steps[joint, NF]
-    npar = steps[st, NS] - nq
-    d = 1.0 if steps[joint, PIVOT] == DEFINITE else -1.0
-    ok = tmp[5].view(np.bool_)  # (a row of the float scratch: the kernel allocates nothing)
-    _pivot_block(Hz, d, nq, 6, sz, L, Li, ok, tmp, r)
-    for w in range(LANES):
-        if not ok[w]:
-            r[w] = -1.0
-    li, ds, yy = steps[joint, LINV], steps[joint, DS], steps[joint, Y_]
-    for i in range(nq):
-        v.fill(C, ds + i, d)
-        for j in range(nq):
-            v.copy(C, li + i * nq + j, Li, i * 6 + j)
-    for i in range(nq):  # Y = Linv sigma U' (every column of Linv, its zeros too: the per-element sum's terms)
-        for j in range(npar):
-            v.fill(Y, i * 6 + j, 0.0)
-            for q in range(nq):
-                v.add_mul(Y, i * 6 + j, Li, i * 6 + q, Hzs, q * 6 + j)
-            v.copy(C, yy + i * npar + j, Y, i * 6 + j)
-
-
-@njit(cache=True, inline="always", error_model="numpy")
-def _tree_parent(steps, st, Fw, C, floor, H, scale, Y, tmp):
-    """:func:`_tree_pair`'s generated factor on the parent (where the plan keeps one): ``H - Y' D Y``,
-    symmetrized, and its scales, the link's floored ones plus the floor, then ``Y``'s."""
-    joint = st + 1
-    nq = steps[joint, NF]
-    npar, ds, out, outs = steps[st, NS] - nq, steps[joint, DS], steps[joint, OUT_H], steps[joint, OUT_S]
-    for i in range(npar if out >= 0 else 0):
-        v.fill(tmp, 0, 0.0)
-        for q in range(nq):
-            v.add_mul(tmp, 0, Y, q * 6 + i, Y, q * 6 + i)
-        v.copy(Fw, outs + i, scale, i)
-        v.add(Fw, outs + i, floor, 0)
-        v.add(Fw, outs + i, tmp, 0)
-        for j in range(i, npar):
-            v.fill(tmp, 0, 0.0)
-            for q in range(nq):
-                v.mul(tmp, 1, Y, q * 6 + i, C, ds + q)
-                v.add_mul(tmp, 0, tmp, 1, Y, q * 6 + j)
-            v.half_sum(tmp, 3, H, i * 6 + j, H, j * 6 + i)
-            v.sub(tmp, 3, tmp, 0)
-            v.copy(Fw, out + i * npar + j, tmp, 3)
-            v.copy(Fw, out + j * npar + i, tmp, 3)
 
 
 @njit(cache=True, inline="always")
@@ -343,11 +220,9 @@ def factorize_pairs(maps, Fw, C, floor, scratch, lane_scratch, ratio, weak, fail
             continue
         elif op == OP_REVOLUTE:
             _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6, tmp, r)
-        elif _tree_pair_in_lanes(steps, st, H, scale):  # a free flyer's, a spherical joint's
-            _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, H, scale, A, T, HFT, tmp, r)
-        else:
-            for w in range(LANES):
-                r[w] = tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw[:, w], C[:, w], floor[0, w], scratch)
+        else:  # a free flyer's, a spherical joint's
+            _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, H, scale, A, T, HFT, tmp, r,
+                       tmp[5].view(np.bool_))  # (ok: a row of the float scratch, the kernel allocates nothing)
         for w in range(LANES):
             _record(w, r[w], st + 1 if r[w] < 0.0 else -1, st + 1, ratio, weak, failed)
         st += 2
@@ -374,34 +249,6 @@ def pairs_scratch_in(rows, maxn):
              rows[b + 19:s], rows[t:t + a], rows[t + a:t + 2 * a], rows[t + 2 * a:t + 3 * a]),
             (rows[s:s + n], rows[s + n:s + 2 * n], rows[s + 2 * n:s + 3 * n], rows[s + 3 * n:s + 3 * n + 6],
              rows[t + 3 * a:t + 3 * a + n]))
-
-
-@njit(cache=True, inline="always", error_model="numpy")
-def _tree_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp):
-    """:func:`elimination.compiled_pairs._tree_pair_forward` on the lanes (its operations, lane by lane): a tree
-    pair whose joint is not one-dimensional (a free-flyer's, a spherical one)."""
-    nF, nS, nq = steps[st, NF], steps[st, NS], steps[st + 1, NF]
-    npar = nS - nq
-    tc = _pair_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, nF + nS)
-    hf, ts = steps[st, HF_], steps[st, T_]
-    for i in range(nF):  # g_F -= H t
-        v.dot(tmp, 0, C, hf + i * nF, 1, cache, tc, 1, nF)
-        v.sub(g, i, tmp, 0)
-    for i in range(nF):  # g_S += T' g_F
-        for j in range(nS):
-            v.add_mul(g, nF + j, C, ts + i * nS + j, g, i)
-    for q in range(steps[st + 1, PG0], steps[st + 1, PG1]):  # the joint's own terms
-        v.add(g, nF + pgd[q], Lin, pgs[q])
-    li, yy, ds, yc = steps[st + 1, LINV], steps[st + 1, Y_], steps[st + 1, DS], steps[st + 1, YC]
-    for i in range(nq):  # y = Linv g_q
-        v.dot(cache, yc + i, C, li + i * nq, 1, g, nF, 1, nq)
-    for i in range(nq):  # g_parent -= Y' D y
-        v.mul(tmp, 0, C, ds + i, cache, yc + i)
-        for j in range(npar):
-            v.sub_mul(g, nF + nq + j, C, yy + i * npar + j, tmp, 0)
-    out = steps[st + 1, OUT_G]
-    for j in range(npar if out >= 0 else 0):
-        v.copy(Lin, out + j, g, nF + nq + j)
 
 
 @njit(cache=True, error_model="numpy", **UNCOUNTED)

@@ -675,8 +675,18 @@ def _tree_pair(step, following, factors, joint: JointSubstitution | None) -> boo
     """
     if joint is None or tuple(following.separator) != ((joint.parent,) if joint.parent is not None else ()):
         return False
+    if not _pair_kernel_takes(step, following):
+        return False
     return all(factors[i].hard or np.array_equal(pos, np.arange(step.frontal_dim))  # else H_FS != 0
                for i, pos in zip(step.factors, step.positions))
+
+
+def _pair_kernel_takes(step, following) -> bool:
+    """Whether the tree-pair kernel (``compiled_pairs._tree_pair``, one source for every batch width) takes
+    the pair: a 6-dimensional link, a joint of up to six degrees of freedom pivoted definite or negative, a
+    parent of up to six; another pair runs as its two steps."""
+    return (step.frontal_dim == 6 and following.frontal_dim <= 6 and following.separator_dim <= 6
+            and following.pivot in ("definite", "negative"))
 
 
 def _wide_revolute(step, following, factors, joint: JointSubstitution | None) -> bool:

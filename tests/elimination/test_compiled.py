@@ -384,6 +384,23 @@ def test_tree_pairs_are_fused_and_equal_the_numpy_rule(coupled):
     assert max_relative_error(compiled, graph.dense_solve()) < 1e-9
 
 
+def test_a_tree_pair_past_the_pair_kernel_runs_as_its_two_steps():
+    """A joint of seven degrees of freedom on a 6-d link (the tree-pair kernel, one source for every batch width,
+    takes up to six): that link and joint run as their own steps, the other pairs stay fused, and the numbers
+    are the numpy rule's and the dense solve's."""
+    from elimination.program import F, Op
+
+    graph, ordering = _tree((6, 7, 2, 1))
+    rows = analyze(graph, ordering).lowered().steps
+    ops, joint_dims = rows[:, F["op"]], np.roll(rows[:, F["nF"]], -1)
+    paired = np.isin(ops, (Op.TREE_PAIR, Op.REVOLUTE_PAIR))
+    assert sorted(joint_dims[paired]) == [1, 2, 6] and 7 not in set(joint_dims[paired])
+    assert np.array_equal(np.flatnonzero(ops == Op.FUSED), np.flatnonzero(paired) + 1)
+    numpy_values, compiled = _both(graph, ordering, refine=0)
+    assert max_relative_error(compiled, numpy_values) < RTOL
+    assert max_relative_error(compiled, graph.dense_solve()) < 1e-9
+
+
 @pytest.mark.parametrize("batch", [(), (3,)])
 def test_wide_pairs_run_as_one_front_and_equal_the_numpy_rule(batch):
     """A link through its tree joint whose front reaches further -- a multiplier-like key on a leaf that
