@@ -118,19 +118,19 @@ def _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, maxn, scale,
                 v.fill(C, hf + i * 6 + j, 0.0)
     _revolute_pivot(steps, joint, H, maxn, scale, t6, u6, floor, Fw, C, hs, steps[joint, H0], steps[joint, H1], ss,
                     steps[joint, S0], steps[joint, S1], tmp, r)
-    v.fill(tmp, 5, float(steps[st, TSIG]))  # sigma
+    sigma = float(steps[st, TSIG])
     v.dots6(y, 0, H, 7, 1, maxn, t6, 0, m)  # y = (t'H_aS + sigma E_p' u) / sqrt(d)
     for i in range(npar):
-        v.add_mul(y, tp + i, tmp, 5, u6, i)
+        v.add_scaled(y, tp + i, u6, i, sigma)
     yy = steps[joint, Y_]
     for j in range(m):
         v.mul(y, j, y, j, tmp, 4)
         v.copy(C, yy + j, y, j)
     for i in range(npar):  # a folded into p: rows, columns, then H_aa; scales
         for j in range(7, n):
-            v.add_mul(H, (p0 + i) * maxn + j, tmp, 5, H, i * maxn + j)
+            v.add_scaled(H, (p0 + i) * maxn + j, H, i * maxn + j, sigma)
         for j in range(7, n):
-            v.add_mul(H, j * maxn + p0 + i, tmp, 5, H, j * maxn + i)
+            v.add_scaled(H, j * maxn + p0 + i, H, j * maxn + i, sigma)
         for j in range(6):
             v.add(H, (p0 + i) * maxn + p0 + j, H, i * maxn + j)
         v.add(scale, p0 + i, scale, i)
@@ -139,9 +139,8 @@ def _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, maxn, scale,
         v.copy(Fw, outs + i, scale, 7 + i)
         v.add_mul(Fw, outs + i, y, i, y, i)
         for j in range(i, m):
-            v.half_sum_sub_mul(tmp, 3, H, (7 + i) * maxn + 7 + j, H, (7 + j) * maxn + 7 + i, y, i, y, j)
-            v.copy(Fw, out + i * m + j, tmp, 3)
-            v.copy(Fw, out + j * m + i, tmp, 3)
+            v.half_sum_sub_mul(Fw, out + i * m + j, H, (7 + i) * maxn + 7 + j, H, (7 + j) * maxn + 7 + i, y, i, y, j)
+            v.copy(Fw, out + j * m + i, Fw, out + i * m + j)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -198,9 +197,8 @@ def _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6
         v.add(Fw, outs + i, floor, 0)
         v.add_mul(Fw, outs + i, u6, i, u6, i)
         for j in range(i, 6):
-            v.half_sum_sub_mul(tmp, 5, H, i * 6 + j, H, j * 6 + i, u6, i, u6, j)
-            v.copy(Fw, out + i * 6 + j, tmp, 5)
-            v.copy(Fw, out + j * 6 + i, tmp, 5)
+            v.half_sum_sub_mul(Fw, out + i * 6 + j, H, i * 6 + j, H, j * 6 + i, u6, i, u6, j)
+            v.copy(Fw, out + j * 6 + i, Fw, out + i * 6 + j)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -219,17 +217,16 @@ def _pair_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, n):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _link_values(steps, st, stride, Q, q, xs, p0, npar, C, cache, x, tmp, slot, xfs, xfd, Xout):
+def _link_values(steps, st, stride, Q, q, xs, p0, npar, C, cache, x, xfs, xfd, Xout):
     """A revolute pair's link values, then scattered into ``Xout``:
     ``x = t + t_q qdd + sigma a_parent`` (``qdd``: row ``q`` of ``Q``; ``t_q``: every ``stride``-th row of ``C``
-    from the pair's ``T``; the parent's ``npar`` values from row ``p0`` of ``xs``; ``sigma`` into
-    ``tmp[slot]``)."""
+    from the pair's ``T``; the parent's ``npar`` values from row ``p0`` of ``xs``)."""
     tc, ts = steps[st, TC], steps[st, T_]
     for i in range(6):
         v.mul_add(x, i, cache, tc + i, C, ts + i * stride, Q, q)
-    v.fill(tmp, slot, float(steps[st, TSIG]))
+    sigma = float(steps[st, TSIG])
     for i in range(npar):
-        v.add_mul(x, i, tmp, slot, xs, p0 + i)
+        v.add_scaled(x, i, xs, p0 + i, sigma)
     for e in range(steps[st, XF0], steps[st, XF1]):
         v.copy(Xout, xfs[e], x, xfd[e])
 
@@ -242,14 +239,10 @@ def _revolute_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp
     joint, npar = st + 1, steps[st, NS] - 1
     tc = _pair_terms(steps, st, gs, gd, bs, bd, Lin, cache, g, 7 + npar)
     hf, ts, sigma = steps[st, HF_], steps[st, T_], float(steps[st, TSIG])
-    v.copy(tmp, 0, g, 6)  # g_q
     v.sub_matvec6(g, 0, g, 0, C, hf, 6, cache, tc, 6)  # g_F -= H t, then carried into the joint and the parent
-    for i in range(6):
-        v.add_mul(tmp, 0, C, ts + i * (npar + 1), g, i)
-    v.copy(g, 6, tmp, 0)
-    v.fill(tmp, 2, sigma)
+    v.add_dot6(g, 6, C, ts, npar + 1, g, 0, 1)  # (its running sum in registers, not through memory)
     for i in range(npar):
-        v.add_mul(g, 7 + i, tmp, 2, g, i)
+        v.add_scaled(g, 7 + i, g, i, sigma)
     for q in range(steps[joint, PG0], steps[joint, PG1]):  # the joint's own terms
         v.add(g, 6 + pgd[q], Lin, pgs[q])
     v.mul(tmp, 3, C, steps[joint, LINV], g, 6)  # y
@@ -273,7 +266,7 @@ def _revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, tmp
     v.mul(xs, 0, C, steps[joint, LINV], tmp, 1)  # qdd
     for q in range(steps[joint, XF0], steps[joint, XF1]):
         v.copy(Xout, xfs[q], xs, 0)
-    _link_values(steps, st, npar + 1, xs, 0, xs, 1, npar, C, cache, x, tmp, 2, xfs, xfd, Xout)
+    _link_values(steps, st, npar + 1, xs, 0, xs, 1, npar, C, cache, x, xfs, xfd, Xout)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -291,9 +284,9 @@ def _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g, tmp):
     v.sub_dots6(g, 7, g, 7, C, hf + 7 * 6, 6, cache, tc, n - 7)
     v.dot6(tmp, 0, C, ts, m + 1, g, 0, 1)  # g_q += t' g_a, g_parent += sigma g_a
     v.add(g, 6, tmp, 0)
-    v.fill(tmp, 1, float(steps[st, TSIG]))
+    sigma = float(steps[st, TSIG])
     for i in range(npar):
-        v.add_mul(g, p0 + i, tmp, 1, g, i)
+        v.add_scaled(g, p0 + i, g, i, sigma)
     for q in range(steps[joint, G0], steps[joint, G1]):  # the joint's own terms, on its front [q, S]
         v.add(g, 6 + gd[q], Lin, gs[q])
     v.mul(tmp, 2, C, steps[joint, LINV], g, 6)  # y
@@ -319,7 +312,7 @@ def _wide_revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs
     v.mul(tmp, 2, C, steps[joint, LINV], tmp, 1)  # qdd
     for q in range(steps[joint, XF0], steps[joint, XF1]):
         v.copy(Xout, xfs[q], tmp, 2)
-    _link_values(steps, st, m + 1, tmp, 2, xs, p0, npar, C, cache, x, tmp, 3, xfs, xfd, Xout)
+    _link_values(steps, st, m + 1, tmp, 2, xs, p0, npar, C, cache, x, xfs, xfd, Xout)
 
 
 
