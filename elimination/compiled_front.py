@@ -645,7 +645,9 @@ def _left_front(steps, st, Fw, H, scale, nF, nS):
                 H[ix(nF + j), ix(nF + i)] = H[ix(nF + i), ix(nF + j)]
 
 
-@njit(cache=True, inline="always")
+# not inlined: compiled once and called by every executor (inlined, it was compiled into each caller anew and made
+# the first call's compile much longer: benchmarks/README.md); a call a step costs nothing measurable
+@njit(cache=True, **UNCOUNTED)
 def _generic_step(maps, st, Fw, C, floor, check_rank, scratch, Hf, Af):
     """One ``FRONT`` step ``st`` of :func:`~elimination.compiled.factorize_one` (``PIVOT`` and ``UNIT`` steps
     too, and a wide pair's halves: the joint half starts from the front its link half left in ``H``): its
