@@ -2,20 +2,18 @@
 
 The programs of a mechanism's dynamics in a spanning-tree order
 (:func:`covers_pairs`: ABA's, LCABA's, proxBBO's steps) are mostly pair
-instructions: :func:`factorize_pairs` and :func:`solve_pairs` run a
-``REVOLUTE_PAIR``'s and a ``WIDE_REVOLUTE``'s arithmetic (a loop's link and
-joint, the separator the loop's multipliers and other links) through the
-kernels of :mod:`elimination.compiled_pairs`, written once for every width
-(:mod:`elimination.vectors`), here at sixteen lanes; a free body's wide pair
-(a ``UNIT`` that leaves its front -- a floating base or a grasped object whose
-link reads itself from its joint's ``+-I`` rows -- then the joint's pivot:
-:func:`_wide_unit_link`), a ``PIVOT`` (the contacts' multipliers:
-:func:`_pivot_step`), and a ``TREE_PAIR`` of a free-flyer or spherical or
-planar joint (:func:`_tree_pair`, :func:`_tree_forward`: a floating base under
-ABA or LCABA, one state at a time 70% of Solo12's factorization) run as vector
-operations too, still written for the lanes only; the solve runs every
-back-substitution of up to six pivots in lanes (:func:`_step_backward`).  The
-other steps run lane by lane through the per-element kernels
+instructions: :func:`factorize_pairs` and :func:`solve_pairs` run the
+``REVOLUTE_PAIR``, ``WIDE_REVOLUTE`` (a loop's link and joint, the separator
+the loop's multipliers and other links) and ``TREE_PAIR`` (a free-flyer,
+spherical or planar joint: a floating base under ABA or LCABA) kernels of
+:mod:`elimination.compiled_pairs`, and every back-substitution
+(:func:`elimination.compiled_front._step_backward`), written once for every
+width (:mod:`elimination.vectors`), here at sixteen lanes.  Still written for
+the lanes only: a free body's wide pair (a ``UNIT`` that leaves its front -- a
+floating base or a grasped object whose link reads itself from its joint's
+``+-I`` rows -- then the joint's pivot: :func:`_wide_unit_link`) and a
+``PIVOT`` (the contacts' multipliers: :func:`_pivot_step`).  The other steps
+run lane by lane through the per-element kernels
 (:mod:`elimination.compiled_front`), on the lanes of a workspace the caller
 fills (:func:`mechanics.compiled_lanes.lanes_kernel`: the states' kinematics
 and constraints in lanes too).  Bit for bit the per-element kernels' numbers,
