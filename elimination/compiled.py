@@ -124,7 +124,7 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
                 r = ratio_row[0]
             elif op == OP_TREE:
                 _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor_row, Hf, scale, Af,
-                           T.reshape(maxn * maxn), HFT.reshape(maxn * maxn), rows, ratio_row, Tnz[0])
+                           T.reshape(maxn * maxn), HFT.reshape(maxn * maxn), rows, ratio_row, Tnz[0])  # (ok: a flag)
                 r = ratio_row[0]
             else:
                 _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor_row, Hf, maxn, scale, unit, sz, Dv, rows,
@@ -269,7 +269,8 @@ def max_front(program) -> int:
         steps = program.steps
         # a tree pair's 6 x 6 blocks, two to a scratch matrix (compiled_pairs._tree_pair), take 72 entries
         pairs = 9 if np.any(steps[:, OP] == OP_TREE) else 1
-        program.derived["maxn"] = int(max(pairs, np.max(steps[:, NF] + steps[:, NS]), np.max(steps[:, M]))) if len(steps) else 1
+        fronts = int(max(np.max(steps[:, NF] + steps[:, NS]), np.max(steps[:, M]))) if len(steps) else 1
+        program.derived["maxn"] = max(pairs, fronts)
     return program.derived["maxn"]
 
 

@@ -256,7 +256,8 @@ def solve_pairs(maps, C, Lin, cache, Xout, lane_scratch, scratch):
     :func:`elimination.compiled.solve_one` (a tree's pairs have no dropped rows, no size of right-hand sides
     to pass on).  A step that pivots its whole frontal block (:func:`_whole_pivot`: a loop's or the contacts'
     multipliers) runs in lanes (:func:`_pivot_forward`), as do the pairs and every back-substitution
-    (:func:`elimination.compiled_front._step_backward`, written once for every width); ``scratch``: :func:`elimination.compiled.solve_scratch_in`'s, for the steps run lane by lane."""
+    (:func:`elimination.compiled_front._step_backward`, written once for every width); ``scratch``:
+    :func:`elimination.compiled.solve_scratch_in`'s, for the steps run lane by lane."""
     steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, pgs, pgd = maps
     g, x, xs, tmp, gz = lane_scratch
     gw, bl, bm, _, _, gz1, _ = scratch  # (the per-element scratch of a step's forward sweep, lane by lane)

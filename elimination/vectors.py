@@ -84,8 +84,9 @@ def _void(*arguments):
     """The signature of an operation returning nothing, its array operands checked to share one width."""
     widths = {_width(a) for a in arguments if isinstance(a, types.Array)}
     if len(widths) > 1:
+        got = ", ".join(str(a) for a in arguments if isinstance(a, types.Array))
         raise TypeError("elimination.vectors: the operands of one operation must all be 1-d (one state) or all "
-                        f"(rows, {WIDTH}) (lanes), got {', '.join(str(a) for a in arguments if isinstance(a, types.Array))}")
+                        f"(rows, {WIDTH}) (lanes), got {got}")
     return types.void(*arguments)
 
 
@@ -301,8 +302,8 @@ def absolute(typingctx, D, k, A, i):
 @intrinsic
 def put(typingctx, D, k, A, i, M, j):
     """``D[k] = A[i]`` in the lanes where ``M[j]`` is not zero; the other lanes of ``D[k]`` keep their values."""
-    return _void(D, k, A, i, M, j), _op(lambda b, d, a, m: b.select(b.fcmp_unordered("!=", m, _constant(m.type, 0.0)), a, d), "rr",
-                                             kept=True)
+    masked = lambda b, d, a, m: b.select(b.fcmp_unordered("!=", m, _constant(m.type, 0.0)), a, d)
+    return _void(D, k, A, i, M, j), _op(masked, "rr", kept=True)
 
 
 @intrinsic
@@ -327,7 +328,8 @@ def _dot6(subtract: bool, from_zero: bool):
     def codegen(context, builder, signature, args):
         intp = lambda at: context.cast(builder, args[at], signature.args[at], types.intp)
         k, i, sa, j, sb = intp(1), intp(3), intp(4), intp(6), intp(7)
-        value = _constant(_row_type(signature), 0.0) if from_zero else builder.load(_row(context, builder, signature.args[0], args[0], k), align=8)
+        value = (_constant(_row_type(signature), 0.0) if from_zero
+                 else builder.load(_row(context, builder, signature.args[0], args[0], k), align=8))
         for q in range(6):
             step = context.get_constant(types.intp, q)
             a = builder.load(_row(context, builder, signature.args[2], args[2], builder.add(i, builder.mul(step, sa))),
