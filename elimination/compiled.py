@@ -109,6 +109,7 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
     H, A, scale, unit, L, Lw, Li, X, Dv, T, HFT, Wm, Nm, Ek, Ed, Hz, Hzs, sz, Tnz, rows, floor_ratio = scratch
     maxn = H.shape[0]
     Hf, Af = H.reshape(maxn * maxn), A.reshape(maxn * maxn)  # flat views: the gathers' destinations
+    Tf, HFTf = T.reshape(maxn * maxn), HFT.reshape(maxn * maxn)  # (a tree pair's blocks)
     # the pairs are the width-1 instance of the lane kernels (elimination.vectors): the scale floor and the
     # pivot ratio as one-lane rows
     floor_row, ratio_row = floor_ratio[0:1], floor_ratio[1:2]
@@ -123,8 +124,8 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
                 _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor_row, Hf, scale, unit, Dv, rows, ratio_row)
                 r = ratio_row[0]
             elif op == OP_TREE:
-                _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor_row, Hf, scale, Af,
-                           T.reshape(maxn * maxn), HFT.reshape(maxn * maxn), rows, ratio_row, Tnz[0])  # (ok: a flag)
+                _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor_row, Hf, scale, Af, Tf, HFTf, rows,
+                           ratio_row, Tnz[0])  # (ok: a flag)
                 r = ratio_row[0]
             else:
                 _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor_row, Hf, maxn, scale, unit, sz, Dv, rows,

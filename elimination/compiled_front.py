@@ -33,6 +33,7 @@ from .jacobi import load_tall, svd_rows
 from .program import F, KEEP_MIRRORED, KEEP_NONE, PIVOTS, START_CARRIED, START_LEFT, START_SPREAD, Op
 
 INDEFINITE = PIVOTS["indefinite"]  # the one pivot whose Linv is not lower triangular (an eigendecomposition's)
+DEFINITE, NEGATIVE = PIVOTS["definite"], PIVOTS["negative"]  # (the block pivots of _pivot_block)
 COUNTED, UNCOUNTED = {"_nrt": True}, {"_nrt": False}  # numba's reference counting on / off (compiled's docstring)
 
 NF, NS, IDENTITY, PIVOT, NMIN, M, R, P, D_, NZ = (F[k] for k in ("nF", "nS", "identity", "pivot", "n_min", "m", "r", "p", "d", "nz"))

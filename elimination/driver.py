@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Callable, Hashable, Protocol, Sequence
+from typing import Protocol, Sequence
 
 import numpy as np
 

@@ -529,11 +529,8 @@ def width(typingctx, A):
 def _entry(context, builder, signature, args):
     """Pointer to lane ``args[2]`` of row ``args[1]`` of the array ``args[0]``."""
     intp = lambda at: context.cast(builder, args[at], signature.args[at], types.intp)
-    if _width(signature.args[0]) == 1:
-        return _address(context, builder, signature.args[0], args[0], intp(1))
-    a = context.make_array(signature.args[0])(context, builder, args[0])
-    at = builder.add(builder.mul(intp(1), context.get_constant(types.intp, WIDTH)), intp(2))
-    return builder.gep(a.data, [at], inbounds=True)
+    row = _row(context, builder, signature.args[0], args[0], intp(1))  # (one state: the lane is 0)
+    return builder.gep(builder.bitcast(row, ir.DoubleType().as_pointer()), [intp(2)], inbounds=True)
 
 
 @intrinsic
