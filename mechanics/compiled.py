@@ -52,8 +52,9 @@ the numpy path (:attr:`CompiledDynamics.unsupported` says why).
 A program of mostly tree and wide pairs (:func:`elimination.lanes_pairs.covers_pairs`:
 ABA's, LCABA's, proxBBO's on the benchmark robots) runs sixteen states at a time
 in :func:`lanes_kernel`: the new states' kinematics and their links' factors
-computed in lanes too (:func:`_lane_kinematics`, :func:`_lane_fill_links`:
-the per-state operations as vector operations, sixteen states per instruction),
+computed in lanes too (the per-state kernel's own kinematics and fill,
+:mod:`mechanics.compiled_kinematics`, :mod:`mechanics.compiled_fill`, on
+sixteen states per instruction),
 each one's constraint terms into its lane, the lanes' factorization and first
 solve (:mod:`elimination.lanes`); then each
 lane's outer iterations run to its next solve -- a refinement step, a fresh
@@ -78,10 +79,9 @@ from .mechanism import GROUND
 from .policies import EXACT, HOLDS
 from .compiled_tables import (
     _constraint_tables, _factor_tables, _model_tables, _output_columns, _own_factors, _unsupported,
-    _workspace_parts,
 )
 from . import compiled_iterations, compiled_lanes
-from .compiled_iterations import dynamics_kernel
+from .compiled_iterations import _workspace_parts, dynamics_kernel
 from .compiled_lanes import PATIENCE, REFILL, _lane_sizes, lanes_kernel
 
 
@@ -219,7 +219,7 @@ class CompiledDynamics:
 class DynamicsData:
     """The per-call workspaces of a :class:`CompiledDynamics` (its model data: the tables, never written), as
     Pinocchio's ``Data`` beside its ``Model``: the kernels' float and integer workspaces (the parts
-    :func:`~mechanics.compiled_tables._workspace_parts` lists: kinematics, the program's factor workspace,
+    :func:`~mechanics.compiled_iterations._workspace_parts` lists: kinematics, the program's factor workspace,
     conditionals, linear terms ...), the lane kernel's made at the first batch that runs in lanes.
 
     Attributes
@@ -232,7 +232,7 @@ class DynamicsData:
 
     def __init__(self, model: CompiledDynamics):
         self.floats = np.zeros(model.parts[-1])
-        self.ints = np.zeros(factorize_scratch_size(int(model.sizes[6]))[1], dtype=np.int64)
+        self.ints = np.zeros(factorize_scratch_size(int(model.sizes[6]))[1] + 1, dtype=np.int64)  # (+ a state's index)
         self.states_run = {"lanes": 0, "one_by_one": 0}
         self._lanes = None
 

@@ -1,20 +1,19 @@
 """The fill of the compiled dynamics: every graph factor's matrix, scales and linear term written into the
 program's workspaces (the slots of :class:`mechanics.gplc.GPLCLayout` and the policies' numbers), the terms
-that move between outer iterations, and the factors' residuals for refinement -- for one state and in lanes.
+that move between outer iterations, and the factors' residuals for refinement.  Written once in the row
+operations of :mod:`elimination.vectors`: the per-state kernel runs them on 1-d arrays (width 1), the lane
+kernel on ``(rows, 16)`` ones, the same operations in the same order.
 """
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 import elimination.vectors as vectors
 from elimination.compiled_front import UNCOUNTED, ix
-from elimination.compiled_pairs import cached6, minus_dot6
-from elimination.lanes import LANES
 
 from .policies import INFORMATION
 from .compiled_tables import (
-    drop_stale_kernels, ACC, CDIM, FIRST, FKIND, FN, ITERATES, JOINT0, JOINT_ONLY, LIN, LOOP, MAT, MOVES, MOVING, NPAIR, NV, PAIR,
+    drop_stale_kernels, ACC, CDIM, FIRST, FKIND, FN, JOINT0, JOINT_ONLY, LIN, LOOP, MAT, MOVES, MOVING, NPAIR, NV, PAIR,
     PAIR0, PARENT, PENALTY, PRIOR, PRIOR_F, QDD, ROW0, SC0, SCL, STIFFNESS, TORQUE, TORQUE_F, TREE, TREE_F, V0, WHO,
 )
 from .compiled_kinematics import PENALTY_ROWS
@@ -31,154 +30,13 @@ def _mu(constraints, j, mu):
 
 
 @njit(cache=True, **UNCOUNTED)
-def _penalty_information(factors, f, constraints, Kbuf, mu, e, out):
-    """``out = A' (mu_s e)`` for the penalty factor ``f``: ``A = [K_l ...]`` over its links (``LeastSquares.information``)."""
-    table = constraints[0]
-    j = factors[ix(f), WHO]
-    m, pair0 = table[ix(j), CDIM], table[ix(j), PAIR0]
-    mu = _mu(constraints, j, mu)
-    for q in range(table[ix(j), NPAIR]):
-        for c in range(6):
-            t = 0.0
-            for r in range(m):
-                t += Kbuf[ix(pair0 + q), ix(r), ix(c)] * (mu * e[ix(r)])
-            out[ix(6 * q + c)] = t
-
-
-@njit(cache=True, inline="always")
-def _prior(factors, f, l, Iw, fb, Fw, Lin):
-    """Link ``l``'s prior (factor ``f``): ``H_i`` (symmetrised), its scales, ``g = f_i``; its largest diagonal."""
-    mat, scl, lin = factors[ix(f), MAT], factors[ix(f), SCL], factors[ix(f), LIN]
-    largest = 0.0
-    for i in range(6):
-        Lin[ix(lin + i)] = fb[ix(l), ix(i)]
-        for j in range(6):
-            Fw[ix(mat + i * 6 + j)] = 0.5 * (Iw[ix(l), ix(i), ix(j)] + Iw[ix(l), ix(j), ix(i)])
-        Fw[ix(scl + i)] = abs(Fw[ix(mat + i * 7)])
-        largest = max(largest, Fw[ix(scl + i)])
-    return largest
-
-
-@njit(cache=True, inline="always")
-def _tree(factors, f, l, on_ground, nv, S, bias, root, Fw, Lin, Lmag):
-    """Link ``l``'s tree joint (factor ``f``): ``[I, -I, -S] (a_i, a_parent, qdd_i) = a_b,i`` (``+ a_0`` on
-    the ground); the identity blocks and row scales only where a generic step gathers them."""
-    mat, scl, lin, n = factors[ix(f), MAT], factors[ix(f), SCL], factors[ix(f), LIN], factors[ix(f), FN]
-    c0, whole = factors[ix(f), JOINT0], not factors[ix(f), JOINT_ONLY]
-    for r in range(6):
-        norm2 = 1.0 if on_ground else 2.0
-        for j in range(nv):
-            s = S[ix(l), ix(r), ix(j)]
-            Fw[ix(mat + r * n + c0 + j)] = -s
-            norm2 += s * s
-        if whole:
-            for j in range(c0):
-                Fw[ix(mat + r * n + j)] = 0.0
-            Fw[ix(mat + r * n + r)] = 1.0
-            if not on_ground:
-                Fw[ix(mat + r * n + 6 + r)] = -1.0
-            Fw[ix(scl + r)] = 1.0 / np.sqrt(norm2)
-        b = bias[ix(l), ix(r)] + root[r] if on_ground else bias[ix(l), ix(r)]
-        Lin[ix(lin + r)], Lmag[ix(lin + r)] = b, abs(b)
-
-
-@njit(cache=True, **UNCOUNTED)
-def _fill(model, constraints, factors, S, bias, Iw, fb, Kbuf, k, tau, lam, mu, Fw, Lin, Lmag, meas):
-    """Every graph factor's matrix, scales and linear term into the program's workspaces, as the slots of
-    :class:`mechanics.gplc.GPLCLayout` and the policies build them; returns the largest diagonal magnitude
-    of the quadratic factors (the scale floor's reference).  A link's own factors are written link by link,
-    at their fixed sizes (:func:`_fill_links`); the constraints' factor by factor (:func:`_fill_constraints`).
-    Every entry a step may read is written, its zeros too: nothing reads what no state wrote (a workspace
-    poisoned between calls answers the same)."""
-    largest = _fill_links(model, factors, S, bias, Iw, fb, tau, Fw, Lin, Lmag)
-    return _fill_constraints(constraints, factors, Kbuf, k, lam, mu, Fw, Lin, meas, largest)
-
-
-@njit(cache=True, inline="always")
-def _fill_links(model, factors, S, bias, Iw, fb, tau, Fw, Lin, Lmag):
-    """:func:`_fill` of the links' own factors (prior, tree joint, torque); their largest diagonal magnitude."""
-    links, root = model[0], model[6]
-    ground = links.shape[0]
-    largest = 0.0
-    for l in range(links.shape[0]):
-        largest = max(largest, _prior(factors, links[ix(l), PRIOR_F], l, Iw, fb, Fw, Lin))
-        nv, f = links[ix(l), NV], links[ix(l), TORQUE_F]
-        _tree(factors, links[ix(l), TREE_F], l, links[ix(l), PARENT] == ground, nv, S, bias, root, Fw, Lin, Lmag)
-        if f >= 0:  # tau_i, on a zero matrix (zero scales): the torque's term is linear
-            mat, scl, lin, v0 = factors[ix(f), MAT], factors[ix(f), SCL], factors[ix(f), LIN], links[ix(l), V0]
-            for i in range(nv):
-                Lin[ix(lin + i)] = tau[ix(v0 + i)]
-                Fw[ix(scl + i)] = 0.0
-                for j in range(nv):
-                    Fw[ix(mat + i * nv + j)] = 0.0
-    return largest
-
-
-@njit(cache=True, inline="always")
-def _fill_constraints(constraints, factors, Kbuf, k, lam, mu, Fw, Lin, meas, largest):
-    """:func:`_fill` of the constraints' factors; the largest of ``largest`` and their diagonal magnitudes."""
-    table = constraints[0]
-    for f in range(factors.shape[0]):
-        kind, who, n = factors[ix(f), FKIND], factors[ix(f), WHO], factors[ix(f), FN]
-        if kind == PRIOR or kind == TORQUE or kind == TREE:  # (above)
-            continue
-        mat, scl, lin = factors[ix(f), MAT], factors[ix(f), SCL], factors[ix(f), LIN]
-        for i in range(n):
-            for j in range(0 if kind == PENALTY else n):  # (the penalty writes every entry)
-                Fw[ix(mat + i * n + j)] = 0.0
-            Lin[ix(lin + i)] = 0.0
-        mu_s = _mu(constraints, who, mu)
-        if kind == PENALTY:  # LeastSquares: H = A' (mu_s A), g = A' (mu_s b), b = k - lambda / mu_s
-            m, r0, pair0 = table[ix(who), CDIM], table[ix(who), ROW0], table[ix(who), PAIR0]
-            for r in range(m):
-                meas[ix(r0 + r)] = k[ix(r0 + r)] - lam[ix(r0 + r)] / mu_s
-            for a in range(n):
-                qa, ca = a // 6, a % 6
-                for c in range(n):
-                    qc, cc = c // 6, c % 6
-                    t = 0.0
-                    for r in range(m):
-                        t += Kbuf[ix(pair0 + qa), ix(r), ix(ca)] * (mu_s * Kbuf[ix(pair0 + qc), ix(r), ix(cc)])
-                    Fw[ix(mat + a * n + c)] = t
-            _penalty_information(factors, f, constraints, Kbuf, mu, meas[r0:], Lin[lin:])
-        elif kind == LOOP:  # [[0, K], [K', 0]] on (lambda, a_l); -lambda' k carried by the first link's
-            m, r0, pair = table[ix(who), CDIM], table[ix(who), ROW0], factors[ix(f), PAIR]
-            for r in range(m):
-                for c in range(6):
-                    Fw[ix(mat + r * n + m + c)] = Fw[ix(mat + (m + c) * n + r)] = Kbuf[ix(pair), ix(r), ix(c)]
-                if factors[ix(f), FIRST]:
-                    Lin[ix(lin + r)] = k[ix(r0 + r)]
-        else:  # PROXIMAL: -I / mu_s, g = -lambda / mu_s
-            r0 = table[ix(who), ROW0]
-            for i in range(n):
-                Fw[ix(mat + i * n + i)] = -1.0 / mu_s
-                Lin[ix(lin + i)] = -lam[ix(r0 + i)] / mu_s
-        for i in range(n):
-            Fw[ix(scl + i)] = abs(Fw[ix(mat + i * n + i)])
-            largest = max(largest, Fw[ix(scl + i)])
-    return largest
-
-
-@njit(cache=True, **UNCOUNTED)
-def _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas):
-    """Constraint ``j``'s moving term for ``lambda`` (:meth:`~mechanics.policies.ConstraintPolicy.moving_term`):
-    the proximal prior's ``-lambda / mu_s`` (``INFORMATION``) or the penalty's target ``k - lambda / mu_s``."""
-    table = constraints[0]
-    f, m, r0, mu_s = table[ix(j), MOVING], table[ix(j), CDIM], table[ix(j), ROW0], _mu(constraints, j, mu)
-    if table[ix(j), MOVES] == INFORMATION:
-        for r in range(m):
-            Lin[ix(factors[ix(f), LIN] + r)] = -lam[ix(r0 + r)] / mu_s
-    else:
-        for r in range(m):
-            meas[ix(r0 + r)] = k[ix(r0 + r)] - lam[ix(r0 + r)] / mu_s
-        _penalty_information(factors, f, constraints, Kbuf, mu, meas[r0:], Lin[factors[ix(f), LIN]:])
-
-
-@njit(cache=True, **UNCOUNTED)
-def _lane_fill_links(model, factors, KL, parts, TAU, states, Fw, Lin, Lmag):
-    """:func:`_fill_links` of the lanes that take a new state (``KL``'s mask; ``states``: each lane's state, its
-    ``tau`` a row of ``TAU``) into their columns of ``Fw``, ``Lin``, ``Lmag``; the other lanes' columns keep
-    their values.  Each lane's largest diagonal magnitude into ``KL``'s row for it."""
+def _fill_links(model, factors, KL, parts, TAU, states, Fw, Lin, Lmag):
+    """The links' own factors (prior, tree joint, torque), as the slots of :class:`mechanics.gplc.GPLCLayout`
+    build them, from the kinematics in ``KL`` (:func:`mechanics.compiled_kinematics._kinematic_parts`), for
+    the lanes that take a new state (``KL``'s mask; ``states``: each lane's state, its ``tau`` a row of
+    ``TAU``), into their columns of ``Fw``, ``Lin``, ``Lmag``; the other lanes' columns keep their values.
+    Each lane's largest diagonal magnitude (the scale floor's reference) into ``KL``'s row for it.  Every
+    entry a step may read is written, its zeros too: nothing reads what no state wrote."""
     links, root = model[0], model[6]
     ground = links.shape[0]
     S, BIAS, IW, FB, T, MASK, TOP = parts[3], parts[4], parts[5], parts[6], parts[9], parts[10], parts[11]
@@ -232,38 +90,15 @@ def _lane_fill_links(model, factors, KL, parts, TAU, states, Fw, Lin, Lmag):
                 vectors.put(Fw, scl + i, KL, T, KL, MASK)
                 for j in range(nv):
                     vectors.put(Fw, mat + i * nv + j, KL, T, KL, MASK)
-                for w in range(LANES):
-                    if KL[ix(MASK), w] != 0.0:
-                        Lin[ix(lin + i), w] = TAU[ix(states[w]), ix(v0 + i)]
+                for w in range(vectors.width(KL)):
+                    if vectors.lane(KL, MASK, w) != 0.0:
+                        vectors.set_lane(Lin, lin + i, w, TAU[ix(states[w]), ix(v0 + i)])
 
 
 @njit(cache=True, inline="always")
-def _link_residuals(links, factors, l, Fw, Lin, x, Lres):
-    """``g - H x`` of link ``l``'s prior and torque, ``b - A x`` of its tree joint, in the operations of
-    :func:`_residual_terms`' generic rows (the link's values contiguous at its ``ACC``, ``QDD`` columns)."""
-    ground, acc, nv = links.shape[0], links[ix(l), ACC], links[ix(l), NV]
-    f = links[ix(l), PRIOR_F]
-    mat, lin, a = factors[ix(f), MAT], factors[ix(f), LIN], cached6(x, acc)  # (read once, across the stores)
-    for i in range(6):
-        Lres[ix(lin + i)] = minus_dot6(Lin[ix(lin + i)], Fw, mat + i * 6, a)
-    f = links[ix(l), TORQUE_F]
-    for i in range(nv if f >= 0 else 0):  # on a zero matrix (written by _fill): g itself
-        Lres[ix(factors[ix(f), LIN] + i)] = Lin[ix(factors[ix(f), LIN] + i)]
-    f, parent = links[ix(l), TREE_F], links[ix(l), PARENT]
-    mat, lin, n, c0, qdd = factors[ix(f), MAT], factors[ix(f), LIN], factors[ix(f), FN], factors[ix(f), JOINT0], links[ix(l), QDD]
-    for r in range(6):  # [I, -I, -S] read as what it is (the joint columns from Fw)
-        t = Lin[ix(lin + r)] - a[r]
-        if parent != ground:
-            t += x[ix(links[ix(parent), ACC] + r)]
-        for j in range(nv):
-            t -= Fw[ix(mat + r * n + c0 + j)] * x[ix(qdd + j)]
-        Lres[ix(lin + r)] = t
-
-
-@njit(cache=True, inline="always")
-def _lane_link_residuals(links, factors, l, Fw, Lin, X, Lres):
-    """:func:`_link_residuals` on the lanes of ``Fw``, ``Lin``, ``X``, ``Lres`` (``(entries, LANES)``): its
-    operations, in its order, lane by lane."""
+def _link_residuals(links, factors, l, Fw, Lin, X, Lres):
+    """``g - H x`` of link ``l``'s prior and torque, ``b - A x`` of its tree joint (``[I, -I, -S]`` read as what
+    it is: the joint columns from ``Fw``), at ``X`` into ``Lres``."""
     ground, acc, nv = links.shape[0], links[ix(l), ACC], links[ix(l), NV]
     f = links[ix(l), PRIOR_F]
     mat, lin = factors[ix(f), MAT], factors[ix(f), LIN]
@@ -278,47 +113,19 @@ def _lane_link_residuals(links, factors, l, Fw, Lin, X, Lres):
 
 
 @njit(cache=True, **UNCOUNTED)
-def _residual_terms(links, factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, x, Lres, e):
+def _residual_terms(links, factors, scope, constraints, KK, MEAS, mu, Fw, Lin, X, Lres, E):
     """``g - H x`` and ``b - A x`` per graph factor (``A' mu (b - A x)`` for penalties), as
     :meth:`elimination.Factorization._residual_terms`: refinement's right-hand sides.  A link's own factors
-    link by link (:func:`_link_residuals`), the constraints' factor by factor."""
+    link by link (:func:`_link_residuals`), the constraints' factor by factor (:func:`_factor_residuals`)."""
     for l in range(links.shape[0]):
-        _link_residuals(links, factors, l, Fw, Lin, x, Lres)
-    _factor_residuals(factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, x, Lres, e)
+        _link_residuals(links, factors, l, Fw, Lin, X, Lres)
+    _factor_residuals(factors, scope, constraints, KK, MEAS, mu, Fw, Lin, X, Lres, E)
 
 
 @njit(cache=True, inline="always")
-def _factor_residuals(factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, x, Lres, e):
-    """:func:`_residual_terms` of the factors that are not a link's own (its prior, torque, tree joint): the
-    constraints', factor by factor."""
-    table = constraints[0]
-    for f in range(factors.shape[0]):
-        kind, n, s0 = factors[ix(f), FKIND], factors[ix(f), FN], factors[ix(f), SC0]
-        mat, lin = factors[ix(f), MAT], factors[ix(f), LIN]
-        if kind == PRIOR or kind == TORQUE or kind == TREE:  # (_link_residuals)
-            continue
-        if kind == PENALTY:
-            j = factors[ix(f), WHO]
-            m, r0, pair0 = table[ix(j), CDIM], table[ix(j), ROW0], table[ix(j), PAIR0]
-            for r in range(m):
-                t = meas[ix(r0 + r)]
-                for c in range(n):
-                    t -= Kbuf[ix(pair0 + c // 6), ix(r), ix(c % 6)] * x[ix(scope[ix(s0 + c)])]
-                e[ix(r)] = t
-            _penalty_information(factors, f, constraints, Kbuf, mu, e, Lres[lin:])
-            continue
-        for c in range(n):  # the factor's values, gathered once for its rows
-            e[ix(c)] = x[ix(scope[ix(s0 + c)])]
-        for i in range(n):
-            t = Lin[ix(lin + i)]
-            for c in range(n):
-                t -= Fw[ix(mat + i * n + c)] * e[ix(c)]
-            Lres[ix(lin + i)] = t
-
-
-@njit(cache=True, inline="always")
-def _lane_moving_term(table, j, lin, KK, Kk, LAM, MEAS, E, mu, Lin, M, mask):
-    """Constraint ``j``'s term that moves with ``lambda`` (:func:`_move`; the fill's own, as it writes them),
+def _moving_term(table, j, lin, KK, Kk, LAM, MEAS, E, mu, Lin, M, mask):
+    """Constraint ``j``'s term that moves with ``lambda`` (:meth:`~mechanics.policies.ConstraintPolicy.moving_term`;
+    the fill's own, as it writes them),
     written at ``Lin``'s row ``lin`` in the lanes where row ``mask`` of ``M`` is not zero: the proximal
     prior's ``-lambda / mu``, or the penalty's measurements ``k - lambda / mu`` (into ``MEAS``) and their
     ``A' (mu e)`` (:func:`_penalty_information`), ``mu`` the constraint's ``mu_s`` (:func:`_mu`).  ``E``'s
@@ -346,18 +153,18 @@ def _lane_moving_term(table, j, lin, KK, Kk, LAM, MEAS, E, mu, Lin, M, mask):
 
 
 @njit(cache=True, inline="always")
-def _lane_fill_constraints(constraints, factors, KK, MEAS, Kk, LAM, E, mu, Fw, Lin, KL, MASK, TOP):
-    """:func:`_fill_constraints` of the lanes that take a new state (``KL``'s row ``MASK``), from their
-    ``Kbuf``, ``k`` and ``lambda`` in ``KK``, ``Kk``, ``LAM``: its operations, in its order, lane by lane, into
-    their columns of ``Fw``, ``Lin`` and their measurements ``MEAS``; the other lanes' columns keep their
-    values.  Each lane's largest diagonal magnitude into ``KL``'s row ``TOP`` (the links' there already).
-    ``E``'s rows: a value, :func:`_lane_moving_term`'s (``1 + PENALTY_ROWS``), ``mu K`` of a penalty's
-    columns (:func:`_lane_constraint_parts`)."""
+def _fill_constraints(constraints, factors, KK, MEAS, Kk, LAM, E, mu, Fw, Lin, KL, MASK, TOP):
+    """The constraints' factors (penalty, loop, proximal prior), as the slots of
+    :class:`mechanics.gplc.GPLCLayout` and the policies build them, for the lanes that take a new state (``KL``'s
+    row ``MASK``), from their ``Kbuf``, ``k`` and ``lambda`` in ``KK``, ``Kk``, ``LAM``, into their columns of
+    ``Fw``, ``Lin`` and their measurements ``MEAS``; the other lanes' columns keep their values.  Each lane's largest diagonal magnitude into ``KL``'s row ``TOP`` (the links' there already).
+    ``E``'s rows: a value, :func:`_moving_term`'s (``1 + PENALTY_ROWS``), ``mu K`` of a penalty's
+    columns (:func:`mechanics.compiled_kinematics._constraint_parts`)."""
     table = constraints[0]
-    T, MK = 0, 2 + PENALTY_ROWS  # (rows 1.. are _lane_moving_term's)
+    T, MK = 0, 2 + PENALTY_ROWS  # (rows 1.. are _moving_term's)
     for f in range(factors.shape[0]):
         kind, who, n = factors[ix(f), FKIND], factors[ix(f), WHO], factors[ix(f), FN]
-        if kind == PRIOR or kind == TORQUE or kind == TREE:  # (_lane_fill_links)
+        if kind == PRIOR or kind == TORQUE or kind == TREE:  # (_fill_links)
             continue
         mat, scl, lin, mu_s = factors[ix(f), MAT], factors[ix(f), SCL], factors[ix(f), LIN], _mu(constraints, who, mu)
         vectors.fill(E, T, 0.0)
@@ -375,7 +182,7 @@ def _lane_fill_constraints(constraints, factors, KK, MEAS, Kk, LAM, E, mu, Fw, L
                 for c in range(n):
                     vectors.dot(E, T, KK, row_a, 6, E, MK + c * m, 1, m)
                     vectors.put(Fw, mat + a * n + c, E, T, KL, MASK)
-            _lane_moving_term(table, who, lin, KK, Kk, LAM, MEAS, E, mu_s, Lin, KL, MASK)
+            _moving_term(table, who, lin, KK, Kk, LAM, MEAS, E, mu_s, Lin, KL, MASK)
         elif kind == LOOP:  # [[0, K], [K', 0]] on (lambda, a_l); -lambda' k carried by the first link's
             m, r0, pair = table[ix(who), CDIM], table[ix(who), ROW0], factors[ix(f), PAIR]
             for r in range(m):
@@ -388,7 +195,7 @@ def _lane_fill_constraints(constraints, factors, KK, MEAS, Kk, LAM, E, mu, Fw, L
             vectors.fill(E, T, -1.0 / mu_s)
             for i in range(n):
                 vectors.put(Fw, mat + i * n + i, E, T, KL, MASK)
-            _lane_moving_term(table, who, lin, KK, Kk, LAM, MEAS, E, mu_s, Lin, KL, MASK)
+            _moving_term(table, who, lin, KK, Kk, LAM, MEAS, E, mu_s, Lin, KL, MASK)
         for i in range(n):
             vectors.absolute(E, T, Fw, mat + i * n + i)
             vectors.put(Fw, scl + i, E, T, KL, MASK)
@@ -396,26 +203,28 @@ def _lane_fill_constraints(constraints, factors, KK, MEAS, Kk, LAM, E, mu, Fw, L
 
 
 @njit(cache=True, inline="always")
-def _lane_move(constraints, factors, KK, Kk, LAM, MEAS, E, mu, Lin, KC, MOVE):
-    """:func:`_move` of every iterating constraint in the lanes whose row ``MOVE`` of ``KC`` is not zero, from
-    their ``lambda`` in ``LAM`` (:func:`_lane_moving_term`); the other lanes keep theirs."""
+def _moves(constraints, factors, KK, Kk, LAM, MEAS, E, mu, Lin, M, mask, column, value):
+    """The moving terms (:func:`_moving_term`) of the constraints whose ``column`` of the table is ``value``
+    (``ITERATES``, 1: the iterating ones), for their ``lambda`` in ``LAM``, in the lanes where row ``mask`` of
+    ``M`` is not zero; the other lanes keep theirs."""
     table = constraints[0]
     for j in range(table.shape[0]):
-        if table[ix(j), ITERATES]:
+        if table[ix(j), column] == value:
             lin = factors[ix(table[ix(j), MOVING]), LIN]
-            _lane_moving_term(table, j, lin, KK, Kk, LAM, MEAS, E, _mu(constraints, j, mu), Lin, KC, MOVE)
+            _moving_term(table, j, lin, KK, Kk, LAM, MEAS, E, _mu(constraints, j, mu), Lin, M, mask)
 
 
 @njit(cache=True, inline="always")
-def _lane_factor_residuals(factors, scope, constraints, KK, MEAS, mu, Fw, Lin, X, Lres, E):
-    """:func:`_factor_residuals` on the lanes of ``Fw``, ``Lin``, ``X``, ``Lres``, each lane's ``Kbuf`` and
-    measurements in ``KK``, ``MEAS`` (:func:`_lane_constraint_parts`): its operations, in its order, lane by
-    lane (a penalty's ``A' (mu e)`` as :func:`_penalty_information`'s sums, from zero)."""
+def _factor_residuals(factors, scope, constraints, KK, MEAS, mu, Fw, Lin, X, Lres, E):
+    """:func:`_residual_terms` of the factors that are not a link's own: ``g - H x`` factor by factor, and a
+    penalty's ``A' mu (b - A x)`` (``A' (mu e)``, sums from zero), each lane's ``Kbuf`` and measurements in
+    ``KK``, ``MEAS`` (:func:`mechanics.compiled_kinematics._constraint_parts`); ``E``: ``2 PENALTY_ROWS``
+    scratch rows."""
     table = constraints[0]
     for f in range(factors.shape[0]):
         kind, n, s0 = factors[ix(f), FKIND], factors[ix(f), FN], factors[ix(f), SC0]
         mat, lin = factors[ix(f), MAT], factors[ix(f), LIN]
-        if kind == PRIOR or kind == TORQUE or kind == TREE:  # (_lane_link_residuals)
+        if kind == PRIOR or kind == TORQUE or kind == TREE:  # (_link_residuals)
             continue
         if kind == PENALTY:
             j = factors[ix(f), WHO]

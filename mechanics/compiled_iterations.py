@@ -7,7 +7,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from elimination.compiled import factorize_one, factorize_scratch_in, solve_one, solve_scratch_in, started_error
+import elimination.vectors as vectors
+from elimination.compiled import (
+    SOLVE_SCRATCH, factorize_one, factorize_scratch_in, factorize_scratch_size, max_front, solve_one, solve_scratch_in,
+    started_error,
+)
 from elimination.compiled_front import UNCOUNTED, ix
 from elimination.gaussian import CONSISTENCY_RTOL, PIVOT_SUSPECT_RTOL
 from elimination.factorization import FINISHING_REFINE, SETTLED_RTOL, SUSPECT_REFINE, VERIFY_RTOL, WARM_RTOL
@@ -20,8 +24,11 @@ from .compiled_tables import (
     drop_stale_kernels, ACC, BAD_INPUT, CDIM, CONVERGED, FALLBACK, ITERATES, ITERATIONS, KEEP, MULT, NV, OK, PUSH, QDD, ROW0, STATUS,
     TAKE, TEST, V0, _unpacked_tables,
 )
-from .compiled_kinematics import _constraint_residual, _constraint_terms, _kinematic_parts, _kinematics
-from .compiled_fill import _fill, _move, _mu, _residual_terms
+from .compiled_kinematics import (
+    PENALTY_ROWS, _constraint_parts, _constraint_residual, _constraint_terms, _kinematic_parts, _kinematics,
+    constraint_rows, kinematic_rows,
+)
+from .compiled_fill import _fill_constraints, _fill_links, _moves, _mu, _residual_terms
 
 drop_stale_kernels(__file__)
 
@@ -244,6 +251,16 @@ def _has_soft(table):
 
 
 @njit(cache=True, inline="always")
+def _moved(work, k, lam, column, value):
+    """The moving terms of the constraints whose ``column`` of the table is ``value``, for one state's
+    ``lambda`` (:func:`mechanics.compiled_fill._moves`; ``e``'s last row its mask)."""
+    factors, constraints, Kbuf, meas, mu, Lin, e = work[1], work[3], work[4], work[5], work[6], work[8], work[10]
+    ones = e.shape[0] - 1
+    vectors.fill(e, ones, 1.0)
+    _moves(constraints, factors, Kbuf, k, lam, meas, e, mu, Lin, e, ones, column, value)
+
+
+@njit(cache=True, inline="always")
 def _answer(b, ratio, solved, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows, x, xn, refine, iterating, has_soft, tol,
             max_iter, nv, out, flags):
     """State ``b`` after its factorization (smallest pivot ratio ``ratio``): the first solve (unless ``solved``:
@@ -251,9 +268,8 @@ def _answer(b, ratio, solved, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows
     the convergence status, ``out[b]`` and ``flags[b]`` (``OK``; left ``FALLBACK`` where the numpy path
     must answer).  ``work``: the state's arrays (:func:`_refine_step`); ``rows``: its constraint rows ``k,
     meas, meas0, res, lam, corrected``."""
-    links, factors, constraints, Kbuf, meas, mu, Lin = work[0], work[1], work[3], work[4], work[5], work[6], work[8]
+    links, constraints, Kbuf, mu = work[0], work[3], work[4], work[6]
     k, res, lam = rows[0], rows[3], rows[4]
-    table = constraints[0]
     qdd = out[ix(b)]
     suspect = ratio < PIVOT_SUSPECT_RTOL
     startable = refine > 0 and drops.shape[0] == 0  # Factorization.startable
@@ -274,9 +290,7 @@ def _answer(b, ratio, solved, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows
         _update(constraints, x, res, mu, lam)
         if min(step, _largest(res)) < tol or not iterating or iterations >= max_iter:
             break
-        for j in range(table.shape[0]):
-            if table[ix(j), ITERATES]:
-                _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas)
+        _moved(work, k, lam, ITERATES, 1)
         if startable:  # from the last iterate (Factorization.solve)
             _copy(x, xn)
             if started_error(_refine_steps(solve_maps, sscr, work, C, Lmag, xn, refine), ratio) > WARM_RTOL:
@@ -302,7 +316,7 @@ def _conclude(b, iterations, ratio, solve_maps, drops, sscr, work, C, Lmag, Lin0
     """State ``b``'s answer after ``iterations`` outer iterations ended at ``x`` (:func:`_answer`): the
     convergence status (a soft row's halving checked by one ALM correction, solved into ``xn``), ``out[b]`` and
     ``flags[b]`` (left ``FALLBACK`` where that solve needs the numpy path)."""
-    links, factors, constraints, Kbuf, meas, mu, Lin = work[0], work[1], work[3], work[4], work[5], work[6], work[8]
+    links, constraints, Kbuf, meas, Lin = work[0], work[3], work[4], work[5], work[8]
     k, meas0, res, lam, corrected = rows[0], rows[2], rows[3], rows[4], rows[5]
     table, m, n = constraints[0], lam.shape[0], links.shape[0]
     c_forces, c_acc, c_res, c_k = nv, nv + m, nv + m + 6 * n, nv + 2 * m + 6 * n
@@ -312,9 +326,7 @@ def _conclude(b, iterations, ratio, solve_maps, drops, sscr, work, C, Lmag, Lin0
     if has_soft and not _rows_max(table, res, TEST, HOLDS) <= tolerance:  # does one ALM correction halve it?
         _copy(Lin0, Lin)
         _copy(meas0, meas)
-        for j in range(table.shape[0]):
-            if table[ix(j), TEST] == HOLDS:
-                _move(constraints, factors, Kbuf, k, lam, mu, j, Lin, meas)
+        _moved(work, k, lam, TEST, HOLDS)
         if not _solve(solve_maps, drops, sscr, work, C, Lmag, xn, ratio, refine):
             return
         _constraint_residual(constraints, Kbuf, k, links, xn, corrected)
@@ -329,6 +341,19 @@ def _conclude(b, iterations, ratio, solve_maps, drops, sscr, work, C, Lmag, Lin0
     flags[ix(b), CONVERGED], flags[ix(b), ITERATIONS], flags[ix(b), STATUS] = converged, iterations, OK
 
 
+def _workspace_parts(mechanism, constraints: tuple, program) -> np.ndarray:
+    """Offsets of the kernel's float workspace parts (the order :func:`dynamics_kernel` carves them in): the
+    kinematics' and the constraints' rows at width 1 (``KL``, ``KC``), ``meas0`` and ``corrected`` (``m``
+    each), four rows of linear terms, three of values, a scratch row of ``E`` (``2 PENALTY_ROWS + 1``), the
+    program's factor, conditional, cache and dropped workspaces, the factorization's and the solve's scratch."""
+    n, m, maxn = len(mechanism.links), mechanism.constraint_dim, max_front(program)
+    sizes = (kinematic_rows(n, mechanism.nq, mechanism.nv), constraint_rows(constraints[2].shape[0], m), 2 * m,
+             4 * program.linear_size, 3 * program.value_size, 2 * PENALTY_ROWS + 1, program.factor_size,
+             program.conditional_size, program.cache_size, program.dropped_size, factorize_scratch_size(maxn)[0],
+             SOLVE_SCRATCH * maxn)
+    return np.cumsum((0,) + sizes).astype(np.int64)
+
+
 @njit(cache=True, **UNCOUNTED)
 def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, iterating, ws, wi, out, flags):
     """Forward dynamics of every state ``Q (B, nq), V, TAU (B, nv)``, warm start ``F0 (B, m)``, into ``out``
@@ -338,34 +363,37 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
      general) = _unpacked_tables(TI, II, TF, IF)
     linear_size, value_size, maxn, check_rank = np.int64(sizes[2]), np.int64(sizes[4]), np.int64(sizes[6]), sizes[7]
     links, table = model[0], constraints[0]
-    n, m, nv = links.shape[0], F0.shape[1], V.shape[1]
+    n, m, nv, pairs = links.shape[0], F0.shape[1], V.shape[1], constraints[2].shape[0]
     o = parts  # the workspace's parts, in _workspace_parts' order: zeroed once when made; every state writes
     # what it reads, and what no state writes stays zero (as it did between the states of one batch)
-    R, p, vel, S, bias, Iw, fb = _kinematic_parts(ws, o, n)
-    Kbuf = ws[o[7]:o[8]].reshape((-1, 6, 6))
-    rows_m, rows_L = ws[o[8]:o[9]].reshape((6, m)), ws[o[9]:o[10]].reshape((4, linear_size))
-    rows_x, e = ws[o[10]:o[11]].reshape((3, value_size)), ws[o[11]:o[12]]
-    Fw, C, cache, dropped = ws[o[12]:o[13]], ws[o[13]:o[14]], ws[o[14]:o[15]], ws[o[15]:o[16]]
-    qn = ws[o[16]:o[17]]
-    fscr, sscr = factorize_scratch_in(ws[o[17]:o[18]], wi, maxn), solve_scratch_in(ws[o[18]:o[19]], maxn)
-    jv, terms_scratch = ws[o[19]:o[19] + 6], ws[o[19] + 6:o[20]]
-    k, meas, meas0, res, lam, corrected = rows_m[0], rows_m[1], rows_m[2], rows_m[3], rows_m[4], rows_m[5]
+    KL, kparts = ws[o[0]:o[1]], _kinematic_parts(n, Q.shape[1], nv)  # one state: the lanes' rows at width 1
+    QN, VV, MASK, TOP = kparts[7], kparts[8], kparts[10], kparts[11]
+    Kbuf, meas, k, lam, res, _, E = _constraint_parts(ws[o[1]:o[2]], pairs, m)
+    rows_m, rows_L = ws[o[2]:o[3]].reshape((2, m)), ws[o[3]:o[4]].reshape((4, linear_size))
+    rows_x, e = ws[o[4]:o[5]].reshape((3, value_size)), ws[o[5]:o[6]]
+    Fw, C, cache, dropped = ws[o[6]:o[7]], ws[o[7]:o[8]], ws[o[8]:o[9]], ws[o[9]:o[10]]
+    fscr, sscr = factorize_scratch_in(ws[o[10]:o[11]], wi, maxn), solve_scratch_in(ws[o[11]:o[12]], maxn)
+    meas0, corrected = rows_m[0], rows_m[1]
     Lin, Lin0, Lmag, Lres = rows_L[0], rows_L[1], rows_L[2], rows_L[3]
     x, xn, corr = rows_x[0], rows_x[1], rows_x[2]
     work = (links, factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, Lres, e, corr, cache, dropped)
     rows = (k, meas, meas0, res, lam, corrected)
-    has_soft = _has_soft(table)
+    has_soft, state = _has_soft(table), wi[wi.shape[0] - 1:]  # (the one lane's state: _fill_links reads its tau)
+    vectors.fill(KL, MASK, 1.0)  # (the one lane takes each state)
     for b in range(Q.shape[0]):
         flags[ix(b), STATUS], flags[ix(b), ITERATIONS], flags[ix(b), CONVERGED] = BAD_INPUT, 0, 0
-        if not _load_state(Q, V, TAU, F0, b, unit, qn, lam):
+        if not _load_state(Q, V, TAU, F0, b, unit, KL[QN:QN + Q.shape[1]], lam):
             continue
-        flags[ix(b), STATUS] = FALLBACK
-        _kinematics(model, qn, V[ix(b)], R, p, S, vel, bias, Iw, fb, jv)
-        _constraint_terms(constraints, general, model[6], R, p, vel, Kbuf, k, terms_scratch)
-        largest = _fill(model, constraints, factors, S, bias, Iw, fb, Kbuf, k, TAU[ix(b)], lam, mu, Fw, Lin, Lmag, meas)
+        flags[ix(b), STATUS], state[0] = FALLBACK, b
+        for i in range(nv):
+            KL[ix(VV + i)] = V[ix(b), ix(i)]
+        _kinematics(model, KL, kparts)
+        _fill_links(model, factors, KL, kparts, TAU, state, Fw, Lin, Lmag)
+        _constraint_terms(constraints, general, model[6], n, KL, kparts, Kbuf, k)
+        _fill_constraints(constraints, factors, Kbuf, meas, k, lam, E, mu, Fw, Lin, KL, MASK, TOP)
         _copy(Lin, Lin0)
         _copy(meas, meas0)
-        ratio, weak, failed = factorize_one(factorize_maps, Fw, C, SCALE_FLOOR * largest, check_rank != 0, fscr)
+        ratio, weak, failed = factorize_one(factorize_maps, Fw, C, SCALE_FLOOR * KL[ix(TOP)], check_rank != 0, fscr)
         if failed != -1:
             continue
         _answer(b, ratio, False, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows, x, xn, refine, iterating, has_soft,

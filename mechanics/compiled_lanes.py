@@ -17,16 +17,14 @@ from elimination.numeric import SCALE_FLOOR
 from elimination.lanes import LANES
 
 from .compiled_tables import (
-    drop_stale_kernels, BAD_INPUT, CDIM, CONVERGED, FALLBACK, ITERATIONS, KEEP, MULT, NV, PUSH, QDD, ROW0, STATUS, TAKE, V0,
+    drop_stale_kernels, BAD_INPUT, CDIM, CONVERGED, FALLBACK, ITERATES, ITERATIONS, KEEP, MULT, NV, PUSH, QDD, ROW0, STATUS, TAKE, V0,
     _unpacked_tables,
 )
 from .compiled_kinematics import (
-    _lane_constraint_parts, _lane_constraint_residual, _lane_constraint_terms, _lane_kinematic_parts,
-    _lane_kinematics, lane_constraint_rows, lane_kinematic_rows,
+    _constraint_parts, _constraint_residual, _constraint_terms, _kinematic_parts, _kinematics, constraint_rows,
+    kinematic_rows,
 )
-from .compiled_fill import (
-    _lane_factor_residuals, _lane_fill_constraints, _lane_fill_links, _lane_link_residuals, _lane_move, _mu,
-)
+from .compiled_fill import _fill_constraints, _fill_links, _moves, _mu, _residual_terms
 from .compiled_iterations import _answer, _conclude, _copy, _has_soft, _load_state, _settles
 
 drop_stale_kernels(__file__)
@@ -52,8 +50,8 @@ def _lane_sizes(program, constraints: tuple, mechanism) -> tuple:
     m = mechanism.constraint_dim
     entries = (program.factor_size + program.conditional_size + 3 * program.linear_size + program.cache_size
                + 2 * program.value_size + 4 + lanes_pairs.pairs_scratch_rows(max_front(program))
-               + lane_kinematic_rows(len(mechanism.links), mechanism.nq, mechanism.nv)
-               + lane_constraint_rows(constraints[2].shape[0], m) + ITERATION_ROWS + mechanism.nv)
+               + kinematic_rows(len(mechanism.links), mechanism.nq, mechanism.nv)
+               + constraint_rows(constraints[2].shape[0], m) + ITERATION_ROWS + mechanism.nv)
     return entries * LANES, (LANE_ROWS, LANES), (LANES, 36 * constraints[2].shape[0] + 4 * m + 2)
 
 
@@ -62,8 +60,8 @@ def _lane_parts(lw, sizes, maxn, kinematic_rows, constraint_rows, iteration_rows
     """:func:`lanes_kernel`'s lanes, carved from ``lw``: ``Fw, C, Lin, Lmag, cache, X, Lres, corrections
     (entries, LANES)``, the scale floors ``(1, LANES)``, the pivot ratios ``(LANES,)``, the largest
     magnitudes of a correction and its values ``(2, LANES)``, :func:`elimination.lanes_pairs.factorize_pairs`' and
-    ``solve_pairs``' scratch, the kinematics' rows ``KL`` (:func:`_lane_kinematic_parts`), the
-    constraints' rows ``KC`` (:func:`_lane_constraint_parts`) and the outer iterations' ``IT``
+    ``solve_pairs``' scratch, the kinematics' rows ``KL`` (:func:`~mechanics.compiled_kinematics._kinematic_parts`), the
+    constraints' rows ``KC`` (:func:`~mechanics.compiled_kinematics._constraint_parts`) and the outer iterations' ``IT``
     (:data:`ITERATION_ROWS`)."""
     rows = lw.reshape((-1, LANES))
     a = np.int64(sizes[0])  # the ends of the parts, in _lane_sizes' order
@@ -91,11 +89,11 @@ def _iteration_state(lk, w, pairs, m):
 
 @njit(cache=True, inline="always")
 def _own_terms(lk, w, pairs, m):
-    """Lane ``w``'s state's own constraint terms in ``lk`` (:func:`_lane_sizes`): ``Kbuf (pairs, 6, 6), k,
+    """Lane ``w``'s state's own constraint terms in ``lk`` (:func:`_lane_sizes`): ``Kbuf (36 pairs), k,
     meas, lam, res (m)``, and its outer iterations' last ``qdd`` step and its verification's last change
     ``(2,)``."""
     K = 36 * pairs
-    return (lk[w, :K].reshape((pairs, 6, 6)), lk[w, K:K + m], lk[w, K + m:K + 2 * m], lk[w, K + 2 * m:K + 3 * m],
+    return (lk[w, :K], lk[w, K:K + m], lk[w, K + m:K + 2 * m], lk[w, K + 2 * m:K + 3 * m],
             lk[w, K + 3 * m:K + 4 * m], _iteration_state(lk, w, pairs, m))
 
 
@@ -214,14 +212,14 @@ def _advance(w, li, state, ratio, refine, IT, moves, tol, max_iter):
 def _lanes_moved(constraints, factors, KC, pairs, m, mu, Lin):
     """The iterating constraints' terms of the lanes whose outer iterations go on (``KC``'s row of moves, then
     cleared), moved for their ``lambda`` (``KC``'s, where the iterations in lanes keep it) in lanes
-    (:func:`_lane_move`)."""
-    KK, MEAS, Kk, LAM, RES, MOVE, E = _lane_constraint_parts(KC, pairs, m)
+    (:func:`mechanics.compiled_fill._moves`)."""
+    KK, MEAS, Kk, LAM, RES, MOVE, E = _constraint_parts(KC, pairs, m)
     moving = 0
     for w in range(LANES):
         moving += KC[ix(MOVE), w] != 0.0
     if moving == 0:
         return
-    _lane_move(constraints, factors, KK, Kk, LAM, MEAS, E, mu, Lin, KC, MOVE)
+    _moves(constraints, factors, KK, Kk, LAM, MEAS, E, mu, Lin, KC, MOVE, ITERATES, 1)
     vectors.fill(KC, MOVE, 0.0)
 
 
@@ -299,10 +297,8 @@ def _lanes_solved(links, factors, scope, constraints, KC, pairs, m, mu, smaps, s
     if stepping == 0:
         lanes_pairs.solve_pairs(smaps, C, Lin, cache, X, slane, sscr)
         return
-    KK, MEAS, _, _, _, _, E = _lane_constraint_parts(KC, pairs, m)  # (MEAS: as filled, or moved in lanes)
-    for l in range(links.shape[0]):
-        _lane_link_residuals(links, factors, l, Fw, Lin, X, Lres)
-    _lane_factor_residuals(factors, scope, constraints, KK, MEAS, mu, Fw, Lin, X, Lres, E)
+    KK, MEAS, _, _, _, _, E = _constraint_parts(KC, pairs, m)  # (MEAS: as filled, or moved in lanes)
+    _residual_terms(links, factors, scope, constraints, KK, MEAS, mu, Fw, Lin, X, Lres, E)
     for w in range(LANES):
         if need[w] and fresh[w]:
             _copy(Lin[:, w], Lres[:, w])
@@ -354,16 +350,16 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
     fmaps, smaps, constraints, factors, scope, drops, sizes, unit, o, model, general = _unpacked_tables(TI, II, TF, IF)
     links, table, maxn = model[0], constraints[0], np.int64(sizes[6])
     m, nv, B, pairs = F0.shape[1], V.shape[1], Q.shape[0], constraints[2].shape[0]
-    rows_m, rows_L = ws[o[8]:o[9]].reshape((6, m)), ws[o[9]:o[10]].reshape((4, np.int64(sizes[2])))
-    rows_x, e = ws[o[10]:o[11]].reshape((3, np.int64(sizes[4]))), ws[o[11]:o[12]]
-    dropped, qn = ws[o[15]:o[16]], ws[o[16]:o[17]]
-    fscr, sscr = factorize_scratch_in(ws[o[17]:o[18]], wi, maxn), solve_scratch_in(ws[o[18]:o[19]], maxn)
-    meas0, corrected, Lin0, Lres1, xn, corr = rows_m[2], rows_m[5], rows_L[1], rows_L[3], rows_x[1], rows_x[2]
-    kparts = _lane_kinematic_parts(links.shape[0], Q.shape[1], nv)
+    kparts = _kinematic_parts(links.shape[0], Q.shape[1], nv)
+    rows_m, rows_L = ws[o[2]:o[3]].reshape((2, m)), ws[o[3]:o[4]].reshape((4, np.int64(sizes[2])))
+    rows_x, e = ws[o[4]:o[5]].reshape((3, np.int64(sizes[4]))), ws[o[5]:o[6]]
+    dropped, qn = ws[o[9]:o[10]], ws[o[0] + kparts[7]:o[0] + kparts[7] + Q.shape[1]]  # (the per-state kernel's q)
+    fscr, sscr = factorize_scratch_in(ws[o[10]:o[11]], wi, maxn), solve_scratch_in(ws[o[11]:o[12]], maxn)
+    meas0, corrected, Lin0, Lres1, xn, corr = rows_m[0], rows_m[1], rows_L[1], rows_L[3], rows_x[1], rows_x[2]
     Fw, C, Lin, Lmag, cache, X, Lres, D, floor, ratio, tops, flane, slane, KL, KC, IT = _lane_parts(
-        lw, sizes, maxn, kparts[-1] + 1, lane_constraint_rows(pairs, m), ITERATION_ROWS + nv)
+        lw, sizes, maxn, kparts[-1] + 1, constraint_rows(pairs, m), ITERATION_ROWS + nv)
     weak, failed, valid, need = li[WEAK], li[FAILED], li[VALID], li[NEED]
-    KK, MEAS, Kk, LAM, RES, MOVE, E = _lane_constraint_parts(KC, pairs, m)
+    KK, MEAS, Kk, LAM, RES, MOVE, E = _constraint_parts(KC, pairs, m)
     has_soft = _has_soft(table)
     # the outer iterations in lanes: each re-solve refined from the last iterate (Factorization.startable) or a
     # fresh solve (refine == 0), the first solve's refinement deferred (_answer), a suspect pivot's verification
@@ -384,7 +380,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
             lanes_pairs.solve_pairs(smaps, C, Lin, cache, X if whole else D, slane, sscr)
             for i in range(0 if whole else X.shape[0]):  # the new lanes' first solve (KL's row of them: MASK)
                 vectors.put(X, i, D, i, KL, kparts[10])
-            _lane_constraint_residual(constraints, KK, Kk, links, X, RES)
+            _constraint_residual(constraints, KK, Kk, links, X, RES)
             _lane_steps(links, X, RES, IT)
             for w in range(LANES):  # each new state's iterations: up to its next solve in lanes, or all in its lane
                 b = li[STATE, w]
@@ -417,7 +413,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
         waited += idle >= refill
         _lanes_solved(links, factors, scope, constraints, KC, pairs, m, mu, smaps, sscr, slane, Fw, Lin, X, C,
                       cache, Lres, D, need, li[FRESH], tops)
-        _lane_constraint_residual(constraints, KK, Kk, links, X, RES)  # (read by the lanes whose solve is done)
+        _constraint_residual(constraints, KK, Kk, links, X, RES)  # (read by the lanes whose solve is done)
         _lane_steps(links, X, RES, IT)
         _lanes_advanced(li, lk, need, tops, ratio, pairs, m, refine, IT, KC[MOVE], tol, max_iter)
         _lanes_concluded(links, factors, scope, constraints, lk, pairs, m, mu, li, ratio, smaps, drops, sscr, Fw, Lin,
@@ -431,8 +427,9 @@ def _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, uni
             Lmag, floor, flags, KL, kparts, KC, in_lanes):
     """The next states, from ``loaded`` on, into the idle lanes (``li[STATE] < 0``), all in lanes: their
     kinematics, their links' factors, their constraint terms and the constraints' factors
-    (:func:`_lane_kinematics`, :func:`_lane_fill_links`, :func:`_lane_constraint_terms`,
-    :func:`_lane_fill_constraints`: ``KC``'s rows, :func:`_lane_constraint_parts`), then each one's own
+    (:func:`~mechanics.compiled_kinematics._kinematics`, :func:`~mechanics.compiled_fill._fill_links`,
+    :func:`~mechanics.compiled_kinematics._constraint_terms`, :func:`~mechanics.compiled_fill._fill_constraints`:
+    ``KC``'s rows, :func:`~mechanics.compiled_kinematics._constraint_parts`), then each one's own
     constraint terms copied to its lane's ``lk`` for its iterations (``li[VALID]``: 1 where a state was loaded
     and the checks pass, its lane then holding it) -- its ``K`` only where they run lane by lane (not
     ``in_lanes``).  Returns how many states are loaded now."""
@@ -453,14 +450,14 @@ def _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, uni
             KL[ix(QN + i), w] = qn[ix(i)]
         for i in range(V.shape[1]):
             KL[ix(VV + i), w] = V[ix(b), ix(i)]
-    _lane_kinematics(model, KL, kparts)
-    _lane_fill_links(model, factors, KL, kparts, TAU, li[STATE], Fw, Lin, Lmag)
-    KK, MEAS, Kk, LAM, _, _, E = _lane_constraint_parts(KC, pairs, m)
-    _lane_constraint_terms(constraints, general, model[6], n, KL, kparts, KK, Kk)
+    _kinematics(model, KL, kparts)
+    _fill_links(model, factors, KL, kparts, TAU, li[STATE], Fw, Lin, Lmag)
+    KK, MEAS, Kk, LAM, _, _, E = _constraint_parts(KC, pairs, m)
+    _constraint_terms(constraints, general, model[6], n, KL, kparts, KK, Kk)
     for w in range(LANES):
         if li[VALID, w] != 0:
             _copy(_own_terms(lk, w, pairs, m)[3], LAM[:, w])
-    _lane_fill_constraints(constraints, factors, KK, MEAS, Kk, LAM, E, mu, Fw, Lin, KL, MASK, TOP)
+    _fill_constraints(constraints, factors, KK, MEAS, Kk, LAM, E, mu, Fw, Lin, KL, MASK, TOP)
     for w in range(LANES):  # each new state's own terms, for its iterations lane by lane
         if li[VALID, w] != 0:
             Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)

@@ -21,7 +21,7 @@ import elimination.lanes_pairs as lanes_pairs
 import elimination.vectors as vectors
 
 from elimination.compiled import (
-    drop_stale_cache, FACTORIZE_MAPS, SOLVE_MAPS, SOLVE_SCRATCH, factorize_scratch_size, factorize_maps_in, max_front, solve_maps_in,
+    drop_stale_cache, FACTORIZE_MAPS, SOLVE_MAPS, factorize_maps_in, solve_maps_in,
     unpacked1, unpacked2, unpacked3, unpacked4,
 )
 from elimination.program import F, Op
@@ -33,7 +33,6 @@ from .mechanism import GROUND, Connect, Weld
 
 
 KERNEL_MODULES = ("compiled_tables", "compiled_kinematics", "compiled_fill", "compiled_iterations", "compiled_lanes")
-TERMS_SCRATCH = 96  # floats of _constraint_terms' scratch
 
 
 def drop_stale_kernels(module: str) -> None:
@@ -73,18 +72,6 @@ def _output_columns(mechanism) -> dict:
     names = ("qdd", "forces", "accelerations", "residual", "k")
     return {**{name: slice(int(a), int(b)) for name, a, b in zip(names, starts, starts[1:])}, "worst": int(starts[-1]),
             "hard_worst": int(starts[-1]) + 1, "hard_k": int(starts[-1]) + 2}
-
-
-def _workspace_parts(mechanism, constraints: tuple, program) -> np.ndarray:
-    """Offsets of the kernel's float workspace parts (the order :func:`dynamics_kernel` carves them in)."""
-    n, m, nq = len(mechanism.links), mechanism.constraint_dim, mechanism.nq
-    maxn = max_front(program)
-    sizes = (9 * (n + 1), 3 * (n + 1), 6 * (n + 1), 36 * n, 6 * n, 36 * n, 6 * n,  # R p vel S bias Iw fb
-             36 * max(constraints[2].shape[0], 1), 6 * m, 4 * program.linear_size, 3 * program.value_size,  # Kbuf rows
-             max(6, maxn), program.factor_size, program.conditional_size, program.cache_size,  # e Fw C cache
-             program.dropped_size, nq, factorize_scratch_size(maxn)[0], SOLVE_SCRATCH * maxn,  # dropped qn scratch
-             6 + TERMS_SCRATCH)  # the kinematics' scratch
-    return np.cumsum((0,) + sizes).astype(np.int64)
 
 
 def _unsupported(mechanism, layout) -> str:

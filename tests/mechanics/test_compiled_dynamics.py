@@ -166,7 +166,7 @@ def test_tree_factors_only_pair_kernels_read_are_filled_in_their_joint_columns_a
     trees = compiled.factors[compiled.factors[:, FKIND] == TREE]
     assert trees[:, JOINT_ONLY].all() if name != "proxltl" else not trees[:, JOINT_ONLY].any()
     clean = fused(q, v, tau)
-    Fw = compiled.data.floats[compiled.parts[12] : compiled.parts[13]]  # (the factor workspace: _workspace_parts)
+    Fw = compiled.data.floats[compiled.parts[6] : compiled.parts[7]]  # (the factor workspace: _workspace_parts)
     for state in range(3):
         Fw[...] = np.nan
         again = fused(q[state], v[state], tau[state])
@@ -184,7 +184,7 @@ def test_the_conditionals_hold_only_what_the_solves_read(name):
     fused = mechanics.prepare(mech, name, mu=1e6, refine=1, backend="numba")
     compiled = fused.compiled
     clean = fused(q, v, tau)
-    C = compiled.data.floats[compiled.parts[13] : compiled.parts[14]]  # (the conditionals: _workspace_parts)
+    C = compiled.data.floats[compiled.parts[7] : compiled.parts[8]]  # (the conditionals: _workspace_parts)
     for state in range(3):
         C[...] = np.nan
         again = fused(q[state], v[state], tau[state])
@@ -575,7 +575,7 @@ def test_the_pair_kernels_in_lanes_are_the_per_element_kernels_lane_by_lane(mech
     Fw = np.zeros((program.factor_size, LANES))
     for w in range(LANES):  # each state's filled factors, from the per-state kernel's workspace
         prepared(q[w], v[w], tau[w])
-        Fw[:, w] = c.data.floats[c.parts[12]:c.parts[13]]
+        Fw[:, w] = c.data.floats[c.parts[6]:c.parts[7]]  # (the factor workspace: _workspace_parts)
     floor = 1e-12 * (1.0 + np.arange(LANES))[None, :]
     fmaps, smaps = factorize_maps(program), solve_maps(program)
     rows = np.zeros((lanes_pairs.pairs_scratch_rows(maxn), LANES))
