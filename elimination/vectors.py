@@ -34,9 +34,11 @@ a kernel does lane by lane (a pivot's test, its ratio) it writes as a loop
 """
 from __future__ import annotations
 
+import operator
+
 from llvmlite import ir
 from numba.core import cgutils, types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, models, overload, register_model
 
 WIDTH = 16
 """Lanes per row of a 2-d operand.  Sixteen, not eight: the wider operations give the out-of-order core four
@@ -552,3 +554,95 @@ def set_lane(typingctx, A, k, w, value):
         return context.get_dummy_value()
 
     return types.void(A, k, w, value), codegen
+
+
+# -- rows held in registers ------------------------------------------------------------------------------------
+# ``x = get(A, i)`` is row ``i``'s value: a float at width 1, a :class:`Row` (``<16 x double>``) at width 16;
+# ``+ - * /`` between rows and floats are the vector instructions, and ``set(D, k, x)`` stores one.  A chain of
+# operations on values stays in registers where the row operations above go through memory (LLVM cannot tell
+# rows of one array apart, so each operation loads and stores): the arithmetic of a small block (a pose, an
+# inertia) is written on values, once for every width.
+
+class Row(types.Type):
+    """The value of a row of :data:`WIDTH` lanes, held in registers (:func:`get`)."""
+
+    def __init__(self):
+        super().__init__(name=f"Row{WIDTH}")
+
+
+ROW = Row()
+
+
+@register_model(Row)
+class _RowModel(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, _vector(WIDTH))
+
+
+def _value(context, builder, value_type, value):
+    """A row or a float (broadcast) as a ``<WIDTH x double>``."""
+    if isinstance(value_type, Row):
+        return value
+    x = context.cast(builder, value, value_type, types.float64)
+    vector = builder.insert_element(ir.Constant(_vector(WIDTH), ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
+    return builder.shuffle_vector(vector, ir.Constant(_vector(WIDTH), ir.Undefined),
+                                  ir.Constant(ir.VectorType(ir.IntType(32), WIDTH), [0] * WIDTH))
+
+
+@intrinsic
+def get(typingctx, A, i):
+    """Row ``i`` of ``A`` as a value: a float of one state, a :class:`Row` of lanes."""
+    value_type = types.float64 if _width(A) == 1 else ROW
+    return value_type(A, i), lambda context, builder, signature, args: _load(context, builder, signature, args, 0)
+
+
+@intrinsic
+def set(typingctx, D, k, x):  # noqa: A001  (the store of get's values; the module's operations are its namespace)
+    """Row ``k`` of ``D`` = ``x`` (a value of :func:`get`'s width, or a float in every lane)."""
+    width = _width(D)
+    if width == 1 and isinstance(x, Row):
+        raise TypeError("elimination.vectors.set: a Row value into a one-state (1-d) array")
+
+    def codegen(context, builder, signature, args):
+        if width == 1:
+            value = context.cast(builder, args[2], signature.args[2], types.float64)
+        else:
+            value = _value(context, builder, signature.args[2], args[2])
+        _store(context, builder, signature, args, value)
+        return context.get_dummy_value()
+
+    return types.void(D, k, x), codegen
+
+
+def _arithmetic(instruction: str, operation):
+    """``operation`` (``operator.add`` ...) between a :class:`Row` and a row or a float: the vector instruction."""
+
+    @intrinsic
+    def compute(typingctx, a, b):
+        def codegen(context, builder, signature, args):
+            x, y = (_value(context, builder, t, v) for t, v in zip(signature.args, args))
+            return getattr(builder, instruction)(x, y)
+
+        return ROW(a, b), codegen
+
+    @overload(operation, inline="always")
+    def _operation(a, b):
+        if (isinstance(a, Row) or isinstance(b, Row)) and all(isinstance(t, (Row, types.Float, types.Integer))
+                                                             for t in (a, b)):
+            return lambda a, b: compute(a, b)
+
+
+for _instruction, _operation in (("fadd", operator.add), ("fsub", operator.sub), ("fmul", operator.mul),
+                                 ("fdiv", operator.truediv)):
+    _arithmetic(_instruction, _operation)
+
+
+@intrinsic
+def _negated(typingctx, a):
+    return ROW(a), lambda context, builder, signature, args: builder.fneg(args[0])
+
+
+@overload(operator.neg, inline="always")
+def _negation(a):
+    if isinstance(a, Row):
+        return lambda a: _negated(a)

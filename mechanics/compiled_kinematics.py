@@ -102,95 +102,71 @@ def _joint_poses(links, axis, KL, l, q0, qn, RJ):
 @njit(cache=True, inline="always")
 def _compose(KL, R1, p1, R2, p2, R, p):
     """``(R, p) = (R1 R2, p1 + R1 p2)`` (:func:`mechanics.spatial.compose`) of rows ``R1`` (9, row-major),
-    ``p1`` (3) and a constant ``R2 (3, 3)``, ``p2 (3,)``, into rows ``R``, ``p``."""
+    ``p1`` (3) and a constant ``R2 (3, 3)``, ``p2 (3,)``, into rows ``R``, ``p`` (apart from ``R1``, ``p1``)."""
+    g = lambda k: vectors.get(KL, k)
     for i in range(3):
-        vectors.copy(KL, p + i, KL, p1 + i)
-        for k in range(3):
-            vectors.add_scaled(KL, p + i, KL, R1 + 3 * i + k, p2[k])
+        a0, a1, a2 = g(R1 + 3 * i), g(R1 + 3 * i + 1), g(R1 + 3 * i + 2)
+        vectors.set(KL, p + i, g(p1 + i) + a0 * p2[0] + a1 * p2[1] + a2 * p2[2])
         for j in range(3):
-            vectors.scaled(KL, R + 3 * i + j, R2[0, j], KL, R1 + 3 * i)
-            vectors.add_scaled(KL, R + 3 * i + j, KL, R1 + 3 * i + 1, R2[1, j])
-            vectors.add_scaled(KL, R + 3 * i + j, KL, R1 + 3 * i + 2, R2[2, j])
+            vectors.set(KL, R + 3 * i + j, a0 * R2[0, j] + a1 * R2[1, j] + a2 * R2[2, j])
 
 
 @njit(cache=True, inline="always")
-def _link_pose(KL, R, P, l, parent, Pr, Pp, RJ, T):
+def _link_pose(KL, R, P, l, parent, Pr, Pp, RJ):
     """``(R, p)[l] = (R, p)[parent] (Pr, Pp) (Rj, pj)``: link ``l``'s world pose from its parent's, its joint's
-    placement ``Pr (3, 3), Pp (3,)`` and the joint's pose in rows ``RJ`` (:func:`_joint_poses`); ``T``: four
-    scratch rows."""
+    placement ``Pr (3, 3), Pp (3,)`` and the joint's pose in rows ``RJ`` (:func:`_joint_poses`)."""
     Rl, pl = R + 9 * l, P + 3 * l
     _compose(KL, R + 9 * parent, P + 3 * parent, Pr, Pp, Rl, pl)  # the parent's pose and the placement
-    for i in range(3):  # then the joint's: p += R pj, R = R Rj
-        for k in range(3):
-            vectors.copy(KL, T + k, KL, Rl + 3 * i + k)
-        vectors.mul(KL, T + 3, KL, T, KL, RJ + 9)
-        vectors.add_mul(KL, T + 3, KL, T + 1, KL, RJ + 10)
-        vectors.add_mul(KL, T + 3, KL, T + 2, KL, RJ + 11)
-        vectors.add(KL, pl + i, KL, T + 3)
+    g = lambda k: vectors.get(KL, k)
+    for i in range(3):  # then the joint's: p += R pj, R = R Rj, a row at a time in place
+        r0, r1, r2 = g(Rl + 3 * i), g(Rl + 3 * i + 1), g(Rl + 3 * i + 2)
+        vectors.set(KL, pl + i, g(pl + i) + (r0 * g(RJ + 9) + r1 * g(RJ + 10) + r2 * g(RJ + 11)))
         for j in range(3):
-            vectors.mul(KL, Rl + 3 * i + j, KL, T, KL, RJ + j)
-            vectors.add_mul(KL, Rl + 3 * i + j, KL, T + 1, KL, RJ + 3 + j)
-            vectors.add_mul(KL, Rl + 3 * i + j, KL, T + 2, KL, RJ + 6 + j)
+            vectors.set(KL, Rl + 3 * i + j, r0 * g(RJ + j) + r1 * g(RJ + 3 + j) + r2 * g(RJ + 6 + j))
 
 
 @njit(cache=True, inline="always")
 def _cross_motion(KL, D, M, X):
-    """Rows ``D..D+5`` = ``m x x`` (:func:`mechanics.spatial.crm`) of the rows ``M``, ``X`` (motion ``[omega; v]``)."""
+    """Rows ``D..D+5`` = ``m x x`` (:func:`mechanics.spatial.crm`) of the rows ``M``, ``X`` (motion ``[omega; v]``;
+    ``D`` apart from both)."""
+    g = lambda k: vectors.get(KL, k)
     for i in range(3):
         i1, i2 = (i + 1) % 3, (i + 2) % 3
-        vectors.mul(KL, D + i, KL, M + i1, KL, X + i2)  # w_i1 x_i2 - w_i2 x_i1
-        vectors.sub_mul(KL, D + i, KL, M + i2, KL, X + i1)
-        vectors.mul(KL, D + 3 + i, KL, M + 3 + i1, KL, X + i2)  # v_i1 x_i2 - v_i2 x_i1 + w_i1 x_i2+3 - w_i2 x_i1+3
-        vectors.sub_mul(KL, D + 3 + i, KL, M + 3 + i2, KL, X + i1)
-        vectors.add_mul(KL, D + 3 + i, KL, M + i1, KL, X + 3 + i2)
-        vectors.sub_mul(KL, D + 3 + i, KL, M + i2, KL, X + 3 + i1)
+        vectors.set(KL, D + i, g(M + i1) * g(X + i2) - g(M + i2) * g(X + i1))
+        vectors.set(KL, D + 3 + i, g(M + 3 + i1) * g(X + i2) - g(M + 3 + i2) * g(X + i1) + g(M + i1) * g(X + 3 + i2)
+                    - g(M + i2) * g(X + 3 + i1))
 
 
 @njit(cache=True, inline="always")
-def _world_inertia(KL, R, P, IW, l, b, T):
+def _world_inertia(KL, R, P, IW, l, b):
     """The spatial inertia of link ``l`` (pose in rows ``R``, ``P``) at the world origin into rows ``IW + 36 l``
     (``X' I X`` of :func:`mechanics.spatial.inertia_to_parent`), from ``b = (mass, com (3), inertia about the com
     (3x3, row-major))`` in the link frame: Featherstone's ``[[I_c + m [c]x [c]x', m [c]x], [m [c]x', m 1]]`` with
-    the com ``c = p + R com`` and ``I_c = R I_com R'`` in world coordinates (a quarter of the flops); ``T``: seven
-    scratch rows."""
-    Rl, pl, I, c = R + 9 * l, P + 3 * l, IW + 36 * l, T + 3
+    the com ``c = p + R com`` and ``I_c = R I_com R'`` in world coordinates (a quarter of the flops)."""
+    Rl, pl, I = R + 9 * l, P + 3 * l, IW + 36 * l
+    g = lambda k: vectors.get(KL, k)
     m = b[0]
-    for i in range(3):  # the com c = p + R com
-        vectors.copy(KL, c + i, KL, pl + i)
-        for k in range(3):
-            vectors.add_scaled(KL, c + i, KL, Rl + 3 * i + k, b[1 + k])
-    for i in range(3):  # R I_com R'
-        for k in range(3):
-            vectors.scaled(KL, T + k, b[4 + k], KL, Rl + 3 * i)
-            vectors.add_scaled(KL, T + k, KL, Rl + 3 * i + 1, b[7 + k])
-            vectors.add_scaled(KL, T + k, KL, Rl + 3 * i + 2, b[10 + k])
+    c = (g(pl) + g(Rl) * b[1] + g(Rl + 1) * b[2] + g(Rl + 2) * b[3],
+         g(pl + 1) + g(Rl + 3) * b[1] + g(Rl + 4) * b[2] + g(Rl + 5) * b[3],
+         g(pl + 2) + g(Rl + 6) * b[1] + g(Rl + 7) * b[2] + g(Rl + 8) * b[3])
+    cc = c[0] * c[0] + c[1] * c[1] + c[2] * c[2]
+    for i in range(3):  # R I_com R' + m (|c|^2 I - c c'), a row of R I_com at a time
+        a0, a1, a2 = g(Rl + 3 * i), g(Rl + 3 * i + 1), g(Rl + 3 * i + 2)
+        r0 = a0 * b[4] + a1 * b[7] + a2 * b[10]
+        r1 = a0 * b[5] + a1 * b[8] + a2 * b[11]
+        r2 = a0 * b[6] + a1 * b[9] + a2 * b[12]
         for j in range(3):
-            vectors.mul(KL, I + 6 * i + j, KL, T, KL, Rl + 3 * j)
-            vectors.add_mul(KL, I + 6 * i + j, KL, T + 1, KL, Rl + 3 * j + 1)
-            vectors.add_mul(KL, I + 6 * i + j, KL, T + 2, KL, Rl + 3 * j + 2)
-    for i in range(3):
-        for j in range(3):
-            vectors.fill(KL, I + 6 * (3 + i) + 3 + j, m if i == j else 0.0)
-    cc = T + 6
-    vectors.mul(KL, cc, KL, c, KL, c)
-    vectors.add_mul(KL, cc, KL, c + 1, KL, c + 1)
-    vectors.add_mul(KL, cc, KL, c + 2, KL, c + 2)
-    for i in range(3):  # m (|c|^2 I - c c')
-        for j in range(3):
-            if i == j:
-                vectors.copy(KL, T, KL, cc)
-            else:
-                vectors.fill(KL, T, 0.0)
-            vectors.sub_mul(KL, T, KL, c + i, KL, c + j)
-            vectors.add_scaled(KL, I + 6 * i + j, KL, T, m)
-    for i in range(3):  # m [c]x
+            d = cc - c[i] * c[j] if i == j else 0.0 - c[i] * c[j]
+            vectors.set(KL, I + 6 * i + j, r0 * g(Rl + 3 * j) + r1 * g(Rl + 3 * j + 1) + r2 * g(Rl + 3 * j + 2) + d * m)
+            vectors.set(KL, I + 6 * (3 + i) + 3 + j, m if i == j else 0.0)
+    for i in range(3):  # m [c]x, and its transpose below
         i1, i2 = (i + 1) % 3, (i + 2) % 3
-        vectors.fill(KL, I + 6 * i + 3 + i, 0.0)
-        vectors.scaled(KL, I + 6 * i + 3 + i1, -m, KL, c + i2)
-        vectors.scaled(KL, I + 6 * i + 3 + i2, m, KL, c + i1)
+        vectors.set(KL, I + 6 * i + 3 + i, 0.0)
+        vectors.set(KL, I + 6 * i + 3 + i1, -m * c[i2])
+        vectors.set(KL, I + 6 * i + 3 + i2, m * c[i1])
     for i in range(3):
         for j in range(3):
-            vectors.copy(KL, I + 6 * (3 + i) + j, KL, I + 6 * j + 3 + i)  # m [c]x'
+            vectors.copy(KL, I + 6 * (3 + i) + j, KL, I + 6 * j + 3 + i)
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -200,7 +176,8 @@ def _kinematics(model, KL, parts):
     links, axis, place_R, place_p, body, S_local, root = model
     n = links.shape[0]
     R, P, VEL, S, BIAS, IW, FB, QN, V, T = parts[:10]
-    RJ, JV, H, TT = T, T + 12, T + 18, T + 24  # joint pose (12), joint velocity, momentum, temporaries (8)
+    RJ, JV, H = T, T + 12, T + 18  # joint pose (12), joint velocity, momentum
+    g = lambda k: vectors.get(KL, k)
     for i in range(3):
         vectors.fill(KL, P + 3 * n + i, 0.0)
         for j in range(3):
@@ -210,20 +187,17 @@ def _kinematics(model, KL, parts):
     for l in range(n):
         parent, q0, v0, nv = links[ix(l), PARENT], links[ix(l), Q0], links[ix(l), V0], links[ix(l), NV]
         _joint_poses(links, axis, KL, l, q0, QN, RJ)
-        _link_pose(KL, R, P, l, parent, place_R[ix(l)], place_p[ix(l)], RJ, TT)
+        _link_pose(KL, R, P, l, parent, place_R[ix(l)], place_p[ix(l)], RJ)
         Rl, pl, Sl, S0 = R + 9 * l, P + 3 * l, S + 36 * l, S_local[ix(l)]
         for c in range(nv):  # S = [[R, 0], [p x R, R]] S_local
             for i in range(3):
-                vectors.fill(KL, Sl + 6 * i + c, 0.0)
-                vectors.fill(KL, Sl + 6 * (3 + i) + c, 0.0)
-                for k in range(3):
-                    vectors.add_scaled(KL, Sl + 6 * i + c, KL, Rl + 3 * i + k, S0[k, ix(c)])
-                    vectors.add_scaled(KL, Sl + 6 * (3 + i) + c, KL, Rl + 3 * i + k, S0[3 + k, ix(c)])
+                a0, a1, a2 = g(Rl + 3 * i), g(Rl + 3 * i + 1), g(Rl + 3 * i + 2)
+                vectors.set(KL, Sl + 6 * i + c, 0.0 + a0 * S0[0, ix(c)] + a1 * S0[1, ix(c)] + a2 * S0[2, ix(c)])
+                vectors.set(KL, Sl + 6 * (3 + i) + c, 0.0 + a0 * S0[3, ix(c)] + a1 * S0[4, ix(c)] + a2 * S0[5, ix(c)])
             for i in range(3):
                 i1, i2 = (i + 1) % 3, (i + 2) % 3
-                vectors.mul(KL, TT, KL, pl + i1, KL, Sl + 6 * i2 + c)
-                vectors.sub_mul(KL, TT, KL, pl + i2, KL, Sl + 6 * i1 + c)
-                vectors.add(KL, Sl + 6 * (3 + i) + c, KL, TT)
+                u = Sl + 6 * (3 + i) + c
+                vectors.set(KL, u, g(u) + (g(pl + i1) * g(Sl + 6 * i2 + c) - g(pl + i2) * g(Sl + 6 * i1 + c)))
         vl = VEL + 6 * l
         for i in range(6):
             vectors.fill(KL, JV + i, 0.0)
@@ -232,22 +206,16 @@ def _kinematics(model, KL, parts):
             vectors.copy(KL, vl + i, KL, VEL + 6 * parent + i)
             vectors.add(KL, vl + i, KL, JV + i)
         _cross_motion(KL, BIAS + 6 * l, vl, JV)
-        _world_inertia(KL, R, P, IW, l, body[ix(l)], TT)
+        _world_inertia(KL, R, P, IW, l, body[ix(l)])
         Il = IW + 36 * l
         for i in range(6):  # momentum h = H v
             vectors.dot6(KL, H + i, KL, Il + 6 * i, 1, KL, vl, 1)
         f = FB + 6 * l
         for i in range(3):  # f = [-(w x n) - (u x f); -(w x f)]
             i1, i2 = (i + 1) % 3, (i + 2) % 3
-            vectors.mul(KL, f + i, KL, vl + i1, KL, H + i2)
-            vectors.sub_mul(KL, f + i, KL, vl + i2, KL, H + i1)
-            vectors.scaled(KL, f + i, -1.0, KL, f + i)
-            vectors.mul(KL, TT, KL, vl + 3 + i1, KL, H + 3 + i2)
-            vectors.sub_mul(KL, TT, KL, vl + 3 + i2, KL, H + 3 + i1)
-            vectors.sub(KL, f + i, KL, TT)
-            vectors.mul(KL, f + 3 + i, KL, vl + i1, KL, H + 3 + i2)
-            vectors.sub_mul(KL, f + 3 + i, KL, vl + i2, KL, H + 3 + i1)
-            vectors.scaled(KL, f + 3 + i, -1.0, KL, f + 3 + i)
+            vectors.set(KL, f + i, -(g(vl + i1) * g(H + i2) - g(vl + i2) * g(H + i1))
+                        - (g(vl + 3 + i1) * g(H + 3 + i2) - g(vl + 3 + i2) * g(H + 3 + i1)))
+            vectors.set(KL, f + 3 + i, -(g(vl + i1) * g(H + 3 + i2) - g(vl + i2) * g(H + 3 + i1)))
 
 
 PENALTY_ROWS = 6  # the most rows of one penalty factor (a weld's)

@@ -296,3 +296,66 @@ def test_operands_of_another_layout_or_mixed_widths_are_refused_when_compiling()
         copy(np.zeros((2, 2 * W))[:, ::2], np.zeros((2, W)))
     with pytest.raises(TypeError, match="all be 1-d"):
         copy(np.zeros(2), np.zeros((2, W)))
+
+
+@njit(error_model="numpy")
+def _values(D, A, s):
+    """Rows held as values (:func:`elimination.vectors.get`): every arithmetic form once, into rows of ``D``."""
+    x, y, z = v.get(A, 0), v.get(A, 1), v.get(A, 2)
+    v.set(D, 0, x + y)
+    v.set(D, 1, x - s)
+    v.set(D, 2, s * y)
+    v.set(D, 3, x / z)
+    v.set(D, 4, s / x)
+    v.set(D, 5, -(x * y - z) - (y - s * z) / x)
+    v.set(D, 6, 0.0 - x * y)
+    v.set(D, 7, s)
+    v.set(D, 8, 2 * x + 1)
+
+
+@njit(error_model="numpy")
+def _rows(D, A, s):
+    """Rows 0-3 and 7 of :func:`_values` in the row operations (memory to memory)."""
+    v.copy(D, 0, A, 0)
+    v.add(D, 0, A, 1)
+    v.add_scalar(D, 1, A, 0, -s)  # x - s == x + (-s)
+    v.scaled(D, 2, s, A, 1)
+    v.div(D, 3, A, 0, A, 2)
+    v.fill(D, 7, s)
+
+
+def test_values_held_in_registers_are_the_scalar_arithmetic_at_every_width():
+    """``get`` / ``set`` and ``+ - * /`` and negation on row values: at width 16 each lane is the scalar
+    expression's bits (numpy on the lane's floats, the same operations in the same order), and width 1 is the
+    scalar arithmetic itself."""
+    rng = np.random.default_rng(11)
+    for trial in range(20):
+        A = rng.normal(size=(3, W)) * 10.0 ** rng.integers(-8, 9, size=(3, W))
+        if trial % 2 == 0:
+            _edged(rng, A, 3)
+        s = float(rng.normal())
+        D = np.zeros((9, W))
+        with np.errstate(all="ignore"):
+            _values(D, A, s)
+            x, y, z = A
+            want = np.stack([x + y, x - s, s * y, x / z, s / x, -(x * y - z) - (y - s * z) / x, 0.0 - x * y,
+                             np.full(W, s), 2 * x + 1])
+            _same_bits(D, want)
+            for w in range(W):
+                one = np.zeros(9)
+                _values(one, np.ascontiguousarray(A[:, w]), s)
+                _same_bits(one, D[:, w])
+            R = np.zeros((9, W))
+            _rows(R, A, s)
+        _same_bits(R[[0, 1, 2, 3, 7]], D[[0, 1, 2, 3, 7]])
+
+
+def test_a_lane_value_into_one_state_is_refused_when_compiling():
+    import pytest
+
+    @njit
+    def stored(d, A):
+        v.set(d, 0, v.get(A, 0))
+
+    with pytest.raises(Exception, match="Row value into a one-state"):
+        stored(np.zeros(1), np.zeros((1, W)))
