@@ -303,9 +303,20 @@ def absolute(typingctx, D, k, A, i):
 
 @intrinsic
 def put(typingctx, D, k, A, i, M, j):
-    """``D[k] = A[i]`` in the lanes where ``M[j]`` is not zero; the other lanes of ``D[k]`` keep their values."""
+    """``D[k] = A[i]`` in the lanes where ``M[j]`` is not zero; the other lanes of ``D[k]`` keep their values.
+    (One state: a branch, not a blend -- no load of ``D[k]``; the one state's mask is all but always set.)"""
     masked = lambda b, d, a, m: b.select(b.fcmp_unordered("!=", m, _constant(m.type, 0.0)), a, d)
-    return _void(D, k, A, i, M, j), _op(masked, "rr", kept=True)
+    blend = _op(masked, "rr", kept=True)
+
+    def codegen(context, builder, signature, args):
+        if _width(signature.args[0]) > 1:
+            return blend(context, builder, signature, args)
+        mask = _load(context, builder, signature, args, 4)
+        with builder.if_then(builder.fcmp_unordered("!=", mask, _constant(mask.type, 0.0)), likely=True):
+            _store(context, builder, signature, args, _load(context, builder, signature, args, 2))
+        return context.get_dummy_value()
+
+    return _void(D, k, A, i, M, j), codegen
 
 
 @intrinsic
@@ -612,6 +623,40 @@ def set(typingctx, D, k, x):  # noqa: A001  (the store of get's values; the modu
         return context.get_dummy_value()
 
     return types.void(D, k, x), codegen
+
+
+@intrinsic
+def set_where(typingctx, D, k, x, M, j):
+    """Row ``k`` of ``D`` = ``x`` (a value, or a float in every lane) in the lanes where ``M[j]`` is not zero
+    (:func:`put`'s rule); the other lanes keep their values."""
+    width = _width(D)
+    if width == 1 and isinstance(x, Row):
+        raise TypeError("elimination.vectors.set_where: a Row value into a one-state (1-d) array")
+
+    def codegen(context, builder, signature, args):
+        mask = _load(context, builder, signature, args, 3)
+        wanted = builder.fcmp_unordered("!=", mask, _constant(mask.type, 0.0))
+        if width == 1:
+            with builder.if_then(wanted, likely=True):
+                _store(context, builder, signature, args, context.cast(builder, args[2], signature.args[2], types.float64))
+        else:
+            kept = _load(context, builder, signature, args, 0, kept=True)
+            value = _value(context, builder, signature.args[2], args[2])
+            _store(context, builder, signature, args, builder.select(wanted, value, kept))
+        return context.get_dummy_value()
+
+    return _void(D, k, x, M, j), codegen
+
+
+@intrinsic
+def _magnitude(typingctx, a):
+    return ROW(a), lambda context, builder, signature, args: _fabs(builder, args[0])
+
+
+@overload(abs, inline="always")
+def _absolute(a):
+    if isinstance(a, Row):
+        return lambda a: _magnitude(a)
 
 
 def _arithmetic(instruction: str, operation):

@@ -40,48 +40,43 @@ def _fill_links(model, factors, KL, parts, TAU, states, Fw, Lin, Lmag):
     links, root = model[0], model[6]
     ground = links.shape[0]
     S, BIAS, IW, FB, T, MASK, TOP = parts[3], parts[4], parts[5], parts[6], parts[9], parts[10], parts[11]
+    g = lambda k: vectors.get(KL, k)
     vectors.fill(KL, TOP, 0.0)
     for l in range(links.shape[0]):
         f = links[ix(l), PRIOR_F]
         mat, scl, lin, I = factors[ix(f), MAT], factors[ix(f), SCL], factors[ix(f), LIN], IW + 36 * l
-        for i in range(6):  # the prior (_prior)
+        for i in range(6):  # the prior: H_i symmetrised, its scales, g = f_i
             vectors.put(Lin, lin + i, KL, FB + 6 * l + i, KL, MASK)
             for j in range(6):
-                vectors.half_sum(KL, T, KL, I + 6 * i + j, KL, I + 6 * j + i)
-                vectors.put(Fw, mat + i * 6 + j, KL, T, KL, MASK)
+                h = 0.5 * (g(I + 6 * i + j) + g(I + 6 * j + i))
+                vectors.set_where(Fw, mat + i * 6 + j, h, KL, MASK)
                 if i == j:
-                    vectors.absolute(KL, T + 1, KL, T)
-            vectors.put(Fw, scl + i, KL, T + 1, KL, MASK)
-            vectors.largest(KL, TOP, KL, T + 1)
+                    vectors.set(KL, T, abs(h))
+            vectors.put(Fw, scl + i, KL, T, KL, MASK)
+            vectors.largest(KL, TOP, KL, T)
         nv, f, on_ground = links[ix(l), NV], links[ix(l), TREE_F], links[ix(l), PARENT] == ground
         mat, scl, lin, n = factors[ix(f), MAT], factors[ix(f), SCL], factors[ix(f), LIN], factors[ix(f), FN]
         c0, whole = factors[ix(f), JOINT0], not factors[ix(f), JOINT_ONLY]
-        for r in range(6):  # the tree joint (_tree)
+        for r in range(6):  # the tree joint: [I, -I, -S] (a_i, a_parent, qdd_i) = a_b,i (+ a_0 on the ground)
             vectors.fill(KL, T, 1.0 if on_ground else 2.0)  # the row's squared norm
+            norm2 = g(T)
             for j in range(nv):
-                s = S + 36 * l + 6 * r + j
-                vectors.scaled(KL, T + 1, -1.0, KL, s)
-                vectors.put(Fw, mat + r * n + c0 + j, KL, T + 1, KL, MASK)
-                vectors.add_mul(KL, T, KL, s, KL, s)
-            if whole:
-                vectors.fill(KL, T + 1, 0.0)
+                s = g(S + 36 * l + 6 * r + j)
+                vectors.set_where(Fw, mat + r * n + c0 + j, -1.0 * s, KL, MASK)
+                norm2 = norm2 + s * s
+            if whole:  # the identity blocks and row scales only where a generic step gathers them
                 for j in range(c0):
-                    vectors.put(Fw, mat + r * n + j, KL, T + 1, KL, MASK)
-                vectors.fill(KL, T + 1, 1.0)
-                vectors.put(Fw, mat + r * n + r, KL, T + 1, KL, MASK)
+                    vectors.set_where(Fw, mat + r * n + j, 0.0, KL, MASK)
+                vectors.set_where(Fw, mat + r * n + r, 1.0, KL, MASK)
                 if not on_ground:
-                    vectors.fill(KL, T + 1, -1.0)
-                    vectors.put(Fw, mat + r * n + 6 + r, KL, T + 1, KL, MASK)
+                    vectors.set_where(Fw, mat + r * n + 6 + r, -1.0, KL, MASK)
+                vectors.set(KL, T, norm2)
                 vectors.sqrt(KL, T, KL, T)
                 vectors.inverse(KL, T, KL, T)
                 vectors.put(Fw, scl + r, KL, T, KL, MASK)
-            if on_ground:
-                vectors.add_scalar(KL, T + 1, KL, BIAS + 6 * l + r, root[r])
-            else:
-                vectors.copy(KL, T + 1, KL, BIAS + 6 * l + r)
-            vectors.put(Lin, lin + r, KL, T + 1, KL, MASK)
-            vectors.absolute(KL, T + 2, KL, T + 1)
-            vectors.put(Lmag, lin + r, KL, T + 2, KL, MASK)
+            b = g(BIAS + 6 * l + r) + root[r] if on_ground else g(BIAS + 6 * l + r)
+            vectors.set_where(Lin, lin + r, b, KL, MASK)
+            vectors.set_where(Lmag, lin + r, abs(b), KL, MASK)
         f = links[ix(l), TORQUE_F]
         if f >= 0:  # tau_i, on a zero matrix (zero scales)
             mat, scl, lin, v0 = factors[ix(f), MAT], factors[ix(f), SCL], factors[ix(f), LIN], links[ix(l), V0]

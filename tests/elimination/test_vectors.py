@@ -311,6 +311,8 @@ def _values(D, A, s):
     v.set(D, 6, 0.0 - x * y)
     v.set(D, 7, s)
     v.set(D, 8, 2 * x + 1)
+    v.set(D, 9, abs(x - y))
+    v.set_where(D, 10, x * z, A, 1)  # where y is not zero (NaN is not zero)
 
 
 @njit(error_model="numpy")
@@ -325,7 +327,7 @@ def _rows(D, A, s):
 
 
 def test_values_held_in_registers_are_the_scalar_arithmetic_at_every_width():
-    """``get`` / ``set`` and ``+ - * /`` and negation on row values: at width 16 each lane is the scalar
+    """``get`` / ``set`` / ``set_where``, ``+ - * /``, negation and ``abs`` on row values: at width 16 each lane is the scalar
     expression's bits (numpy on the lane's floats, the same operations in the same order), and width 1 is the
     scalar arithmetic itself."""
     rng = np.random.default_rng(11)
@@ -334,18 +336,19 @@ def test_values_held_in_registers_are_the_scalar_arithmetic_at_every_width():
         if trial % 2 == 0:
             _edged(rng, A, 3)
         s = float(rng.normal())
-        D = np.zeros((9, W))
+        A[1, :3] = [0.0, -0.0, np.nan]
+        D = np.zeros((11, W))
         with np.errstate(all="ignore"):
             _values(D, A, s)
             x, y, z = A
             want = np.stack([x + y, x - s, s * y, x / z, s / x, -(x * y - z) - (y - s * z) / x, 0.0 - x * y,
-                             np.full(W, s), 2 * x + 1])
+                             np.full(W, s), 2 * x + 1, np.abs(x - y), np.where(y != 0.0, x * z, 0.0)])
             _same_bits(D, want)
             for w in range(W):
-                one = np.zeros(9)
+                one = np.zeros(11)
                 _values(one, np.ascontiguousarray(A[:, w]), s)
                 _same_bits(one, D[:, w])
-            R = np.zeros((9, W))
+            R = np.zeros((11, W))
             _rows(R, A, s)
         _same_bits(R[[0, 1, 2, 3, 7]], D[[0, 1, 2, 3, 7]])
 
