@@ -150,25 +150,37 @@ def _verified(solve_maps, sscr, work, C, Lmag, x, ratio, verified, previous):
     return settled
 
 
-@njit(cache=True, **UNCOUNTED)
-def _update(constraints, x, res, mu, lam):
-    """Every constraint's ``lambda`` after a solve: its policy's ``push mu_s residual + keep lambda + take
-    lambda_x`` (``PolicyNumbers``: 000 eq. 33, eq. 42, the penalty force), the absent terms left out -- so
-    each built-in policy's arithmetic is its equation's, bit for bit."""
+@njit(cache=True, inline="always")
+def _term(T, t, have, s, A, row):
+    """One term ``s A[row]`` of :func:`_update`'s sum into row ``t`` of ``T``: its first term where ``have`` is
+    False, added after the others; none where ``s`` is 0 (its row may not exist).  Whether the sum has a term
+    now."""
+    if s == 0.0:
+        return have
+    if have:
+        vectors.add_scaled(T, t, A, row, s)
+    else:
+        vectors.scaled(T, t, s, A, row)
+    return True
+
+
+@njit(cache=True, inline="always")
+def _update(constraints, X, RES, LAM, mu, T, t, M, mask):
+    """Every constraint's ``lambda`` after a solve, in the lanes where row ``mask`` of ``M`` is set: its
+    policy's ``push mu_s residual + keep lambda + take lambda_x`` (``PolicyNumbers``: 000 eq. 33, eq. 42, the
+    penalty force), the absent terms left out -- so each built-in policy's arithmetic is its equation's, bit for
+    bit (``T``'s row ``t``: the sum)."""
     table, numbers = constraints[0], constraints[3]
     for j in range(table.shape[0]):
         m, r0, mult = table[ix(j), CDIM], table[ix(j), ROW0], table[ix(j), MULT]
         keep, push, take = numbers[ix(j), KEEP], numbers[ix(j), PUSH], numbers[ix(j), TAKE]
         mu_s = _mu(constraints, j, mu)
         for r in range(m):
-            t, have = 0.0, False
-            if push != 0.0:
-                t, have = (push * mu_s) * res[ix(r0 + r)], True
-            if keep != 0.0:
-                t, have = (t + lam[ix(r0 + r)] * keep if have else lam[ix(r0 + r)] * keep), True
-            if take != 0.0:
-                t = t + x[ix(mult + r)] * take if have else x[ix(mult + r)] * take
-            lam[ix(r0 + r)] = t
+            have = _term(T, t, False, push * mu_s, RES, r0 + r)
+            have = _term(T, t, have, keep, LAM, r0 + r)
+            if not _term(T, t, have, take, X, mult + r):
+                vectors.fill(T, t, 0.0)
+            vectors.put(LAM, r0 + r, T, t, M, mask)
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -268,8 +280,10 @@ def _answer(b, ratio, solved, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows
     the convergence status, ``out[b]`` and ``flags[b]`` (``OK``; left ``FALLBACK`` where the numpy path
     must answer).  ``work``: the state's arrays (:func:`_refine_step`); ``rows``: its constraint rows ``k,
     meas, meas0, res, lam, corrected``."""
-    links, constraints, Kbuf, mu = work[0], work[3], work[4], work[6]
+    links, constraints, Kbuf, mu, e = work[0], work[3], work[4], work[6], work[10]
     k, res, lam = rows[0], rows[3], rows[4]
+    ones = e.shape[0] - 1  # (e's last row: the one state's mask)
+    vectors.fill(e, ones, 1.0)
     qdd = out[ix(b)]
     suspect = ratio < PIVOT_SUSPECT_RTOL
     startable = refine > 0 and drops.shape[0] == 0  # Factorization.startable
@@ -287,7 +301,7 @@ def _answer(b, ratio, solved, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows
             _qdd_step(links, x, qdd, True)
             _constraint_residual(constraints, Kbuf, k, links, x, res)
         deferred = False
-        _update(constraints, x, res, mu, lam)
+        _update(constraints, x, res, lam, mu, e, 0, e, ones)
         if min(step, _largest(res)) < tol or not iterating or iterations >= max_iter:
             break
         _moved(work, k, lam, ITERATES, 1)

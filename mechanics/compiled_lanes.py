@@ -17,15 +17,14 @@ from elimination.numeric import SCALE_FLOOR
 from elimination.lanes import LANES
 
 from .compiled_tables import (
-    drop_stale_kernels, BAD_INPUT, CDIM, CONVERGED, FALLBACK, ITERATES, ITERATIONS, KEEP, MULT, NV, PUSH, QDD, ROW0, STATUS, TAKE, V0,
-    _unpacked_tables,
+    drop_stale_kernels, BAD_INPUT, CONVERGED, FALLBACK, ITERATES, ITERATIONS, NV, QDD, STATUS, V0, _unpacked_tables,
 )
 from .compiled_kinematics import (
     _constraint_parts, _constraint_residual, _constraint_terms, _kinematic_parts, _kinematics, constraint_rows,
     kinematic_rows,
 )
-from .compiled_fill import _fill_constraints, _fill_links, _moves, _mu, _residual_terms
-from .compiled_iterations import _answer, _conclude, _copy, _has_soft, _load_state, _settles
+from .compiled_fill import _fill_constraints, _fill_links, _moves, _residual_terms
+from .compiled_iterations import _answer, _conclude, _copy, _has_soft, _load_state, _settles, _update
 
 drop_stale_kernels(__file__)
 
@@ -253,34 +252,11 @@ def _lane_steps(links, X, RES, IT):
 def _lanes_updated(constraints, links, X, RES, LAM, IT, mu):
     """What :func:`_advance` marked, in lanes: ``qdd = qdd(X)`` kept where ``SET_QDD``, and ``lambda`` updated
     from ``RES`` where ``UPDATE`` (:func:`_update`'s operations); the other lanes keep theirs."""
-    table, numbers = constraints[0], constraints[3]
     for l in range(links.shape[0]):
         v0, off = links[ix(l), V0], links[ix(l), QDD]
         for i in range(links[ix(l), NV]):
             vectors.put(IT, ITERATION_ROWS + v0 + i, X, off + i, IT, SET_QDD)
-    for j in range(table.shape[0]):
-        m, r0, mult = table[ix(j), CDIM], table[ix(j), ROW0], table[ix(j), MULT]
-        keep, push, take = numbers[ix(j), KEEP], numbers[ix(j), PUSH], numbers[ix(j), TAKE]
-        mu_s = _mu(constraints, j, mu)
-        for r in range(m):  # _update's terms in its order
-            have = _lane_term(IT, False, push * mu_s, RES, r0 + r)
-            have = _lane_term(IT, have, keep, LAM, r0 + r)
-            _lane_term(IT, have, take, X, mult + r)
-            vectors.put(LAM, r0 + r, IT, IT_T, IT, UPDATE)
-
-
-@njit(cache=True, inline="always")
-def _lane_term(IT, have, s, A, row):
-    """One term ``s A[row]`` of :func:`_lanes_updated`'s sum into ``IT``'s row ``IT_T``: its first term where
-    ``have`` is False, added after the others; none where ``s`` is 0 (its row may not exist).  Whether the
-    sum has a term now."""
-    if s == 0.0:
-        return have
-    if have:
-        vectors.add_scaled(IT, IT_T, A, row, s)
-    else:
-        vectors.scaled(IT, IT_T, s, A, row)
-    return True
+    _update(constraints, X, RES, LAM, mu, IT, IT_T, IT, UPDATE)
 
 
 @njit(cache=True, inline="always")
