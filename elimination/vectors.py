@@ -21,6 +21,12 @@ operation of one width -- refused when the kernel compiles.  Scalars (``s``) are
 a kernel does lane by lane (a pivot's test, its ratio) it writes as a loop
 ``for w in range(width(A))`` over :func:`lane` and :func:`set_lane`.
 
+Row operations go memory to memory; a small block's arithmetic (a pose, an
+inertia) is written on row *values* instead -- :func:`get` a row's value (a
+float at width 1, a :class:`Row` at width 16), ``+ - * /``, negation and
+``abs`` on values, :func:`set` / :func:`set_where` to store -- which stay in
+registers (the same instructions, the same bits).
+
 >>> import numpy as np
 >>> from numba import njit
 >>> @njit

@@ -147,7 +147,7 @@ def _moving_term(table, j, lin, KK, Kk, LAM, MEAS, E, mu, Lin, M, mask):
             vectors.put(Lin, lin + 6 * q + c, E, T, M, mask)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, **UNCOUNTED)  # (compiled once and called: each caller's compile is shorter)
 def _fill_constraints(constraints, factors, KK, MEAS, Kk, LAM, E, mu, Fw, Lin, KL, MASK, TOP):
     """The constraints' factors (penalty, loop, proximal prior), as the slots of
     :class:`mechanics.gplc.GPLCLayout` and the policies build them, for the lanes that take a new state (``KL``'s
@@ -197,7 +197,7 @@ def _fill_constraints(constraints, factors, KK, MEAS, Kk, LAM, E, mu, Fw, Lin, K
             vectors.largest(KL, TOP, E, T)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, **UNCOUNTED)  # (compiled once and called: each caller's compile is shorter)
 def _moves(constraints, factors, KK, Kk, LAM, MEAS, E, mu, Lin, M, mask, column, value):
     """The moving terms (:func:`_moving_term`) of the constraints whose ``column`` of the table is ``value``
     (``ITERATES``, 1: the iterating ones), for their ``lambda`` in ``LAM``, in the lanes where row ``mask`` of

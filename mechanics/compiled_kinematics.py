@@ -265,7 +265,7 @@ def _weld_row(KL, Kr, row, sign, R1, p1, t):
         vectors.scaled(KL, Kr + 3 + c, sign, KL, R1 + 3 * c + i)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, **UNCOUNTED)  # (compiled once and called: each caller's compile is shorter)
 def _constraint_terms(constraints, general, root, ground, KL, parts, KK, Kk):
     """:func:`mechanics.kinematics.constraint_terms` of every constraint, in the lanes that take a new state
     (``KL``'s mask), from their poses and velocities in ``KL`` (:func:`_kinematic_parts`): ``K`` per pair into
@@ -340,7 +340,7 @@ def _constraint_terms(constraints, general, root, ground, KL, parts, KK, Kk):
             vectors.put(Kk, r0 + r, KL, k + r, KL, MASK)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, **UNCOUNTED)  # (compiled once and called: each caller's compile is shorter)
 def _constraint_residual(constraints, KK, Kk, links, X, RES):
     """``K a - k`` of every constraint row at the solution ``X`` into ``RES`` (``KK``, ``Kk``: each lane's
     ``Kbuf`` and ``k``, :func:`_constraint_parts`)."""
