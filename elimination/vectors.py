@@ -142,16 +142,34 @@ def _load(context, builder, signature, args, at: int, kept: bool = False):
     return load
 
 
-def _splat(context, builder, signature, args, at: int):
-    """Scalar argument ``at`` in every lane."""
-    value = context.cast(builder, args[at], signature.args[at], types.float64)
-    row_type = _row_type(signature)
+def _broadcast(builder, row_type, value):
+    """The double ``value`` in every lane of a row of ``row_type`` (itself at width 1)."""
     if not isinstance(row_type, ir.VectorType):
         return value
     width = row_type.count
     vector = builder.insert_element(ir.Constant(row_type, ir.Undefined), value, ir.Constant(ir.IntType(32), 0))
     return builder.shuffle_vector(vector, ir.Constant(row_type, ir.Undefined),
                                   ir.Constant(ir.VectorType(ir.IntType(32), width), [0] * width))
+
+
+def _splat(context, builder, signature, args, at: int):
+    """Scalar argument ``at`` in every lane."""
+    value = context.cast(builder, args[at], signature.args[at], types.float64)
+    return _broadcast(builder, _row_type(signature), value)
+
+
+def _store_where(context, builder, signature, args, mask_at: int, value) -> None:
+    """``value`` into the row named by the first two arguments, in the lanes where the row named by arguments
+    ``mask_at``, ``mask_at + 1`` is not zero (NaN is not zero); the other lanes keep theirs.  One state: a
+    branch, not a blend -- no load of the kept entry; lanes: a blend of the whole row (:class:`_KeptLoad`)."""
+    mask = _load(context, builder, signature, args, mask_at)
+    wanted = builder.fcmp_unordered("!=", mask, _constant(mask.type, 0.0))
+    if not isinstance(mask.type, ir.VectorType):
+        with builder.if_then(wanted, likely=True):
+            _store(context, builder, signature, args, value)
+        return
+    kept = _load(context, builder, signature, args, 0, kept=True)
+    _store(context, builder, signature, args, builder.select(wanted, value, kept))
 
 
 def _store(context, builder, signature, args, value) -> None:
@@ -309,17 +327,10 @@ def absolute(typingctx, D, k, A, i):
 
 @intrinsic
 def put(typingctx, D, k, A, i, M, j):
-    """``D[k] = A[i]`` in the lanes where ``M[j]`` is not zero; the other lanes of ``D[k]`` keep their values.
-    (One state: a branch, not a blend -- no load of ``D[k]``; the one state's mask is all but always set.)"""
-    masked = lambda b, d, a, m: b.select(b.fcmp_unordered("!=", m, _constant(m.type, 0.0)), a, d)
-    blend = _op(masked, "rr", kept=True)
+    """``D[k] = A[i]`` in the lanes where ``M[j]`` is not zero; the other lanes of ``D[k]`` keep their values."""
 
     def codegen(context, builder, signature, args):
-        if _width(signature.args[0]) > 1:
-            return blend(context, builder, signature, args)
-        mask = _load(context, builder, signature, args, 4)
-        with builder.if_then(builder.fcmp_unordered("!=", mask, _constant(mask.type, 0.0)), likely=True):
-            _store(context, builder, signature, args, _load(context, builder, signature, args, 2))
+        _store_where(context, builder, signature, args, 4, _load(context, builder, signature, args, 2))
         return context.get_dummy_value()
 
     return _void(D, k, A, i, M, j), codegen
@@ -596,14 +607,19 @@ class _RowModel(models.PrimitiveModel):
         super().__init__(dmm, fe_type, _vector(WIDTH))
 
 
-def _value(context, builder, value_type, value):
-    """A row or a float (broadcast) as a ``<WIDTH x double>``."""
+def _value(context, builder, value_type, value, width: int = WIDTH):
+    """A row value, or a float broadcast, as a row of ``width`` lanes (a ``double`` at width 1)."""
     if isinstance(value_type, Row):
         return value
-    x = context.cast(builder, value, value_type, types.float64)
-    vector = builder.insert_element(ir.Constant(_vector(WIDTH), ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
-    return builder.shuffle_vector(vector, ir.Constant(_vector(WIDTH), ir.Undefined),
-                                  ir.Constant(ir.VectorType(ir.IntType(32), WIDTH), [0] * WIDTH))
+    return _broadcast(builder, _vector(width), context.cast(builder, value, value_type, types.float64))
+
+
+def _storable(name: str, D, x) -> int:
+    """The width of ``D``, which a value ``x`` may be stored into: a :class:`Row` into a 1-d array is refused."""
+    width = _width(D)
+    if width == 1 and isinstance(x, Row):
+        raise TypeError(f"elimination.vectors.{name}: a Row value into a one-state (1-d) array")
+    return width
 
 
 @intrinsic
@@ -616,16 +632,10 @@ def get(typingctx, A, i):
 @intrinsic
 def set(typingctx, D, k, x):  # noqa: A001  (the store of get's values; the module's operations are its namespace)
     """Row ``k`` of ``D`` = ``x`` (a value of :func:`get`'s width, or a float in every lane)."""
-    width = _width(D)
-    if width == 1 and isinstance(x, Row):
-        raise TypeError("elimination.vectors.set: a Row value into a one-state (1-d) array")
+    width = _storable("set", D, x)
 
     def codegen(context, builder, signature, args):
-        if width == 1:
-            value = context.cast(builder, args[2], signature.args[2], types.float64)
-        else:
-            value = _value(context, builder, signature.args[2], args[2])
-        _store(context, builder, signature, args, value)
+        _store(context, builder, signature, args, _value(context, builder, signature.args[2], args[2], width))
         return context.get_dummy_value()
 
     return types.void(D, k, x), codegen
@@ -635,20 +645,10 @@ def set(typingctx, D, k, x):  # noqa: A001  (the store of get's values; the modu
 def set_where(typingctx, D, k, x, M, j):
     """Row ``k`` of ``D`` = ``x`` (a value, or a float in every lane) in the lanes where ``M[j]`` is not zero
     (:func:`put`'s rule); the other lanes keep their values."""
-    width = _width(D)
-    if width == 1 and isinstance(x, Row):
-        raise TypeError("elimination.vectors.set_where: a Row value into a one-state (1-d) array")
+    width = _storable("set_where", D, x)
 
     def codegen(context, builder, signature, args):
-        mask = _load(context, builder, signature, args, 3)
-        wanted = builder.fcmp_unordered("!=", mask, _constant(mask.type, 0.0))
-        if width == 1:
-            with builder.if_then(wanted, likely=True):
-                _store(context, builder, signature, args, context.cast(builder, args[2], signature.args[2], types.float64))
-        else:
-            kept = _load(context, builder, signature, args, 0, kept=True)
-            value = _value(context, builder, signature.args[2], args[2])
-            _store(context, builder, signature, args, builder.select(wanted, value, kept))
+        _store_where(context, builder, signature, args, 3, _value(context, builder, signature.args[2], args[2], width))
         return context.get_dummy_value()
 
     return _void(D, k, x, M, j), codegen

@@ -263,13 +263,19 @@ def _has_soft(table):
 
 
 @njit(cache=True, inline="always")
-def _moved(work, k, lam, column, value):
-    """The moving terms of the constraints whose ``column`` of the table is ``value``, for one state's
-    ``lambda`` (:func:`mechanics.compiled_fill._moves`; ``e``'s last row its mask)."""
-    factors, constraints, Kbuf, meas, mu, Lin, e = work[1], work[3], work[4], work[5], work[6], work[8], work[10]
+def _mask_row(e):
+    """``e``'s last row set to 1: the one state's mask for the lane functions (:func:`_update`, :func:`_moved`)."""
     ones = e.shape[0] - 1
     vectors.fill(e, ones, 1.0)
-    _moves(constraints, factors, Kbuf, k, lam, meas, e, mu, Lin, e, ones, column, value)
+    return ones
+
+
+@njit(cache=True, inline="always")
+def _moved(work, k, lam, column, value):
+    """The moving terms of the constraints whose ``column`` of the table is ``value``, for one state's
+    ``lambda`` (:func:`mechanics.compiled_fill._moves`)."""
+    factors, constraints, Kbuf, meas, mu, Lin, e = work[1], work[3], work[4], work[5], work[6], work[8], work[10]
+    _moves(constraints, factors, Kbuf, k, lam, meas, e, mu, Lin, e, _mask_row(e), column, value)
 
 
 @njit(cache=True, inline="always")
@@ -282,8 +288,6 @@ def _answer(b, ratio, solved, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows
     meas, meas0, res, lam, corrected``."""
     links, constraints, Kbuf, mu, e = work[0], work[3], work[4], work[6], work[10]
     k, res, lam = rows[0], rows[3], rows[4]
-    ones = e.shape[0] - 1  # (e's last row: the one state's mask)
-    vectors.fill(e, ones, 1.0)
     qdd = out[ix(b)]
     suspect = ratio < PIVOT_SUSPECT_RTOL
     startable = refine > 0 and drops.shape[0] == 0  # Factorization.startable
@@ -301,7 +305,7 @@ def _answer(b, ratio, solved, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows
             _qdd_step(links, x, qdd, True)
             _constraint_residual(constraints, Kbuf, k, links, x, res)
         deferred = False
-        _update(constraints, x, res, lam, mu, e, 0, e, ones)
+        _update(constraints, x, res, lam, mu, e, 0, e, _mask_row(e))
         if min(step, _largest(res)) < tol or not iterating or iterations >= max_iter:
             break
         _moved(work, k, lam, ITERATES, 1)

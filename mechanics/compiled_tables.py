@@ -159,7 +159,6 @@ def _factor_tables(layout, program, constraints: tuple, pairs: np.ndarray, mecha
     rows, scope, start = [], [], 0
     for f, slot in enumerate(layout.slots):
         kind, role = ROLES[type(slot.role)], slot.role
-        hard = slot.rows > 0
         who = index[role.link] if kind in (PRIOR, TORQUE, TREE) else cidx[role.constraint]
         pair, first = -1, 0
         if kind == LOOP:
