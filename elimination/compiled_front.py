@@ -340,7 +340,7 @@ def _singular_vectors(G, m, n, work, s, tau, nzv):
     scratch."""
     Bt, Rt, Ut, Vt = work
     load_tall(G, m, n, Bt)
-    if not svd_rows(Bt, max(m, n), min(m, n), Rt, Ut, Vt, s, tau, nzv):
+    if not svd_rows(Bt, np.int64(max(m, n)), np.int64(min(m, n)), Rt, Ut, Vt, s, tau, nzv):  # (one signature)
         return False, Ut, Vt
     if m >= n:
         return True, Ut, Vt

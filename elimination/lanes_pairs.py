@@ -212,7 +212,8 @@ def factorize_pairs(maps, Fw, C, floor, scratch, lane_scratch, ratio, weak, fail
                 if first > st:  # the front it left, for the joint half
                     _front_of_lane(steps, st, H, scale, maxn, w, scratch[0], scratch[2])
                 for s in range(first, end):
-                    rs, fail = generic_step(maps, s, Fw[:, w], C[:, w], floor[0, w], False, scratch, Hf, Af)
+                    # (np.bool_: a bool as the per-state kernel's, not a literal numba would compile the step for again)
+                    rs, fail = generic_step(maps, s, Fw[:, w], C[:, w], floor[0, w], np.bool_(False), scratch, Hf, Af)
                     _record(w, rs, fail, s, ratio, weak, failed)
             st = end
             continue

@@ -59,7 +59,7 @@ def _refine_step(solve_maps, sscr, work, C, Lmag, x):
     return _largest(corr) / max(_largest(x), 2.2250738585072014e-308)
 
 
-@njit(cache=True, **UNCOUNTED)
+@njit(cache=True, inline="always")
 def _refine_steps(solve_maps, sscr, work, C, Lmag, x, steps):
     """``steps`` refinement steps of ``x`` in place; the last one's change (0 without a step)."""
     change = 0.0
@@ -68,7 +68,7 @@ def _refine_steps(solve_maps, sscr, work, C, Lmag, x, steps):
     return change
 
 
-@njit(cache=True, **UNCOUNTED)
+@njit(cache=True, inline="always")
 def _started_solve(solve_maps, sscr, work, C, Lmag, x, refine, ratio):
     """:meth:`elimination.Factorization.solve` from the values ``x`` (its ``start``), in place: ``refine``
     refinement steps, and one more where the last may leave an error above ``WARM_RTOL``."""
@@ -93,7 +93,7 @@ def _solve(solve_maps, drops, sscr, work, C, Lmag, x, ratio, refine):
     for _ in range(refine if consistent else 0):
         change = _refine_step(solve_maps, sscr, work, C, Lmag, x)
     suspect = ratio < PIVOT_SUSPECT_RTOL
-    return consistent and (_verified(solve_maps, sscr, work, C, Lmag, x, ratio, False, change) if suspect else True)
+    return consistent and (_verified(solve_maps, sscr, work, C, Lmag, x, ratio, np.bool_(False), change) if suspect else True)
 
 
 @njit(cache=True, inline="always")
@@ -113,14 +113,14 @@ def _may_be_answer(links, x, qdd, res, iterations, tol, max_iter):
     return iterations >= max_iter or min(_qdd_step(links, x, qdd, False), _largest(res)) < tol
 
 
-@njit(cache=True, **UNCOUNTED)
+@njit(cache=True, inline="always")
 def _finished(solve_maps, sscr, work, C, Lmag, x, ratio):
     """A re-solve's finishing steps of ``x`` in place, taken where its iterate may be the answer
     (:func:`mechanics.dynamics._finished`): :func:`_started_solve`'s one more step, or on a suspect factorization
     the steps until they settle (the first solve verified that they contract).  False where those do not."""
     settled = True
     if ratio < PIVOT_SUSPECT_RTOL:
-        settled = _verified(solve_maps, sscr, work, C, Lmag, x, ratio, True, np.inf)
+        settled = _verified(solve_maps, sscr, work, C, Lmag, x, ratio, np.bool_(True), np.inf)
     else:
         _refine_step(solve_maps, sscr, work, C, Lmag, x)
     return settled
@@ -256,7 +256,7 @@ def _accelerations_out(links, x, row, c_acc):
 @njit(cache=True, inline="always")
 def _has_soft(table):
     """Whether any constraint's policy is judged by one correction (``HOLDS``: ``soft``)."""
-    soft = False
+    soft = np.bool_(False)  # (np.bool_, not a literal: numba compiles a callee once per literal argument)
     for j in range(table.shape[0]):
         soft = soft or table[ix(j), TEST] == HOLDS
     return soft
@@ -298,7 +298,7 @@ def _answer(b, ratio, solved, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows
         return
     _qdd_step(links, x, qdd, True)
     _constraint_residual(constraints, Kbuf, k, links, x, res)
-    iterations, step, ok = 1, np.inf, True
+    iterations, step, ok = np.int64(1), np.inf, True  # (not a literal: one compiled _conclude)
     while True:  # outer_iterations, for one element
         if deferred and (_largest(res) < tol or iterations >= max_iter):  # it may be the answer: refined
             _started_solve(solve_maps, sscr, work, C, Lmag, x, refine, ratio)
