@@ -65,6 +65,7 @@ from .compiled_pairs import (
     _wide_revolute_forward, _wide_revolute_pair,
 )
 from .program import Op
+from .vectors import as_column
 
 _ANNOUNCED: set = set()  # (module, kernel) pairs announced in this process
 drop_stale_cache(__file__, compiled_front.__file__, compiled_pairs.__file__, jacobi.__file__,
@@ -138,7 +139,8 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
                 ratio, weak = r, st + 1
             continue
         # FRONT, and PIVOT and UNIT as FRONT: the shorter roads are the lane kernels'
-        r, fail = _generic_step(maps, st, Fw, C, floor, check_rank, scratch, Hf, Af)
+        # (Fw, C typed as a lane's columns: one compiled generic step for this kernel and the lanes')
+        r, fail = _generic_step(maps, st, as_column(Fw), as_column(C), floor, check_rank, scratch, Hf, Af)
         if fail != -1:
             failed = fail
             break

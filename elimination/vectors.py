@@ -43,6 +43,7 @@ from __future__ import annotations
 import operator
 
 from llvmlite import ir
+from numba import njit
 from numba.core import cgutils, types
 from numba.extending import intrinsic, models, overload, register_model
 
@@ -561,6 +562,14 @@ def _entry(context, builder, signature, args):
     intp = lambda at: context.cast(builder, args[at], signature.args[at], types.intp)
     row = _row(context, builder, signature.args[0], args[0], intp(1))  # (one state: the lane is 0)
     return builder.gep(builder.bitcast(row, ir.DoubleType().as_pointer()), [intp(2)], inbounds=True)
+
+
+@njit(cache=True, inline="always")
+def as_column(a):
+    """One state's ``a (n,)`` typed as a lane's column (``A[:, w]`` of lanes ``(n, LANES)``: numba's layout "A",
+    strided), for a function both kernels call on a state's arrays: each layout of an argument is one more
+    compilation of that function and of everything it calls."""
+    return a[::1]
 
 
 @intrinsic
