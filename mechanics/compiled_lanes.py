@@ -9,6 +9,7 @@ from numba import njit
 
 import elimination.lanes_pairs as lanes_pairs
 import elimination.vectors as vectors
+from elimination.vectors import as_column
 from elimination.compiled import factorize_scratch_in, max_front, solve_scratch_in, started_error
 from elimination.compiled_front import UNCOUNTED, ix
 from elimination.gaussian import PIVOT_SUSPECT_RTOL
@@ -114,10 +115,12 @@ def _lanes_concluded(links, factors, scope, constraints, lk, pairs, m, mu, li, r
         _copy(RES[:, w], res)
         for i in range(nv):
             out[ix(b), ix(i)] = IT[ix(ITERATION_ROWS + i), w]
-        work = (links, factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], Lres1, e, corr, cache[:, w],
-                dropped)
-        _conclude(b, li[ITERS, w], ratio[w], smaps, drops, sscr, work, C[:, w], Lmag[:, w], Lin0,
-                  (k, meas, meas0, res, lam, corrected), X[:, w], xn, refine, has_soft, tol, nv, out, flags)
+        # (the state's own rows typed as lane columns too: one compiled chain below _answer for every lane call,
+        # not one per mix of layouts; the per-state kernel's is another, on contiguous rows, for its speed)
+        work = (links, factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], as_column(Lres1), e,
+                as_column(corr), cache[:, w], dropped)
+        _conclude(b, li[ITERS, w], ratio[w], smaps, drops, sscr, work, C[:, w], Lmag[:, w], as_column(Lin0),
+                  (k, meas, meas0, res, lam, corrected), X[:, w], as_column(xn), refine, has_soft, tol, nv, out, flags)
 
 
 @njit(cache=True, inline="always")
@@ -371,13 +374,13 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
                     need[w] = _advance(w, li, step, ratio[w], refine, IT, KC[MOVE], tol, max_iter)
                     continue
                 Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
-                work = (links, factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], Lres1, e, corr,
-                        cache[:, w], dropped)
+                work = (links, factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], as_column(Lres1), e,
+                        as_column(corr), cache[:, w], dropped)
                 _copy(Lin[:, w], Lin0)
                 _copy(meas, meas0)
-                _answer(b, ratio[w], True, smaps, drops, sscr, work, C[:, w], Lmag[:, w], Lin0,
-                        (k, meas, meas0, res, lam, corrected), X[:, w], xn, refine, iterating, has_soft, tol, max_iter,
-                        nv, out, flags)
+                _answer(b, ratio[w], True, smaps, drops, sscr, work, C[:, w], Lmag[:, w], as_column(Lin0),
+                        (k, meas, meas0, res, lam, corrected), X[:, w], as_column(xn), refine, iterating, has_soft, tol,
+                        max_iter, nv, out, flags)
             if in_lanes:
                 _lanes_concluded(links, factors, scope, constraints, lk, pairs, m, mu, li, ratio, smaps, drops, sscr,
                                  Fw, Lin, C, Lmag, cache, X, RES, LAM, IT, Lin0, Lres1, e, corr, dropped, meas0,
