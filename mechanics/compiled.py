@@ -182,9 +182,9 @@ class CompiledDynamics:
 
     def _run_lanes(self, q, v, tau, forces0, mu, tol, max_iter, refine, data) -> tuple:
         """:meth:`run` of a program of tree pairs ``LANES`` states at a time (:func:`lanes_kernel`)."""
-        # (3-5 minutes on a 2-core machine: sixteen lanes of every kernel it inlines)
+        # (about 2.5 minutes with an empty cache on a 2-core machine: sixteen lanes of every kernel it inlines)
         announce_first_compile(compiled_lanes.__file__, "the dynamics kernel for batches side by side", "lanes_kernel",
-                               "a few minutes")
+                               "two or three minutes")
         lane_floats, lane_ints, lane_own = data.lanes(self)
         out, flags = np.empty((q.shape[0], self.width)), np.empty((q.shape[0], 3), dtype=np.int64)
         data.states_run["lanes"] += q.shape[0]
@@ -194,7 +194,8 @@ class CompiledDynamics:
 
     def _run_states(self, q, v, tau, forces0, mu, tol, max_iter, refine, data) -> tuple:
         """:meth:`run` state by state (:func:`dynamics_kernel`)."""
-        announce_first_compile(compiled_iterations.__file__, "the dynamics kernel", "dynamics_kernel")
+        announce_first_compile(compiled_iterations.__file__, "the dynamics kernel", "dynamics_kernel",
+                               "a minute or two")
         out, flags = np.empty((q.shape[0], self.width)), np.empty((q.shape[0], 3), dtype=np.int64)
         data.states_run["one_by_one"] += q.shape[0]
         dynamics_kernel(*self.tables, q, v, tau, forces0, float(mu), float(tol), int(max_iter), int(refine),
@@ -207,7 +208,8 @@ class CompiledDynamics:
         with no warm start.  Returns its row of ``out`` and of ``flags``: a prepared call's whole trip, without
         the checks and reshapes of a batch (they were a third of a small robot's call)."""
         out, flags = np.empty((1, self.width)), np.empty((1, 3), dtype=np.int64)
-        announce_first_compile(compiled_iterations.__file__, "the dynamics kernel", "dynamics_kernel")
+        announce_first_compile(compiled_iterations.__file__, "the dynamics kernel", "dynamics_kernel",
+                               "a minute or two")
         data = self.data
         data.states_run["one_by_one"] += 1
         # the settings' types fixed here: an int mu would make numba compile the kernel once more
