@@ -213,7 +213,7 @@ def factorize_pairs(maps, Fw, C, floor, scratch, lane_scratch, ratio, weak, fail
                 if first > st:  # the front it left, for the joint half
                     _front_of_lane(steps, st, H, scale, maxn, w, scratch[0], scratch[2])
                 for s in range(first, end):
-                    # (np.bool_: a bool as the per-state kernel's, not a literal numba would compile the step for again)
+                    # (np.bool_, as the per-state kernel's: a literal False would compile the step once more)
                     rs, fail = generic_step(maps, s, Fw[:, w], C[:, w], floor[0, w], np.bool_(False), scratch, Hf, Af)
                     _record(w, rs, fail, s, ratio, weak, failed)
             st = end

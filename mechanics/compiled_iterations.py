@@ -93,7 +93,10 @@ def _solve(solve_maps, drops, sscr, work, C, Lmag, x, ratio, refine):
     for _ in range(refine if consistent else 0):
         change = _refine_step(solve_maps, sscr, work, C, Lmag, x)
     suspect = ratio < PIVOT_SUSPECT_RTOL
-    return consistent and (_verified(solve_maps, sscr, work, C, Lmag, x, ratio, np.bool_(False), change) if suspect else True)
+    solved = consistent
+    if solved and suspect:  # its refinement must settle
+        solved = _verified(solve_maps, sscr, work, C, Lmag, x, ratio, np.bool_(False), change)
+    return solved
 
 
 @njit(cache=True, inline="always")
