@@ -97,6 +97,15 @@ def _own_terms(lk, w, pairs, m):
             lk[w, K + 3 * m:K + 4 * m], _iteration_state(lk, w, pairs, m))
 
 
+@njit(cache=True, inline="always")
+def _lane_work(w, links, factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, Lres, e, corr, cache, dropped):
+    """Lane ``w``'s state as the per-state outer iterations take it (:func:`_answer`'s ``work``): the lanes'
+    columns, and the state's own rows typed as lane columns too (``as_column``; ``_answer``'s ``Lin0`` and
+    ``xn`` as well) -- one compiled chain below ``_answer`` for every lane call, not one per mix of layouts."""
+    return (links, factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], as_column(Lres), e,
+            as_column(corr), cache[:, w], dropped)
+
+
 @njit(cache=True, **UNCOUNTED)
 def _lanes_concluded(links, factors, scope, constraints, lk, pairs, m, mu, li, ratio, smaps, drops, sscr, Fw, Lin, C,
                      Lmag, cache, X, RES, LAM, IT, Lin0, Lres1, e, corr, dropped, meas0, corrected, xn, refine,
@@ -115,10 +124,8 @@ def _lanes_concluded(links, factors, scope, constraints, lk, pairs, m, mu, li, r
         _copy(RES[:, w], res)
         for i in range(nv):
             out[ix(b), ix(i)] = IT[ix(ITERATION_ROWS + i), w]
-        # (the state's own rows typed as lane columns too: one compiled chain below _answer for every lane call,
-        # not one per mix of layouts; the per-state kernel's is another, on contiguous rows, for its speed)
-        work = (links, factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], as_column(Lres1), e,
-                as_column(corr), cache[:, w], dropped)
+        work = _lane_work(w, links, factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, Lres1, e, corr, cache,
+                          dropped)
         _conclude(b, li[ITERS, w], ratio[w], smaps, drops, sscr, work, C[:, w], Lmag[:, w], as_column(Lin0),
                   (k, meas, meas0, res, lam, corrected), X[:, w], as_column(xn), refine, has_soft, tol, nv, out, flags)
 
@@ -374,8 +381,8 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
                     need[w] = _advance(w, li, step, ratio[w], refine, IT, KC[MOVE], tol, max_iter)
                     continue
                 Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
-                work = (links, factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], as_column(Lres1), e,
-                        as_column(corr), cache[:, w], dropped)
+                work = _lane_work(w, links, factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, Lres1, e, corr, cache,
+                                  dropped)
                 _copy(Lin[:, w], Lin0)
                 _copy(meas, meas0)
                 _answer(b, ratio[w], True, smaps, drops, sscr, work, C[:, w], Lmag[:, w], as_column(Lin0),
