@@ -219,7 +219,7 @@ def _complete_left(Bt, tau, Rt, Ut, p, k, nzv):
                     Ut[ix(c), ix(i)] -= w * Bt[ix(j), ix(i)]
 
 
-@njit(cache=True, _nrt=False)  # called: inlined, numba copied it to three places of a substitution (13 s cold)
+@njit(cache=True, _nrt=False)  # called: inlined, numba's inliner copied it to three places of a substitution
 def svd_rows(Bt, p, k, Rt, Ut, Vt, s, tau, nzv):
     """The full SVD ``B = U diag(s) V'`` of ``B (p x k, p >= k)`` given by its columns as the rows of
     ``Bt (k, p)`` (overwritten): ``Ut (p, p)`` and ``Vt (k, k)`` hold ``U``'s and ``V``'s columns as rows,

@@ -182,7 +182,7 @@ class CompiledDynamics:
 
     def _run_lanes(self, q, v, tau, forces0, mu, tol, max_iter, refine, data) -> tuple:
         """:meth:`run` of a program of tree pairs ``LANES`` states at a time (:func:`lanes_kernel`)."""
-        # (about 2.5 minutes with an empty cache on a 2-core machine: sixteen lanes of every kernel it inlines)
+        # (the longest compile: sixteen lanes of every kernel it inlines; benchmarks/README.md, cold start)
         announce_first_compile(compiled_lanes.__file__, "the dynamics kernel for batches side by side", "lanes_kernel",
                                "two or three minutes")
         lane_floats, lane_ints, lane_own = data.lanes(self)
