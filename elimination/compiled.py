@@ -58,8 +58,9 @@ from numba import njit
 from . import compiled_front, compiled_pairs, jacobi, vectors
 from .compiled_front import (
     A0, A1, H0, H1, M, NF, NS, OP, OP_FUSED, OP_REVOLUTE, OP_TREE, OP_WIDE_REVOLUTE, UNCOUNTED, _generic_step,
-    _step_backward, _step_forward, drop_stale_cache,
+    _step_backward, _step_forward,
 )
+from .kernel_cache import drop_stale_cache
 from .compiled_pairs import (
     _revolute_backward, _revolute_forward, _revolute_pair, _tree_forward, _tree_pair, _wide_revolute_backward,
     _wide_revolute_forward, _wide_revolute_pair,

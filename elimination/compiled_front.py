@@ -21,7 +21,6 @@ reference counting.
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 from numba import njit
@@ -30,6 +29,7 @@ from numba import uint64 as ix  # an index as unsigned: no negative-index wrap (
 from .gaussian import RANK_RTOL, SINGULAR_RTOL  # numba freezes module globals: the numpy rule's tolerances
 from . import jacobi, vectors as v
 from .jacobi import load_tall, svd_rows
+from .kernel_cache import drop_stale_cache
 from .program import F, KEEP_MIRRORED, KEEP_NONE, PIVOTS, START_CARRIED, START_LEFT, START_SPREAD, Op
 
 INDEFINITE = PIVOTS["indefinite"]  # the one pivot whose Linv is not lower triangular (an eigendecomposition's)
@@ -48,22 +48,6 @@ TQ, TN, TSIG, TP, PB0, PB1, PH0, PH1, PS0, PS1, PG0, PG1 = (
     F[k] for k in ("tq", "tn", "tsig", "tp", "pb0", "pb1", "ph0", "ph1", "ps0", "ps1", "pg0", "pg1"))
 OP_FRONT, OP_PIVOT, OP_UNIT, OP_TREE, OP_REVOLUTE, OP_WIDE_REVOLUTE, OP_FUSED = (  # (as ints: numba freezes them)
     int(op) for op in (Op.FRONT, Op.PIVOT, Op.UNIT, Op.TREE_PAIR, Op.REVOLUTE_PAIR, Op.WIDE_REVOLUTE, Op.FUSED))
-
-
-def drop_stale_cache(module: str, *dependencies: str) -> None:
-    """Delete ``module``'s numba cache where it is older than any of the files ``dependencies``.
-
-    numba keys a cached function on its own file's timestamp only; a kernel that compiles another
-    module's kernels into itself would otherwise keep running them as they were when it was cached.
-    """
-    here = Path(module)
-    try:
-        changed = max(Path(d).stat().st_mtime for d in dependencies)
-        for cached in (here.parent / "__pycache__").glob(f"{here.stem}.*.nb[ic]"):
-            if cached.stat().st_mtime < changed:
-                cached.unlink(missing_ok=True)
-    except OSError:  # a read-only install: numba then compiles in memory (or into NUMBA_CACHE_DIR)
-        pass
 
 
 @njit(cache=True, inline="always", error_model="numpy")

@@ -41,8 +41,9 @@ from numba.typed import List
 from .compiled import announce_first_compile, factorize_maps, max_front, solve_maps
 from .compiled_front import (
     DEFINITE, DS, G0, G1, LINV, NF, NS, NZ, OP, OP_PIVOT, OUT_G, OUT_H, OUT_S, PIVOT, UNCOUNTED, Y_, YC, _gathered,
-    _pivot_block, _step_backward, drop_stale_cache,
+    _pivot_block, _step_backward,
 )
+from .kernel_cache import drop_stale_cache
 from . import compiled_front, vectors as v
 
 LANES = v.WIDTH

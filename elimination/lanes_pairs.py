@@ -28,8 +28,9 @@ from numba import njit
 
 from .compiled_front import (
     A0, A1, HF_, IDENTITY, KEEP, M, NF, NS, OP, OP_FRONT, OP_FUSED, OP_PIVOT, OP_REVOLUTE, OP_TREE, OP_UNIT,
-    OP_WIDE_REVOLUTE, START, T_, UNCOUNTED, UROW, drop_stale_cache,
+    OP_WIDE_REVOLUTE, START, T_, UNCOUNTED, UROW,
 )
+from .kernel_cache import drop_stale_cache
 from .compiled_front import _generic_step as generic_step, _step_backward as step_backward, _step_forward as step_forward
 from .compiled_front import _added, _gathered
 from .compiled_pairs import (

@@ -3,9 +3,9 @@
 numba compiles a kernel at its first call and keeps it on disk (``__pycache__``
 beside the module, or under ``NUMBA_CACHE_DIR`` where that is set -- the place
 for a read-only install); a later process loads it in a fraction of a second.
-The cache is keyed on each source file's modification time and size, so a
-reinstall that rewrites the files compiles again: run the warm-up once after
-installing.  Each stage here is a real call on a tiny problem, so it compiles
+A kernel's cache holds until a source it compiles in changes
+(:mod:`elimination.kernel_cache`; a reinstall of the same files keeps it with
+numba >= 0.68): run the warm-up once after installing.  Each stage here is a real call on a tiny problem, so it compiles
 exactly the signatures the library's calls use.
 """
 from __future__ import annotations

@@ -22,9 +22,10 @@ import elimination.lanes_pairs as lanes_pairs
 import elimination.vectors as vectors
 
 from elimination.compiled import (
-    drop_stale_cache, FACTORIZE_MAPS, SOLVE_MAPS, factorize_maps_in, solve_maps_in,
+    FACTORIZE_MAPS, SOLVE_MAPS, factorize_maps_in, solve_maps_in,
     unpacked1, unpacked2, unpacked3, unpacked4,
 )
+from elimination.kernel_cache import drop_stale_cache
 from elimination.program import F, Op
 
 from .keys import (
@@ -37,8 +38,8 @@ KERNEL_MODULES = ("compiled_tables", "compiled_kinematics", "compiled_fill", "co
 
 
 def drop_stale_kernels(module: str) -> None:
-    """Drop ``module``'s numba cache where a kernel source it may inline is newer: these modules' or the
-    engine's (numba keys a cached function on its own file only)."""
+    """Drop ``module``'s numba cache where a kernel source it may compile in changed: these modules' or the
+    engine's (:func:`elimination.kernel_cache.drop_stale_cache`)."""
     here = Path(__file__).parent
     drop_stale_cache(module, *(here / f"{name}.py" for name in KERNEL_MODULES), elimination_compiled.__file__,
                      compiled_front.__file__, compiled_pairs.__file__, jacobi.__file__, lanes.__file__,

@@ -520,8 +520,8 @@ def run_warmup(args) -> int:
     print("gaussgraph warmup: compiling the kernels that have no disk cache yet (loading the others)", flush=True)
     mechanics.warmup(on_stage=said)
     where = os.environ.get("NUMBA_CACHE_DIR") or "__pycache__ beside each module of elimination and mechanics"
-    print(f"done in {time.perf_counter() - start:.1f} s; cached in {where}.  A reinstall that rewrites the package's "
-          f"files compiles again (numba keys its cache on each file's time and size): run this once after installing.")
+    print(f"done in {time.perf_counter() - start:.1f} s; cached in {where}.  Run this once after installing: a "
+          f"new version compiles again (so does a reinstall of the same one with numba older than 0.68).")
     return 0
 
 
