@@ -9,13 +9,14 @@ says what would fix it.  numpy scalar types (``np.float32(1e6)``,
 """
 from __future__ import annotations
 
+import difflib
 import numbers
 
 import numpy as np
 
 from factorgraph.factors import real_array
 
-from .mechanism import Mechanism
+from .mechanism import Connect, Mechanism, Weld
 
 FLOAT = np.dtype(np.float64)
 
@@ -54,6 +55,43 @@ def check_mu(mu) -> float:
 
 def check_tol(tol) -> float:
     return check_real(tol, "tol", "the outer loop's tolerance on the constraint residual, e.g. 1e-10")
+
+
+BAUMGARTE_ADVICE = "Baumgarte gains (Kp, Kd) >= 0, e.g. (100.0, 20.0): the acceleration target -Kp e - Kd e_dot"
+
+
+def check_baumgarte(mechanism: Mechanism, baumgarte) -> dict:
+    """``baumgarte`` -- ``None``, one ``(Kp, Kd)`` for every Weld and Connect, or ``{constraint name: (Kp, Kd)}``
+    -- as ``{name: (Kp, Kd)}`` of floats, the constraints without a correction (or with zero gains) left out.
+
+    A General constraint has no position level: named in a dict it is refused; one pair for all passes it by."""
+    if baumgarte is None:
+        return {}
+    positional = [c for c in mechanism.constraints if isinstance(c, (Weld, Connect))]
+    if isinstance(baumgarte, dict):
+        names = {c.name: c for c in mechanism.constraints}
+        for name in baumgarte:
+            if name not in names:
+                close = difflib.get_close_matches(str(name), list(names), n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else f" (its constraints: {', '.join(names) or 'none'})"
+                raise ValueError(f"baumgarte: {mechanism.name!r} has no constraint {name!r}{hint}")
+            if not isinstance(names[name], (Weld, Connect)):
+                raise ValueError(f"baumgarte: constraint {name!r} is a {type(names[name]).__name__}, which has no "
+                                 f"position level to correct (only Weld and Connect have one)")
+        gains = {name: _gains(value, f"baumgarte[{name!r}]") for name, value in baumgarte.items()}
+    else:
+        pair = _gains(baumgarte, "baumgarte")
+        gains = {c.name: pair for c in positional}
+    return {name: pair for name, pair in gains.items() if any(pair)}
+
+
+def _gains(value, name: str) -> tuple:
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
+        raise TypeError(f"{name} must be a pair (Kp, Kd) ({BAUMGARTE_ADVICE}), got {value!r}")
+    pair = tuple(check_real(g, name, BAUMGARTE_ADVICE, positive=False) for g in value)
+    if min(pair) < 0:
+        raise ValueError(f"{name} must hold gains >= 0 ({BAUMGARTE_ADVICE}), got {value!r}")
+    return pair
 
 
 def check_max_iter(max_iter) -> int:

@@ -94,6 +94,9 @@ class CompiledDynamics:
     layout : mechanics.gplc.GPLCLayout
     plan : elimination.Plan
         Complete plan of ``layout.structure()``.
+    baumgarte : dict, optional
+        ``{constraint name: (Kp, Kd)}`` (:func:`~mechanics.checks.check_baumgarte`): model data, as in
+        Pinocchio's constraint models.
 
     Attributes
     ----------
@@ -105,7 +108,7 @@ class CompiledDynamics:
         single calls; a call the kernel refuses counts as run.
     """
 
-    def __init__(self, mechanism, layout, plan):
+    def __init__(self, mechanism, layout, plan, baumgarte: dict | None = None):
         self.mechanism, self.layout, self.plan = mechanism, layout, plan
         self.program = program = plan.lowered()
         self.unsupported = program.unsupported or _unsupported(mechanism, layout)
@@ -114,7 +117,7 @@ class CompiledDynamics:
         index = {link.name: i for i, link in enumerate(mechanism.links)}
         index[GROUND] = len(mechanism.links)
         self.model = _model_tables(mechanism, index, program)
-        self.constraints, pairs, self.general = _constraint_tables(mechanism, layout, index, program)
+        self.constraints, pairs, self.general = _constraint_tables(mechanism, layout, index, program, baumgarte or {})
         self.factors, self.scope = _factor_tables(layout, program, self.constraints, pairs, mechanism, index)
         _own_factors(self.model[0], self.factors)
         steps = program.steps

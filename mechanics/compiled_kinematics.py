@@ -11,6 +11,7 @@ from numba import njit
 import elimination.vectors as vectors
 from elimination.compiled_front import UNCOUNTED, ix
 
+from .spatial import LOG_SERIES
 from .compiled_tables import drop_stale_kernels, ACC, CDIM, CKIND, GENERAL, JOINT, L1, L2, NPAIR, NV, PAIR0, PARENT, Q0, ROW0, V0, WELD
 
 drop_stale_kernels(__file__)
@@ -62,7 +63,7 @@ def _joint_pose(kind, a0, a1, a2, Q, q0, w):
 
 # Row k of KL holds entry k of each lane's kinematics (one state's entries where KL is 1-d), in the parts of
 # _kinematic_parts; a joint's pose (sines, cosines) is computed lane by lane.
-KINEMATIC_TEMPS = 75  # KL's scratch rows (_constraint_terms' 75)
+KINEMATIC_TEMPS = 87  # KL's scratch rows (_constraint_terms' 87)
 
 
 def kinematic_rows(n: int, nq: int, nv: int) -> int:
@@ -265,16 +266,80 @@ def _weld_row(KL, Kr, row, sign, R1, p1, t):
         vectors.scaled(KL, Kr + 3 + c, sign, KL, R1 + 3 * c + i)
 
 
+@njit(cache=True, inline="always")
+def _axis_near_pi(R, c):
+    """The unit axis of a rotation by ``t`` near ``pi`` (``cos t = c``): from the diagonal ``R_ii = c + (1 - c)
+    a_i^2`` its largest entry, the others from ``R_ij + R_ji = 2 (1 - c) a_i a_j`` (the sign: the caller's)."""
+    d = 1.0 - c
+    a0, a1, a2 = (np.sqrt(max((R[0] - c) / d, 0.0)), np.sqrt(max((R[4] - c) / d, 0.0)),
+                  np.sqrt(max((R[8] - c) / d, 0.0)))
+    if a0 >= a1 and a0 >= a2:
+        return a0, (R[1] + R[3]) / (2.0 * d * a0), (R[2] + R[6]) / (2.0 * d * a0)
+    if a1 >= a2:
+        return (R[1] + R[3]) / (2.0 * d * a1), a1, (R[5] + R[7]) / (2.0 * d * a1)
+    return (R[2] + R[6]) / (2.0 * d * a2), (R[5] + R[7]) / (2.0 * d * a2), a2
+
+
+@njit(cache=True, inline="always")
+def _log6(R, p):
+    """:func:`mechanics.spatial.log6` of one pose (``R`` a row-major 9-tuple, ``p`` a 3-tuple): ``[v; omega]``.
+    The rotation vector from ``(R - R')/2 = sin(t) [a]x`` and ``cos t = (tr R - 1)/2``, its axis from the
+    diagonal near ``t = pi`` (:func:`_axis_near_pi`), where the sine's loses its digits."""
+    c = min(max(0.5 * (R[0] + R[4] + R[8] - 1.0), -1.0), 1.0)
+    s0, s1, s2 = 0.5 * (R[7] - R[5]), 0.5 * (R[2] - R[6]), 0.5 * (R[3] - R[1])
+    s = np.sqrt(s0 * s0 + s1 * s1 + s2 * s2)
+    t = np.arctan2(s, c)
+    if c > -0.5:
+        f = 1.0 + t * t / 6.0 if t < LOG_SERIES else t / s  # t / sin t
+        w0, w1, w2 = f * s0, f * s1, f * s2
+    else:
+        a0, a1, a2 = _axis_near_pi(R, c)
+        f = -t if a0 * s0 + a1 * s1 + a2 * s2 < 0.0 else t
+        w0, w1, w2 = f * a0, f * a1, f * a2
+    beta = (1.0 / 12.0 + t * t / 720.0 + t ** 4 / 30240.0 if t < LOG_SERIES
+            else 1.0 / (t * t) - np.cos(t / 2.0) / (2.0 * t * np.sin(t / 2.0)))
+    u0, u1, u2 = w1 * p[2] - w2 * p[1], w2 * p[0] - w0 * p[2], w0 * p[1] - w1 * p[0]  # w x p
+    z0, z1, z2 = w1 * u2 - w2 * u1, w2 * u0 - w0 * u2, w0 * u1 - w1 * u0  # w x (w x p)
+    return (p[0] - 0.5 * u0 + beta * z0, p[1] - 0.5 * u1 + beta * z1, p[2] - 0.5 * u2 + beta * z2, w0, w1, w2)
+
+
+@njit(cache=True, inline="always")
+def _weld_error(KL, R1, p1, R2, p2, E, axes, j, m):
+    """A weld's position error ``-log6(c1Mc2)`` in its rows into ``E..`` (:func:`mechanics.kinematics.constraint_errors`),
+    lane by lane, from frame 1's pose in rows ``R1``, ``p1`` and frame 2's in ``R2``, ``p2``."""
+    for w in range(vectors.width(KL)):
+        g = lambda k: vectors.lane(KL, k, w)
+        r = lambda i, k: g(R1 + i) * g(R2 + k) + g(R1 + 3 + i) * g(R2 + 3 + k) + g(R1 + 6 + i) * g(R2 + 6 + k)
+        d0, d1, d2 = g(p2) - g(p1), g(p2 + 1) - g(p1 + 1), g(p2 + 2) - g(p1 + 2)
+        log = _log6((r(0, 0), r(0, 1), r(0, 2), r(1, 0), r(1, 1), r(1, 2), r(2, 0), r(2, 1), r(2, 2)),
+                    (g(R1) * d0 + g(R1 + 3) * d1 + g(R1 + 6) * d2, g(R1 + 1) * d0 + g(R1 + 4) * d1 + g(R1 + 7) * d2,
+                     g(R1 + 2) * d0 + g(R1 + 5) * d1 + g(R1 + 8) * d2))
+        for q in range(m):
+            vectors.set_lane(KL, E + q, w, -log[axes[ix(j), ix(q)]])
+
+
+@njit(cache=True, inline="always")
+def _corrected(KL, k, E, ED, gains, j, m):
+    """``k += -Kp e - Kd e_dot`` in a constraint's rows (Pinocchio's Baumgarte corrector; ``E``, ``ED``: the
+    position and velocity errors)."""
+    for r in range(m):
+        vectors.scaled(KL, E + r, -gains[ix(j), 0], KL, E + r)
+        vectors.add_scaled(KL, E + r, KL, ED + r, -gains[ix(j), 1])
+        vectors.add(KL, k + r, KL, E + r)
+
+
 @njit(cache=True, **UNCOUNTED)  # (compiled once and called: each caller's compile is shorter)
 def _constraint_terms(constraints, general, root, ground, KL, parts, KK, Kk):
     """:func:`mechanics.kinematics.constraint_terms` of every constraint, in the lanes that take a new state
     (``KL``'s mask), from their poses and velocities in ``KL`` (:func:`_kinematic_parts`): ``K`` per pair into
-    ``KK``, ``k`` (ground terms folded in) into ``Kk`` (:func:`_constraint_parts`); the other lanes' rows keep
-    their values.  75 of ``KL``'s scratch rows: the frames, ``K``'s rows, the drift, ``k``."""
+    ``KK``, ``k`` (ground terms folded in, and the Baumgarte target where a constraint's gains are not zero)
+    into ``Kk`` (:func:`_constraint_parts`); the other lanes' rows keep their values.  87 of ``KL``'s scratch
+    rows: the frames, ``K``'s rows, the drift, ``k``, the position and velocity errors."""
     table, axes = constraints[0], constraints[1]
-    place_R, place_p, K_const, k_const = general
+    place_R, place_p, K_const, k_const, gains = general
     R, P, VEL, T, MASK = parts[0], parts[1], parts[2], parts[9], parts[10]
     R1, p1, R2, p2, KLr, D, k, t = T, T + 9, T + 12, T + 21, T + 24, T + 60, T + 66, T + 72
+    E, ED = T + 75, T + 81
     for j in range(table.shape[0]):
         kind, m, r0, pair = table[ix(j), CKIND], table[ix(j), CDIM], table[ix(j), ROW0], table[ix(j), PAIR0]
         if kind == GENERAL:
@@ -289,8 +354,10 @@ def _constraint_terms(constraints, general, root, ground, KL, parts, KK, Kk):
             continue
         a, b = table[ix(j), L1], table[ix(j), L2]
         _compose(KL, R + 9 * a, P + 3 * a, place_R[ix(j), 0], place_p[ix(j), 0], R1, p1)
+        corrected = gains[ix(j), 0] != 0.0 or gains[ix(j), 1] != 0.0
         for r in range(m):
             vectors.fill(KL, k + r, 0.0)
+            vectors.fill(KL, ED + r, 0.0)
         for side in range(2):
             link, sign = (a, 1.0) if side == 0 else (b, -1.0)
             if kind == WELD:
@@ -301,6 +368,13 @@ def _constraint_terms(constraints, general, root, ground, KL, parts, KK, Kk):
                     for r in range(m):
                         vectors.dot6(KL, t, KL, KLr + 6 * r, 1, KL, D, 1)
                         vectors.sub(KL, k + r, KL, t)
+                    if corrected:  # e_dot = C (v_1 - v_2), e = -log6(c1Mc2)
+                        for r in range(m):
+                            vectors.dot6(KL, ED + r, KL, KLr + 6 * r, 1, KL, VEL + 6 * a, 1)
+                            vectors.dot6(KL, t, KL, KLr + 6 * r, 1, KL, VEL + 6 * b, 1)
+                            vectors.sub(KL, ED + r, KL, t)
+                        _compose(KL, R + 9 * b, P + 3 * b, place_R[ix(j), 1], place_p[ix(j), 1], R2, p2)
+                        _weld_error(KL, R1, p1, R2, p2, E, axes, j, m)
             else:  # Connect: K = sign R1' [-p x, I], drift sign * w x (J v)
                 if side == 1:
                     _compose(KL, R + 9 * b, P + 3 * b, place_R[ix(j), 1], place_p[ix(j), 1], R2, p2)
@@ -325,6 +399,17 @@ def _constraint_terms(constraints, general, root, ground, KL, parts, KK, Kk):
                     vectors.add_mul(KL, t, KL, e + 6, KL, D + 2)
                     vectors.scaled(KL, t, sign, KL, t)
                     vectors.sub(KL, k + r, KL, t)
+                    if corrected:  # e_dot += sign R1' Jv, and at the second side e = R1' (p1 - p2)
+                        vectors.mul(KL, t, KL, e, KL, D + 3)
+                        vectors.add_mul(KL, t, KL, e + 3, KL, D + 4)
+                        vectors.add_mul(KL, t, KL, e + 6, KL, D + 5)
+                        vectors.add_scaled(KL, ED + r, KL, t, sign)
+                        if side == 1:
+                            vectors.fill(KL, E + r, 0.0)
+                            for i in range(3):
+                                vectors.copy(KL, t, KL, p1 + i)
+                                vectors.sub(KL, t, KL, p2 + i)
+                                vectors.add_mul(KL, E + r, KL, e + 3 * i, KL, t)
             if link == ground:  # the ground's known acceleration to the right-hand side
                 for r in range(m):
                     vectors.fill(KL, t, 0.0)
@@ -336,6 +421,8 @@ def _constraint_terms(constraints, general, root, ground, KL, parts, KK, Kk):
                     for c in range(6):
                         vectors.put(KK, 36 * pair + 6 * r + c, KL, KLr + 6 * r + c, KL, MASK)
                 pair += 1
+        if corrected:
+            _corrected(KL, k, E, ED, gains, j, m)
         for r in range(m):
             vectors.put(Kk, r0 + r, KL, k + r, KL, MASK)
 

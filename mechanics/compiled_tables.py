@@ -114,16 +114,17 @@ def _model_tables(mechanism, index: dict, program) -> tuple:
     return table, axis, place_R, place_p, body, S_local, root
 
 
-def _constraint_tables(mechanism, layout, index: dict, program) -> tuple:
+def _constraint_tables(mechanism, layout, index: dict, program, baumgarte: dict) -> tuple:
     """Constraints (columns ``CKIND ... TEST``, and their policies' float numbers ``STIFFNESS ... TAKE``),
     their pairs ``(constraint, link)`` in the order of the policies' slots, and the float tables: axes,
-    frame placements, General's constant ``K`` and ``k``."""
+    frame placements, General's constant ``K`` and ``k``, the Baumgarte gains ``(Kp, Kd)`` (zero: none)."""
     constraints = mechanism.constraints
     nc = len(constraints)
     table = np.full((max(nc, 1), 12), -1, dtype=np.int64)[:nc]
     numbers = np.zeros((max(nc, 1), 4))[:nc]
     axes = np.zeros((max(nc, 1), 6), dtype=np.int64)
     place_R, place_p = np.zeros((max(nc, 1), 2, 3, 3)), np.zeros((max(nc, 1), 2, 3))
+    gains = np.array([baumgarte.get(c.name, (0.0, 0.0)) for c in constraints] or [(0.0, 0.0)], dtype=float)
     pairs, K_const, k_const, row = [], [], np.zeros(mechanism.constraint_dim), 0
     root = np.concatenate([np.zeros(3), -np.asarray(mechanism.gravity, dtype=float)])
     for j, c in enumerate(constraints):
@@ -148,7 +149,7 @@ def _constraint_tables(mechanism, layout, index: dict, program) -> tuple:
         row += c.dim
     pair_table = np.asarray(pairs, dtype=np.int64).reshape(len(pairs), 2)
     K_const = np.asarray(K_const, dtype=float).reshape(len(pairs), 6, 6)
-    return (table, axes, pair_table, numbers), pair_table, (place_R, place_p, K_const, k_const)
+    return (table, axes, pair_table, numbers), pair_table, (place_R, place_p, K_const, k_const, gains)
 
 
 def _factor_tables(layout, program, constraints: tuple, pairs: np.ndarray, mechanism, index: dict) -> tuple:
@@ -193,10 +194,11 @@ def _unpacked_tables(TI, II, TF, IF):
     factors, scope, drops, sizes, unit, parts, model, general)``."""
     k0 = FACTORIZE_MAPS + SOLVE_MAPS
     constraints = (unpacked2(TI, II, k0 + 1), unpacked2(TI, II, k0 + 2), unpacked2(TI, II, k0 + 3),
-                   unpacked2(TF, IF, 10))
+                   unpacked2(TF, IF, 11))
     model = (unpacked2(TI, II, k0), unpacked2(TF, IF, 0), unpacked3(TF, IF, 1), unpacked2(TF, IF, 2),
              unpacked2(TF, IF, 3), unpacked3(TF, IF, 4), unpacked1(TF, IF, 5))
-    general = (unpacked4(TF, IF, 6), unpacked3(TF, IF, 7), unpacked3(TF, IF, 8), unpacked1(TF, IF, 9))
+    general = (unpacked4(TF, IF, 6), unpacked3(TF, IF, 7), unpacked3(TF, IF, 8), unpacked1(TF, IF, 9),
+               unpacked2(TF, IF, 10))
     return (factorize_maps_in(TI, II), solve_maps_in(TI, II, FACTORIZE_MAPS), constraints, unpacked2(TI, II, k0 + 4),
             unpacked1(TI, II, k0 + 5), unpacked2(TI, II, k0 + 6), unpacked1(TI, II, k0 + 7), unpacked2(TI, II, k0 + 8),
             unpacked1(TI, II, k0 + 9), model, general)

@@ -202,7 +202,8 @@ def _diagnose_one(J, c, M, mu: float, tolerance: float, capped: bool, names: np.
                      tuple(dict.fromkeys(names[rows])))
 
 
-def diagnose(mechanism: Mechanism, q: np.ndarray, v: np.ndarray, mu: float, tol: float, capped=None) -> list:
+def diagnose(mechanism: Mechanism, q: np.ndarray, v: np.ndarray, mu: float, tol: float, capped=None,
+             baumgarte: dict | None = None) -> list:
     """Why the runs at these states did not converge: a :class:`Diagnosis` each.
 
     Parameters
@@ -216,6 +217,8 @@ def diagnose(mechanism: Mechanism, q: np.ndarray, v: np.ndarray, mu: float, tol:
     capped : ndarray of bool (n,), optional
         Where the run stopped at ``max_iter`` (default: everywhere); elsewhere it stopped itself, its
         accelerations settled (or, ``soft``, after its one correction).
+    baumgarte : dict, optional
+        The run's Baumgarte gains, ``{constraint name: (Kp, Kd)}`` (they move ``k``).
 
     Returns
     -------
@@ -231,7 +234,8 @@ def diagnose(mechanism: Mechanism, q: np.ndarray, v: np.ndarray, mu: float, tol:
     """
     q = normalized_configuration(mechanism, np.array(q, dtype=float))
     kin = kinematics(mechanism, q, v)
-    terms = {c.name: constraint_terms(kin, c) for c in mechanism.constraints}
+    gains = baumgarte or {}
+    terms = {c.name: constraint_terms(kin, c, gains.get(c.name)) for c in mechanism.constraints}
     tolerance = residual_tolerance(tol, terms, kin.batch_shape)
     J, c, M = _joint_space(mechanism, kin, list(terms.values()))
     names = np.array([c.name for c in mechanism.constraints for _ in range(c.dim)], dtype=object)

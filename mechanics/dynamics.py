@@ -30,7 +30,8 @@ from elimination.numeric import BACKENDS
 
 from .algorithms import layout_of, plan_of, policy_types, resolve_algorithm, tree_order
 from .checks import (
-    check_max_iter, check_mechanism, check_mu, check_multipliers, check_state, check_tol, plain_state, state_arrays,
+    check_baumgarte, check_max_iter, check_mechanism, check_mu, check_multipliers, check_state, check_tol, plain_state,
+    state_arrays,
 )
 from .convergence import (
     RESIDUAL_RTOL, SOFT_CONTRACTION, NumpyPathWarning, element_max, element_norm, residual_tolerance, warn_inverse_mu,
@@ -396,9 +397,11 @@ class PreparedDynamics:
     """
 
     def __init__(self, mechanism: Mechanism, algorithm="lcaba", mu: float = 1e6, tol: float = 1e-10,
-                 max_iter: int = 50, refine: int | None = None, backend: str = "auto", *, _stacklevel: int | None = 3):
+                 max_iter: int = 50, refine: int | None = None, backend: str = "auto", baumgarte=None, *,
+                 _stacklevel: int | None = 3):
         check_mechanism(mechanism)
         self.mu, self.tol, self.max_iter = check_mu(mu), check_tol(tol), check_max_iter(max_iter)
+        self.baumgarte = check_baumgarte(mechanism, baumgarte)
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         self.name, algo = resolve_algorithm(algorithm)
@@ -422,8 +425,10 @@ class PreparedDynamics:
         if backend != "numpy":
             self.plan.lowered()  # lowered now, not at the first call
             self.refine = check_refine(self.refine)
-            key = ("compiled", policy_types(self.policies), algo.ordering)  # tables kept with the mechanism
-            compiled = mechanism.derived.get(key, lambda: CompiledDynamics(mechanism, self.layout, self.plan))
+            gains = tuple(sorted(self.baumgarte.items()))
+            key = ("compiled", policy_types(self.policies), algo.ordering, gains)  # tables kept with the mechanism
+            compiled = mechanism.derived.get(key, lambda: CompiledDynamics(mechanism, self.layout, self.plan,
+                                                                           self.baumgarte))
             self.compiled = None if compiled.unsupported else compiled
             if self.compiled is not None:
                 self._row_parts = mechanism.derived.get(("row parts",), lambda: _row_parts(mechanism, compiled.columns))
@@ -442,8 +447,9 @@ class PreparedDynamics:
         warnings.warn(text, NumpyPathWarning, stacklevel=stacklevel + 1)
 
     def __repr__(self) -> str:
+        gains = f", baumgarte={self.baumgarte}" if self.baumgarte else ""
         return (f"PreparedDynamics({self.name!r} on {self.mechanism.name!r}, mu={self.mu:g}, tol={self.tol:g}, "
-                f"max_iter={self.max_iter}, backend={self.backend!r})")
+                f"max_iter={self.max_iter}, backend={self.backend!r}{gains})")
 
     def __call__(self, q, v, tau, forces0=None) -> DynamicsResult:
         """Forward dynamics at ``(q, v, tau)`` (shapes and checks as :func:`forward_dynamics`)."""
@@ -465,7 +471,7 @@ class PreparedDynamics:
             state["forces0"] = forces0
         batch = tuple(np.broadcast_shapes(*(a.shape[:-1] for a in state.values())))
         lam = split_multipliers(mechanism, None if forces0 is None else -forces0, batch)
-        gplc = self.layout.fill(kinematics(mechanism, q, v), tau, mu, lam)
+        gplc = self.layout.fill(kinematics(mechanism, q, v), tau, mu, lam, self.baumgarte)
         with _explained(self.name, self.label, policies, mechanism, mu):
             fact = elimination.factorize(gplc.graph, self.plan, backend=self.backend)
             x, qdd, lam, residual, iterations = outer_iterations(mechanism, gplc, fact, policies, mu, lam, self.tol,
@@ -565,7 +571,7 @@ class PreparedDynamics:
         state = [np.array(np.broadcast_to(a, batch + a.shape[-1:])[failed]) for a in (q, v)]  # (kept past the call)
         iterating = any(p.iterates for p in self.policies.values())
         capped = (iterations >= self.max_iter)[failed] & iterating
-        diagnosed = functools.cache(lambda: diagnose(self.mechanism, *state, self.mu, self.tol, capped))
+        diagnosed = functools.cache(lambda: diagnose(self.mechanism, *state, self.mu, self.tol, capped, self.baumgarte))
         warn_not_converged(self._context, self._numbers, self.tol, self.max_iter, converged, iterations, worst,
                            diagnosed, stacklevel=stacklevel)
 
@@ -578,7 +584,7 @@ class PreparedDynamics:
 
 
 def prepare(mechanism: Mechanism, algorithm="lcaba", mu: float = 1e6, tol: float = 1e-10, max_iter: int = 50,
-            refine: int | None = None, backend: str = "auto") -> PreparedDynamics:
+            refine: int | None = None, backend: str = "auto", baumgarte=None) -> PreparedDynamics:
     """Forward dynamics validated and planned once: a callable ``(q, v, tau, forces0=None) -> DynamicsResult``.
 
     Parameters are those of :func:`forward_dynamics` less the state; the
@@ -593,12 +599,12 @@ def prepare(mechanism: Mechanism, algorithm="lcaba", mu: float = 1e6, tol: float
     >>> res.converged
     True
     """
-    return PreparedDynamics(mechanism, algorithm, mu, tol, max_iter, refine, backend)
+    return PreparedDynamics(mechanism, algorithm, mu, tol, max_iter, refine, backend, baumgarte)
 
 
 def forward_dynamics(
     mechanism: Mechanism, q, v, tau, algorithm="lcaba", mu: float = 1e6, tol: float = 1e-10,
-    max_iter: int = 50, forces0=None, refine: int | None = None, backend: str = "auto",
+    max_iter: int = 50, forces0=None, refine: int | None = None, backend: str = "auto", baumgarte=None,
 ) -> DynamicsResult:
     """Constrained forward dynamics by bucket elimination of the GPLC graph.
 
@@ -650,6 +656,13 @@ def forward_dynamics(
         States the kernel cannot answer -- a refused pivot, dependent hard
         rows, refinement that does not settle -- and constraint policies of
         one's own run on the numpy path.  The two agree to round-off.
+    baumgarte : (Kp, Kd) or dict, optional
+        Baumgarte stabilisation of the Weld and Connect constraints, as Pinocchio's
+        ``BaumgarteCorrectorParameters``: each asks for the relative acceleration ``-Kp e - Kd e_dot``
+        instead of zero, ``e`` and ``e_dot`` its position and velocity errors
+        (:meth:`Mechanism.constraint_error`, :meth:`Mechanism.constraint_velocity`).  One pair for all of
+        them, or ``{constraint name: (Kp, Kd)}``.  A constraint to the ground is drawn to its ground-side
+        frame: :meth:`Mechanism.anchored` puts those where the constraints hold at a configuration.
 
     Returns
     -------
@@ -687,19 +700,22 @@ def forward_dynamics(
     """
     check_mechanism(mechanism)
     try:
-        prepared = _prepared(mechanism, algorithm, mu, tol, max_iter, refine, backend)
+        prepared = _prepared(mechanism, algorithm, mu, tol, max_iter, refine, backend, baumgarte)
     except (TypeError, ValueError):
         check_state(mechanism, q, v, tau)  # the state's errors before the settings', as always
         raise
     return prepared._run(q, v, tau, forces0, stacklevel=3)
 
 
-def _prepared(mechanism: Mechanism, algorithm, mu, tol, max_iter, refine, backend) -> PreparedDynamics:
+def _prepared(mechanism: Mechanism, algorithm, mu, tol, max_iter, refine, backend, baumgarte) -> PreparedDynamics:
     """:func:`forward_dynamics`'s :class:`PreparedDynamics`, kept with the mechanism for its last few settings:
     made, it costs as much as a state's dynamics.  Kept or new, the mu-convention warning is issued here."""
-    key = (algorithm, mu, tol, max_iter, refine, backend)
-    make = lambda: PreparedDynamics(mechanism, algorithm, mu, tol, max_iter, refine, backend, _stacklevel=None)  # noqa: E731
+    make = lambda: PreparedDynamics(mechanism, algorithm, mu, tol, max_iter, refine, backend, baumgarte,  # noqa: E731
+                                    _stacklevel=None)
     try:
+        gains = tuple(sorted((k, tuple(v)) for k, v in baumgarte.items())) if isinstance(baumgarte, dict) else (
+            baumgarte if baumgarte is None else tuple(baumgarte))
+        key = (algorithm, mu, tol, max_iter, refine, backend, gains)
         hash(key)
     except TypeError:  # an algorithm given as an unhashable spec: made each time
         prepared = make()

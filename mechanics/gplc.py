@@ -156,9 +156,11 @@ class GPLCLayout:
         """The structure-only graph (roles attached) that plans are analysed from."""
         return GraphStructure(self.variables, tuple(FactorStructure(s.keys, s.rows, s.role, s.units) for s in self.slots))
 
-    def fill(self, kin: Kinematics, tau: np.ndarray, mu: float, lam: dict) -> GPLC:
-        """The numeric graph at a kinematic state; ``lam`` maps constraint name -> ``lambda^k``."""
-        terms = {c.name: constraint_terms(kin, c) for c in self.mechanism.constraints}
+    def fill(self, kin: Kinematics, tau: np.ndarray, mu: float, lam: dict, baumgarte: dict | None = None) -> GPLC:
+        """The numeric graph at a kinematic state; ``lam`` maps constraint name -> ``lambda^k``, ``baumgarte``
+        constraint name -> ``(Kp, Kd)`` (:func:`~mechanics.checks.check_baumgarte`)."""
+        gains = baumgarte or {}
+        terms = {c.name: constraint_terms(kin, c, gains.get(c.name)) for c in self.mechanism.constraints}
         state = State(kin, tau, terms, mu, lam)
         graph = FactorGraph()
         for var in self.variables:

@@ -27,7 +27,7 @@ import numpy as np
 
 from .joints import jcalc, motion_subspace
 from .mechanism import GROUND, Connect, General, Mechanism, Weld
-from .spatial import compose, crf, crm, inertia_to_parent, inverse_motion_transform, motion_transform, skew
+from .spatial import compose, crf, crm, inertia_to_parent, inverse_motion_transform, log6, motion_transform, skew
 
 LINEAR_FIRST = [3, 4, 5, 0, 1, 2]  # rows of a motion transform in Pinocchio's [linear; angular] order
 
@@ -136,8 +136,35 @@ def _connect(kin: Kinematics, c: Connect):
     return K, -(R1t @ drift[..., None])[..., 0]
 
 
-def constraint_terms(kin: Kinematics, constraint) -> ConstraintTerms:
-    """The ``K`` blocks and right-hand side ``k`` of a constraint at this state."""
+def constraint_errors(kin: Kinematics, c) -> tuple:
+    """``(e, e_dot)``, shapes ``(..., m)``: the position and velocity errors of a Weld or Connect in its rows,
+    as Pinocchio's ``contact_placement_error`` and ``contact_velocity_error`` (frame 1's coordinates).
+
+    With ``c1Mc2`` frame 2's pose in frame 1: a Weld's ``e = -log6(c1Mc2)`` and ``e_dot = C (v_1 - v_2)``
+    (its rows' twist, ``[linear; angular]``); a Connect's ``e = R_1' (p_1 - p_2)`` and ``e_dot = R_1' (p_1' -
+    p_2')``, ``p'`` the velocity of the frame's origin.  Both restricted to the constraint's axes.
+    """
+    R1, p1 = _frame(kin, c.link1, c.placement1)
+    R2, p2 = _frame(kin, c.link2, c.placement2)
+    R1t, axes = np.swapaxes(R1, -1, -2), list(c.axes)
+    if isinstance(c, Weld):
+        e = -log6(R1t @ R2, (R1t @ (p2 - p1)[..., None])[..., 0])
+        C = inverse_motion_transform(R1, p1)[..., LINEAR_FIRST, :]
+        e_dot = (C @ (kin.velocity[c.link1] - kin.velocity[c.link2])[..., None])[..., 0]
+        return e[..., axes], e_dot[..., axes]
+    if isinstance(c, Connect):
+        rate = [(_point_jacobian(p) @ kin.velocity[link][..., None])[..., 0] for link, p in ((c.link1, p1), (c.link2, p2))]
+        e, e_dot = (R1t @ (p1 - p2)[..., None])[..., 0], (R1t @ (rate[0] - rate[1])[..., None])[..., 0]
+        return e[..., axes], e_dot[..., axes]
+    raise TypeError(f"constraint {c.name!r} ({type(c).__name__}) has no position level: only Weld and Connect do")
+
+
+def constraint_terms(kin: Kinematics, constraint, baumgarte: tuple | None = None) -> ConstraintTerms:
+    """The ``K`` blocks and right-hand side ``k`` of a constraint at this state.
+
+    ``baumgarte = (Kp, Kd)``: the acceleration target ``-Kp e - Kd e_dot`` added to ``k`` (Pinocchio's
+    Baumgarte corrector; :func:`constraint_errors`).
+    """
     if isinstance(constraint, Weld):
         K, k = _weld(kin, constraint)
     elif isinstance(constraint, Connect):
@@ -149,4 +176,7 @@ def constraint_terms(kin: Kinematics, constraint) -> ConstraintTerms:
         raise TypeError(f"unknown constraint type {type(constraint).__name__}")
     if GROUND in K:
         k = k - (K.pop(GROUND) @ kin.root_acceleration)
+    if baumgarte is not None and any(baumgarte):
+        e, e_dot = constraint_errors(kin, constraint)
+        k = k + (-(baumgarte[0] * e) - baumgarte[1] * e_dot)
     return ConstraintTerms({name: np.broadcast_to(block, kin.batch_shape + block.shape[-2:]) for name, block in K.items()}, k)

@@ -443,6 +443,37 @@ class Mechanism:
             [integrate(l.joint, q[..., self.q_slices[l.name]], dq[..., self.v_slices[l.name]]) for l in self.links], axis=-1
         )
 
+    # -- the loops at position and velocity level (mechanics.closure) -----------------------
+    def constraint_error(self, q) -> dict:
+        """Each Weld's and Connect's position error at ``q (..., nq)``: ``{name: (..., m)}``, in the constraint's
+        rows and frame 1's coordinates, as Pinocchio's ``contact_placement_error`` (a Weld's ``-log6(c1Mc2)``, a
+        Connect's ``R_1' (p_1 - p_2)``; :mod:`mechanics.closure`).
+
+        >>> import numpy as np
+        >>> from mechanics import models
+        >>> mech = models.four_bar()
+        >>> error = mech.constraint_error(mech.neutral_configuration())
+        >>> list(error), bool(np.abs(error["loop"]).max() < 1e-12)
+        (['loop'], True)
+        """
+        from .closure import constraint_error
+
+        return constraint_error(self, q)
+
+    def constraint_velocity(self, q, v) -> dict:
+        """Each Weld's and Connect's velocity error at ``(q, v)``: ``{name: (..., m)}``, as Pinocchio's
+        ``contact_velocity_error`` (the relative velocity of frame 1 and frame 2, in frame 1's coordinates)."""
+        from .closure import constraint_velocity
+
+        return constraint_velocity(self, q, v)
+
+    def anchored(self, q) -> "Mechanism":
+        """This mechanism with its Welds and Connects to the ground anchored where their other frames are at
+        ``q (nq,)`` (:func:`mechanics.closure.anchored`): what a Baumgarte correction draws them back to."""
+        from .closure import anchored
+
+        return anchored(self, q)
+
     def without_constraints(self) -> "Mechanism":
         return Mechanism(self.links, (), self.gravity, self.name + " (tree)", self.frames)
 

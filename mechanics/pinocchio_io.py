@@ -72,7 +72,9 @@ def _constraint(pin, model, cm, index: int):
         raise ValueError(f"constraint {label!r}: a nonzero desired_contact_acceleration is not supported")
     baumgarte = cm.m_baumgarte_parameters if hasattr(cm, "m_baumgarte_parameters") else None
     if baumgarte is not None and (np.any(np.asarray(baumgarte.Kp) != 0) or np.any(np.asarray(baumgarte.Kd) != 0)):
-        raise ValueError(f"constraint {label!r}: Baumgarte stabilization (Kp, Kd) is not supported; set them to zero")
+        gains = {label: (float(np.max(baumgarte.Kp)), float(np.max(baumgarte.Kd)))}
+        raise ValueError(f"constraint {label!r}: Baumgarte gains are the call's in gaussgraph, not the model's: set "
+                         f"them to zero here and pass forward_dynamics(..., baumgarte={gains}) (or prepare's)")
     links = [model.names[j] if j != 0 else GROUND for j in (cm.joint1_id, cm.joint2_id)]
     args = (links[0], links[1], _pose(cm.joint1_placement), _pose(cm.joint2_placement))
     if cm.type == pin.ContactType.CONTACT_3D:

@@ -164,3 +164,41 @@ def quaternion_exp(w: np.ndarray) -> np.ndarray:
     # sin(half)/angle -> 1/2 as angle -> 0
     scale = np.where(angle > 1e-8, np.sin(half) / np.where(angle > 1e-8, angle, 1.0), 0.5 - angle**2 / 48)
     return np.concatenate([w * scale[..., None], np.cos(half)[..., None]], axis=-1)
+
+
+LOG_SERIES = 1e-2  # below this angle log6's coefficient is its series (the closed form cancels digits there)
+
+
+def log6(R: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """The twist ``[v; omega]`` whose exponential is the pose ``(R, p)`` (Pinocchio's ``log6``, linear first).
+
+    ``omega`` is the rotation vector of ``R`` (scipy's, angle in ``[0, pi]``) and ``v = V(omega)^-1 p`` with
+    ``V^-1 = I - [omega]x / 2 + beta [omega]x^2``, ``beta = 1/t^2 - cot(t/2) / (2t)`` at angle ``t``.
+
+    Parameters
+    ----------
+    R : (..., 3, 3)
+    p : (..., 3)
+
+    Returns
+    -------
+    ndarray, shape (..., 6)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> np.round(log6(rotation_about("z", 0.5), np.array([1.0, 0.0, 0.0])), 6)
+    array([ 0.979426, -0.25    ,  0.      ,  0.      ,  0.      ,  0.5     ])
+    """
+    from scipy.spatial.transform import Rotation
+
+    R, p = np.broadcast_arrays(np.asarray(R, dtype=float), np.asarray(p, dtype=float)[..., None])
+    batch = R.shape[:-2]
+    omega = Rotation.from_matrix(R.reshape(-1, 3, 3)).as_rotvec().reshape(batch + (3,))
+    t = np.linalg.norm(omega, axis=-1)
+    wide = np.where(t < LOG_SERIES, 1.0, t)  # (the closed form evaluated where it is used)
+    beta = np.where(t < LOG_SERIES, 1 / 12 + t**2 / 720 + t**4 / 30240,
+                    1 / wide**2 - np.cos(wide / 2) / (2 * wide * np.sin(wide / 2)))
+    W = skew(omega)
+    v = p[..., 0] - 0.5 * (W @ p)[..., 0] + beta[..., None] * (W @ (W @ p))[..., 0]
+    return np.concatenate([v, omega], axis=-1)
