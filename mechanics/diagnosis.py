@@ -87,16 +87,23 @@ def joint_space_constraints(mechanism: Mechanism, q: np.ndarray, v: np.ndarray) 
     return _joint_space(mechanism, kin, [constraint_terms(kin, c) for c in mechanism.constraints])
 
 
+def link_jacobians(mechanism: Mechanism, kin: Kinematics) -> dict:
+    """Link name (the ground too) -> its world-frame Jacobian ``(..., 6, nv)``: ``v_i = J_i v``."""
+    jacobian = {GROUND: np.zeros(kin.batch_shape + (6, mechanism.nv))}
+    for link in mechanism.links:
+        jacobian[link.name] = jacobian[link.parent].copy()
+        jacobian[link.name][..., mechanism.v_slices[link.name]] = kin.S[link.name]
+    return jacobian
+
+
 def _joint_space(mechanism: Mechanism, kin: Kinematics, terms: list) -> tuple:
     """:func:`joint_space_constraints` from the kinematics and each constraint's terms."""
     batch, nv = kin.batch_shape, mechanism.nv
-    jacobian = {GROUND: np.zeros(batch + (6, nv))}
+    jacobian = link_jacobians(mechanism, kin)
     bias = {GROUND: np.broadcast_to(kin.root_acceleration, batch + (6,))}  # link acceleration at qdd = 0
     M = np.zeros(batch + (nv, nv))
     for link in mechanism.links:
         name = link.name
-        jacobian[name] = jacobian[link.parent].copy()
-        jacobian[name][..., mechanism.v_slices[name]] = kin.S[name]
         bias[name] = bias[link.parent] + kin.bias_acceleration[name]
         M += np.swapaxes(jacobian[name], -1, -2) @ kin.inertia[name] @ jacobian[name]
     J = [sum((K @ jacobian[name] for name, K in t.K.items()), np.zeros(batch + t.k.shape[-1:] + (nv,))) for t in terms]

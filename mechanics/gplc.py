@@ -28,7 +28,7 @@ import numpy as np
 
 from factorgraph import FactorGraph, FactorStructure, GraphStructure, LinearEquality, Quadratic, Variable
 
-from .checks import check_mu, check_multipliers, check_state
+from .checks import check_baumgarte, check_mu, check_multipliers, check_state
 from .keys import JointAcceleration, LinkAcceleration, Prior, Torque, TreeJoint
 from .kinematics import Kinematics, constraint_terms, kinematics
 from .mechanism import GROUND, Mechanism
@@ -184,7 +184,7 @@ def split_multipliers(mechanism: Mechanism, lam, batch: tuple) -> dict:
     return out
 
 
-def gplc_graph(mechanism: Mechanism, q, v, tau, policy="prox", mu: float = 1e6, lam=None) -> FactorGraph:
+def gplc_graph(mechanism: Mechanism, q, v, tau, policy="prox", mu: float = 1e6, lam=None, baumgarte=None) -> FactorGraph:
     """The GPLC factor graph of ``mechanism`` at state ``(q, v, tau)``.
 
     Parameters
@@ -200,6 +200,8 @@ def gplc_graph(mechanism: Mechanism, q, v, tau, policy="prox", mu: float = 1e6, 
     lam : array_like, shape (..., m), optional
         Current multiplier estimate ``lambda^k`` (papers' sign), stacked in
         constraint order; zero by default.
+    baumgarte : (Kp, Kd) or dict, optional
+        Baumgarte's correction in the constraints' right-hand sides (:func:`~mechanics.forward_dynamics`'s).
 
     Returns
     -------
@@ -216,12 +218,12 @@ def gplc_graph(mechanism: Mechanism, q, v, tau, policy="prox", mu: float = 1e6, 
     (['joint', 'link', 'multiplier'], Prior(link='crank'))
     """
     q, v, tau = check_state(mechanism, q, v, tau)
-    policies, mu = resolve_policies(policy, mechanism), check_mu(mu)
+    policies, mu, gains = resolve_policies(policy, mechanism), check_mu(mu), check_baumgarte(mechanism, baumgarte)
     if lam is not None:
         lam = check_multipliers(mechanism, lam, "lam", {"q": q, "v": v, "tau": tau})
     kin = kinematics(mechanism, q, v)
     lam = split_multipliers(mechanism, lam, kin.batch_shape)
-    return GPLCLayout(mechanism, policies).fill(kin, tau, mu, lam).graph
+    return GPLCLayout(mechanism, policies).fill(kin, tau, mu, lam, gains).graph
 
 
 __all__ = ["GPLC", "GPLCLayout", "POLICIES", "State", "gplc_graph", "split_multipliers"]

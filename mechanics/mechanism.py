@@ -474,6 +474,20 @@ class Mechanism:
 
         return anchored(self, q)
 
+    def project(self, q, tol: float = 1e-10, max_iter: int = 50) -> np.ndarray:
+        """A configuration near ``q (..., nq)`` that closes the Welds and Connects to ``tol`` (metres and radians)
+        (:func:`mechanics.closure.project`: least-norm Gauss-Newton steps on the manifold)."""
+        from .closure import project
+
+        return project(self, q, tol, max_iter)
+
+    def project_velocity(self, q, v, metric: str = "identity") -> np.ndarray:
+        """``v (..., nv)`` with the constraints' velocity removed, nearest in ``metric`` (``"identity"`` or
+        ``"mass"``; :func:`mechanics.closure.project_velocity`)."""
+        from .closure import project_velocity
+
+        return project_velocity(self, q, v, metric)
+
     def without_constraints(self) -> "Mechanism":
         return Mechanism(self.links, (), self.gravity, self.name + " (tree)", self.frames)
 

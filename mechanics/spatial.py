@@ -187,8 +187,10 @@ def log6(R: np.ndarray, p: np.ndarray) -> np.ndarray:
     Examples
     --------
     >>> import numpy as np
-    >>> np.round(log6(rotation_about("z", 0.5), np.array([1.0, 0.0, 0.0])), 6)
-    array([ 0.979426, -0.25    ,  0.      ,  0.      ,  0.      ,  0.5     ])
+    >>> log6(rotation_about("z", 0.5), np.zeros(3)) + 0.0  # a turn about z: omega alone
+    array([0. , 0. , 0. , 0. , 0. , 0.5])
+    >>> log6(np.eye(3), np.array([1.0, 2.0, 3.0]))  # a translation: v alone
+    array([1., 2., 3., 0., 0., 0.])
     """
     from scipy.spatial.transform import Rotation
 

@@ -33,6 +33,7 @@ REFERENCES = {  # what each example prints its answer beside
     "lqr.py": r"solve_discrete_are's gain \[.*\], max difference",
     "pose_graph.py": r"the posterior covariance says \d",
     "range_localization.py": r"scipy's least_squares on each run, max difference",
+    "simulate_loops.py": r"beside the dense KKT solve's, max difference",
     "two_hands_cube.py": r"\|qdd - pinocchio\| \d",
 }
 
@@ -197,3 +198,13 @@ def test_range_localization_is_gauss_newton_on_one_plan():
         assert np.max(np.abs(gradient)) < 1e-3 * cost(path, run)
         dead = module.dead_reckoning(p)[run]
         assert np.max(np.abs(path - p["path"])) < np.max(np.abs(dead - p["path"]))
+
+
+def test_simulate_loops_keeps_the_four_bar_closed_as_it_says():
+    """Baumgarte's correction keeps the loop closer than no correction; projection closes it every step."""
+    example, mech = load("simulate_loops"), mechanics.models.four_bar()
+    rng = np.random.default_rng(3)
+    q, v = example.moving_closed_state(mech, rng)
+    gaps = {how: example.simulate(mech, q, v, 0.3, how)[0] for how in ("none", "baumgarte", "projection")}
+    assert gaps["none"].max() > 1e-5 and gaps["baumgarte"].max() < gaps["none"].max() / 2
+    assert gaps["projection"].max() <= 1e-10

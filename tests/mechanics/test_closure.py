@@ -171,3 +171,63 @@ def test_from_pinocchio_says_where_its_gains_go():
     cms[1].setBaumgarteCorrectorParameters(pin.BaumgarteCorrectorParameters(10.0, 2.0))
     with pytest.raises(ValueError, match=r"baumgarte=\{'c1': \(10.0, 2.0\)\}"):
         from_pinocchio(model, cms)
+
+
+def largest(errors: dict) -> float:
+    return max((float(np.max(np.abs(e))) for e in errors.values()), default=0.0)
+
+
+def test_project_closes_fig4_from_random_configurations():
+    mech = models.fig4()
+    q = mech.random_configuration(np.random.default_rng(12), (8,))
+    closed = mech.project(q)
+    assert largest(mech.constraint_error(closed)) <= 1e-12 and largest(mech.constraint_error(q)) > 1e-2
+    assert np.array_equal(closed[3], mech.project(q[3]))
+    assert np.array_equal(mech.project(closed[0]), closed[0])  # (closed already: left as it is)
+
+
+def test_project_closes_welded_feet_as_pinocchio_measures_them():
+    """Talos's feet welded where they were at another configuration: the base and legs move to close them."""
+    rng = np.random.default_rng(14)
+    model, cms, q, v, tau = moved("talos_feet", rng)
+    mech = from_pinocchio(model, cms)
+    _, errors = pinocchio_run(model, cms, q, v, tau)
+    assert max(np.max(np.abs(e)) for e, _ in errors) > 1e-2
+    closed = mech.project(q)
+    _, errors = pinocchio_run(model, cms, closed, v, tau)
+    assert max(np.max(np.abs(e)) for e, _ in errors) <= 1e-12
+
+
+def test_project_closes_cassie_from_perturbed_closed_configurations():
+    mech = mechanics.load_sdf(mechanics.pinocchio_io.example_robot_data_dir() / "cassie_description/robots/cassie_v2.sdf")
+    rng = np.random.default_rng(15)
+    for _ in range(5):
+        dq = np.zeros(mech.nv)
+        dq[6:] = rng.uniform(-0.1, 0.1, mech.nv - 6)  # (the joints; the base moves nothing)
+        q = mech.integrate(mech.neutral_configuration(), dq)
+        assert largest(mech.constraint_error(mech.project(q, tol=1e-10))) <= 1e-10 < largest(mech.constraint_error(q))
+
+
+def test_project_names_constraints_that_cannot_hold_together():
+    mech = models.four_bar()
+    link = mech.links[0].name
+    twice = mech.with_constraints([Weld(link, GROUND, name="here"), Weld(link, GROUND, at(0.5, 0.0, 0.0), name="there")])
+    with pytest.raises(ValueError, match="local minimum.*'here'.*'there'|local minimum.*'there'.*'here'"):
+        twice.project(twice.neutral_configuration())
+
+
+@pytest.mark.parametrize("metric", ["identity", "mass"])
+def test_project_velocity_is_the_dense_projection(metric):
+    rng = np.random.default_rng(16)
+    model, cms, q, v, tau = moved("solo12_feet", rng)
+    mech = from_pinocchio(model, cms)
+    data = model.createData()
+    pin.computeJointJacobians(model, data, q)
+    J = np.vstack([np.array(pin.getFrameJacobian(model, data, cm.joint1_id, cm.joint1_placement,
+                                                 pin.ReferenceFrame.LOCAL))[:3] for cm in cms])  # the feet's velocities
+    M = np.triu(pin.crba(model, data, q))
+    W = np.eye(mech.nv) if metric == "identity" else np.linalg.inv(M + np.triu(M, 1).T)
+    projected = mech.project_velocity(q, v, metric)
+    expected = v - W @ J.T @ np.linalg.solve(J @ W @ J.T, J @ v)  # (four feet, 12 independent rows)
+    assert np.max(np.abs(projected - expected)) < 1e-10 * (1 + np.max(np.abs(v)))
+    assert largest(mech.constraint_velocity(q, projected)) < 1e-10
