@@ -181,7 +181,7 @@ def test_project_closes_fig4_from_random_configurations():
     mech = models.fig4()
     q = mech.random_configuration(np.random.default_rng(12), (8,))
     closed = mech.project(q)
-    assert largest(mech.constraint_error(closed)) <= 1e-12 and largest(mech.constraint_error(q)) > 1e-2
+    assert largest(mech.constraint_error(closed)) <= 1e-10 and largest(mech.constraint_error(q)) > 1e-2
     assert np.array_equal(closed[3], mech.project(q[3]))
     assert np.array_equal(mech.project(closed[0]), closed[0])  # (closed already: left as it is)
 
