@@ -1,5 +1,6 @@
-"""The loops at position and velocity level: constraint errors, and constraints to the ground anchored at a
-configuration (the :class:`~mechanics.Mechanism` methods of the same names).
+"""The loops at position and velocity level: constraint errors, constraints to the ground anchored at a
+configuration, and projections of a configuration and a velocity onto the loops (the
+:class:`~mechanics.Mechanism` methods of the same names).
 
 ``forward_dynamics`` asks for zero relative acceleration across each constraint; integrated, the loops drift
 apart.  What drifted is measured here in each constraint's own rows and frame, as Pinocchio's
@@ -131,9 +132,9 @@ def project(mechanism: Mechanism, q, tol: float = PROJECT_TOL, max_iter: int = 5
 
     Gauss-Newton on the stacked errors ``e(q)`` with their exact derivative ``J`` along the tangent space,
     least-norm steps ``dq = -J^+ e``, safeguarded by Levenberg-Marquardt's ``-J' (J J' + damping I)^-1 e``
-    where a step would grow the error, taken on the configuration manifold (:meth:`Mechanism.integrate`: free-flyer and spherical joints step in
-    their tangent space) -- so the closure found is near ``q`` in the metric of the joint velocities, not
-    the exact nearest point.  Redundant constraints are fine.
+    where a step would grow the error, taken on the configuration manifold (:meth:`Mechanism.integrate`:
+    free-flyer and spherical joints step in their tangent space) -- so the closure found is near ``q`` in
+    the metric of the joint velocities, not the exact nearest point.  Redundant constraints are fine.
 
     Parameters
     ----------
@@ -164,7 +165,7 @@ def project(mechanism: Mechanism, q, tol: float = PROJECT_TOL, max_iter: int = 5
     """
     zeros = np.zeros(mechanism.nv)
     q = check_state(mechanism, q, zeros, zeros)[0]
-    tol = check_real(tol, "tol", "the largest position error left, e.g. 1e-12")
+    tol = check_real(tol, "tol", "the largest position error left, e.g. 1e-10")
     if q.ndim > 1:
         return np.stack([project(mechanism, row, tol, max_iter) for row in q.reshape(-1, q.shape[-1])]).reshape(q.shape)
     error, rows = _errors_and_rows(mechanism, q)
@@ -186,7 +187,7 @@ def _step(mechanism: Mechanism, q: np.ndarray, error: np.ndarray, rows: np.ndarr
 
     Rows that are dependent where the loops close (a planar loop's third row) make the error quadratic along
     a direction: the Gauss-Newton step halves the distance there and may first grow the error a little
-    (a strictly decreasing method stalls near 1e-10 on fig4); Levenberg-Marquardt keeps it safe far away."""
+    (a method that takes only decreasing steps stalls there); Levenberg-Marquardt keeps it safe far away."""
     U, sv, Vt = np.linalg.svd(rows, full_matrices=False)
     kept = sv > RANK_RTOL * sv[0] if sv.size else sv > 0  # (redundant rows: their round-off directions left out)
     U, sv, Vt = U[:, kept], sv[kept], Vt[kept]
