@@ -27,7 +27,7 @@ from .keys import JointAcceleration, LinkAcceleration, LoopTerm, Multiplier, Pen
 from .policies import ALM, POLICIES, ConstraintPolicy, Hard, PolicyNumbers, Prox, Soft, resolve_policies
 from .joints import Joint
 from .kinematics import constraint_terms, kinematics
-from .mechanism import GROUND, Connect, General, Link, Mechanism, Pose, Weld, at
+from .mechanism import GROUND, Connect, General, IncompatibleConstraintsWarning, Link, Mechanism, Pose, Weld, at
 from .pinocchio_io import from_pinocchio, load_mjcf, load_robot, load_urdf, robot_names
 from .sdf import load_sdf
 from .warmup import warmup
@@ -42,6 +42,7 @@ __all__ = [
     "Connect",
     "ConstraintPolicy",
     "ConvergenceWarning",
+    "IncompatibleConstraintsWarning",
     "DynamicsResult",
     "GPLCLayout",
     "GROUND",

@@ -14,6 +14,7 @@ Links are numbered in topological order, ``1..n_b`` (``0`` is the ground), so
 from __future__ import annotations
 
 import difflib
+import warnings
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field, replace
 from itertools import accumulate
@@ -25,6 +26,12 @@ from .joints import Joint, integrate, neutral, random_configuration, unit_norm_p
 from .spatial import spatial_inertia
 
 GROUND = "ground"
+ANCHOR_RTOL = 1e-9  # two ground constraints on one link disagree beyond this (relative to the distances involved)
+
+
+class IncompatibleConstraintsWarning(UserWarning):
+    """Constraints that hold together at acceleration level but at no configuration: e.g. one link welded to
+    the ground at two different places (``Mechanism`` warns when it is built)."""
 _EYE = np.eye(3)
 _EYE.flags.writeable = False
 _ORTHONORMAL_TOL = 1e-8 + 1e-5 * _EYE  # the test of np.allclose(R R', I, atol=1e-8), without its overhead
@@ -262,6 +269,7 @@ class Mechanism:
         if len(set(names)) != len(names):
             raise ValueError(f"constraint names must be unique, got {names}")
         self._constraint_index = {c.name: c for c in self.constraints}
+        _warn_incompatible_anchors(self.name, self.constraints)
         self._constraint_dim = sum(c.dim for c in self.constraints)
         children = {link.name: [] for link in self.links}
         for link in self.links:  # topological order, so each tuple is too
@@ -500,6 +508,41 @@ class Mechanism:
             f"Mechanism({self.name!r}: {len(self.links)} links, nq={self.nq}, nv={self.nv}, "
             f"{len(self.constraints)} constraints, m={self.constraint_dim})"
         )
+
+
+def _ground_holds(c) -> tuple | None:
+    """``(link, point or None, world pose)`` a Weld or Connect to the ground asks of its link: a Weld its pose
+    (``point`` None), a Connect the world position of a point fixed on it; None for the others."""
+    if not isinstance(c, (Weld, Connect)) or GROUND not in c.links:
+        return None
+    first = c.link2 == GROUND  # (the link is the first end)
+    link, own, ground = (c.link1, c.placement1, c.placement2) if first else (c.link2, c.placement2, c.placement1)
+    if isinstance(c, Connect):
+        return link, own.translation, ground.translation
+    R = ground.rotation @ own.rotation.T  # the link's pose that puts its frame on the ground's
+    return link, None, (R, ground.translation - R @ own.translation)
+
+
+def _warn_incompatible_anchors(name: str, constraints) -> None:
+    """An :class:`IncompatibleConstraintsWarning` for two Welds or Connects to the ground that ask one link for
+    placements no rigid motion gives both (two poses; two points whose distance differs; a point off a pose)."""
+    holds = [(c.name, h) for c in constraints if (h := _ground_holds(c)) is not None]
+    for i, (a, (link, pa, Xa)) in enumerate(holds):
+        for b, (other, pb, Xb) in holds[i + 1:]:
+            if other != link:
+                continue
+            if pa is None and pb is None:
+                gap = max(np.max(np.abs(Xa[0] - Xb[0])), np.max(np.abs(Xa[1] - Xb[1])) / max(1.0, np.abs(Xa[1]).max()))
+            elif pa is None or pb is None:
+                (R, p), point, world = (Xa, pb, Xb) if pa is None else (Xb, pa, Xa)
+                gap = np.max(np.abs(R @ point + p - world)) / max(1.0, np.abs(world).max())
+            else:
+                gap = abs(np.linalg.norm(pa - pb) - np.linalg.norm(Xa - Xb)) / max(1.0, np.linalg.norm(Xa - Xb))
+            if gap > ANCHOR_RTOL:
+                warnings.warn(f"{name!r}: constraints {a!r} and {b!r} fix link {link!r} to the ground at placements "
+                              f"no configuration gives both (apart by {gap:.1e}): they hold at acceleration level, "
+                              f"but not in position (project fails, a Baumgarte correction pulls both ways); "
+                              f"remove one or place them consistently", IncompatibleConstraintsWarning, stacklevel=4)
 
 
 def _listed(names, shown: int = 12) -> str:

@@ -1,11 +1,13 @@
 """The loops at position and velocity level, and Baumgarte's correction, against Pinocchio's."""
+import warnings
+
 import numpy as np
 import pinocchio as pin
 import pytest
 from hypothesis import given, settings
 
 import mechanics
-from mechanics import GROUND, Connect, General, Joint, Link, Mechanism, Weld, at, models
+from mechanics import GROUND, Connect, General, Joint, Link, Mechanism, Pose, Weld, at, models
 from mechanics.pinocchio_io import from_pinocchio
 from tests.mechanics.pinocchio_oracle import pinocchio_model_of, random_state, scenario, std_vectors
 from tests.mechanics.random_mechanisms import mechanisms
@@ -208,12 +210,28 @@ def test_project_closes_cassie_from_perturbed_closed_configurations():
         assert largest(mech.constraint_error(mech.project(q, tol=1e-10))) <= 1e-10 < largest(mech.constraint_error(q))
 
 
-def test_project_names_constraints_that_cannot_hold_together():
+def test_incompatible_ground_constraints_are_named_when_built_and_when_projected():
     mech = models.four_bar()
     link = mech.links[0].name
-    twice = mech.with_constraints([Weld(link, GROUND, name="here"), Weld(link, GROUND, at(0.5, 0.0, 0.0), name="there")])
+    with pytest.warns(mechanics.IncompatibleConstraintsWarning, match="'here' and 'there' fix link"):
+        twice = mech.with_constraints([Weld(link, GROUND, name="here"), Weld(link, GROUND, at(0.5, 0.0, 0.0), name="there")])
     with pytest.raises(ValueError, match="local minimum.*'here'.*'there'|local minimum.*'there'.*'here'"):
         twice.project(twice.neutral_configuration())
+    with pytest.warns(mechanics.IncompatibleConstraintsWarning, match="'weld' and 'tip'"):  # a point off the weld's pose
+        mech.with_constraints([Weld(link, GROUND, name="weld"), Connect(link, GROUND, at(1.0), at(0.0, 1.0), name="tip")])
+    with pytest.warns(mechanics.IncompatibleConstraintsWarning, match="'a' and 'b'"):  # two points, another distance
+        mech.with_constraints([Connect(link, GROUND, at(1.0), at(1.0), name="a"), Connect(link, GROUND, at(), at(3.0), name="b")])
+
+
+def test_compatible_ground_constraints_build_quietly():
+    mech = models.four_bar()
+    link = mech.links[0].name
+    turn = Pose(mechanics.spatial.rotation_about("z", 0.7), np.zeros(3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", mechanics.IncompatibleConstraintsWarning)
+        mech.with_constraints([Weld(link, GROUND, at(1.0), Pose(turn.rotation, turn.rotation @ [1.0, 0, 0]), name="w1"),
+                               Weld(link, GROUND, Pose(), turn, name="w2"),
+                               Connect(link, GROUND, at(0.0, 2.0), at(*turn.rotation @ [0.0, 2.0, 0.0]), name="c1")])
 
 
 @pytest.mark.parametrize("metric", ["identity", "mass"])
