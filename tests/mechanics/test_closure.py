@@ -205,9 +205,9 @@ def test_project_closes_cassie_from_perturbed_closed_configurations():
     rng = np.random.default_rng(15)
     for _ in range(5):
         dq = np.zeros(mech.nv)
-        dq[6:] = rng.uniform(-0.1, 0.1, mech.nv - 6)  # (the joints; the base moves nothing)
+        dq[6:] = rng.uniform(-0.3, 0.3, mech.nv - 6)  # (the joints; the base moves nothing)
         q = mech.integrate(mech.neutral_configuration(), dq)
-        assert largest(mech.constraint_error(mech.project(q, tol=1e-10))) <= 1e-10 < largest(mech.constraint_error(q))
+        assert largest(mech.constraint_error(mech.project(q))) <= 1e-10 < largest(mech.constraint_error(q))
 
 
 def test_incompatible_ground_constraints_are_named_when_built_and_when_projected():
