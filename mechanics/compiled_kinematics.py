@@ -284,7 +284,7 @@ def _axis_near_pi(R, c):
 def _log6(R, p):
     """:func:`mechanics.spatial.log6` of one pose (``R`` a row-major 9-tuple, ``p`` a 3-tuple): ``[v; omega]``.
     The rotation vector from ``(R - R')/2 = sin(t) [a]x`` and ``cos t = (tr R - 1)/2``, its axis from the
-    diagonal near ``t = pi`` (:func:`_axis_near_pi`), where the sine's loses its digits."""
+    diagonal near ``t = pi`` (:func:`_axis_near_pi`), where the sine's axis loses its digits."""
     c = min(max(0.5 * (R[0] + R[4] + R[8] - 1.0), -1.0), 1.0)
     s0, s1, s2 = 0.5 * (R[7] - R[5]), 0.5 * (R[2] - R[6]), 0.5 * (R[3] - R[1])
     s = np.sqrt(s0 * s0 + s1 * s1 + s2 * s2)
