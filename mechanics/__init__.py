@@ -23,6 +23,7 @@ from .algorithms import ALGORITHMS, Algorithm, resolve_algorithm
 from .convergence import ConvergenceWarning, MuConventionWarning, NumpyPathWarning
 from .dynamics import DynamicsResult, PreparedDynamics, algorithm_plan, delassus, forward_dynamics, prepare
 from .gplc import GPLCLayout, gplc_graph
+from .inverse_dynamics import inverse_dynamics
 from .keys import JointAcceleration, LinkAcceleration, LoopTerm, Multiplier, Penalty, Prior, ProximalPrior, Torque, TreeJoint
 from .policies import ALM, POLICIES, ConstraintPolicy, Hard, PolicyNumbers, Prox, Soft, resolve_policies
 from .joints import Joint
@@ -80,6 +81,7 @@ __all__ = [
     "load_urdf",
     "robot_names",
     "gplc_graph",
+    "inverse_dynamics",
     "kinematics",
     "models",
     "resolve_algorithm",

@@ -90,6 +90,14 @@ def _unsupported(mechanism, layout) -> str:
     return ""
 
 
+def model_tables(mechanism, program=None) -> tuple:
+    """:func:`_model_tables` with the links indexed in order and the ground last (the kinematics' own tables:
+    without ``program`` the links' value columns ``ACC``, ``QDD`` are -1)."""
+    index = {link.name: i for i, link in enumerate(mechanism.links)}
+    index[GROUND] = len(mechanism.links)
+    return _model_tables(mechanism, index, program)
+
+
 def _model_tables(mechanism, index: dict, program) -> tuple:
     """Links (``PARENT ... QDD`` columns; their own factors' columns left -1 for :func:`_own_factors`) and
     their constant geometry and inertia."""
@@ -99,12 +107,13 @@ def _model_tables(mechanism, index: dict, program) -> tuple:
     body, S_local = np.zeros((n, 13)), np.zeros((n, 6, 6))
     from .joints import motion_subspace
 
-    value = {key: offset for key, (offset, _) in program.plan.layout().variables.items()}
+    value = {key: offset for key, (offset, _) in program.plan.layout().variables.items()} if program else {}
     for i, link in enumerate(mechanism.links):
         joint = link.joint
-        qdd = value[JointAcceleration(link.name)] if joint.nv else -1
+        qdd = value.get(JointAcceleration(link.name), -1)
         table[i, :QDD + 1] = (index[link.parent], JOINTS[joint.kind], mechanism.q_slices[link.name].start,
-                              mechanism.v_slices[link.name].start, joint.nv, value[LinkAcceleration(link.name)], qdd)
+                              mechanism.v_slices[link.name].start, joint.nv, value.get(LinkAcceleration(link.name), -1),
+                              qdd)
         if joint.axis is not None:
             axis[i] = joint.axis
         place_R[i], place_p[i] = link.placement.rotation, link.placement.translation

@@ -1,0 +1,76 @@
+"""The compiled inverse dynamics (:func:`mechanics.inverse_dynamics`): the tree's recursive Newton-Euler pass
+on the compiled kinematics (:func:`~mechanics.compiled_kinematics._kinematics`: world-frame ``S``, bias
+accelerations, inertias and bias forces), state by state."""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from elimination.compiled import announce_first_compile
+from elimination.compiled_front import UNCOUNTED, ix
+
+from .compiled_kinematics import _kinematic_parts, _kinematics, kinematic_rows
+from .compiled_tables import NV, PARENT, V0, drop_stale_kernels
+
+drop_stale_kernels(__file__)
+
+
+@njit(cache=True, **UNCOUNTED)
+def inverse_kernel(model, unit, Q, V, QDD, KL, AW, tau):
+    """``tau[b] = M qdd + b(q, v)`` of every state ``Q (B, nq)`` (checked; its unit parts, columns ``unit (k,
+    2)``, normalised here as the dynamics kernel does), ``V``, ``QDD (B, nv)``; ``KL``: the kinematics' rows
+    (:func:`~mechanics.compiled_kinematics.kinematic_rows`), ``AW``: ``12 (n + 1)`` rows for the links'
+    accelerations (the ground's last) and their subtrees' wrenches."""
+    links, root = model[0], model[6]
+    n = links.shape[0]
+    parts = _kinematic_parts(n, Q.shape[1], V.shape[1])
+    S, BIAS, IW, FB, QN, VV = parts[3], parts[4], parts[5], parts[6], parts[7], parts[8]
+    A, W = AW[:6 * (n + 1)], AW[6 * (n + 1):]
+    for i in range(6):
+        A[ix(6 * n + i)] = root[ix(i)]
+    for b in range(Q.shape[0]):
+        for i in range(Q.shape[1]):
+            KL[ix(QN + i)] = Q[ix(b), ix(i)]
+        for u in range(unit.shape[0]):
+            norm2 = 0.0
+            for i in range(unit[ix(u), 0], unit[ix(u), 1]):
+                norm2 += KL[ix(QN + i)] * KL[ix(QN + i)]
+            for i in range(unit[ix(u), 0], unit[ix(u), 1]):
+                KL[ix(QN + i)] /= np.sqrt(norm2)
+        for i in range(V.shape[1]):
+            KL[ix(VV + i)] = V[ix(b), ix(i)]
+        _kinematics(model, KL, parts)
+        for l in range(n):  # a_l = a_parent + S_l qdd_l + a_b,l, then the link's net wrench H_l a_l - f_l
+            parent, v0, nv = links[ix(l), PARENT], links[ix(l), V0], links[ix(l), NV]
+            for i in range(6):
+                acc = A[ix(6 * parent + i)] + KL[ix(BIAS + 6 * l + i)]
+                for c in range(nv):
+                    acc += KL[ix(S + 36 * l + 6 * i + c)] * QDD[ix(b), ix(v0 + c)]
+                A[ix(6 * l + i)] = acc
+            for i in range(6):
+                w = -KL[ix(FB + 6 * l + i)]
+                for k in range(6):
+                    w += KL[ix(IW + 36 * l + 6 * i + k)] * A[ix(6 * l + k)]
+                W[ix(6 * l + i)] = w
+        for l in range(n - 1, -1, -1):  # the subtree's wrench on the joint, then on the parent
+            parent, v0, nv = links[ix(l), PARENT], links[ix(l), V0], links[ix(l), NV]
+            for c in range(nv):
+                t = 0.0
+                for i in range(6):
+                    t += KL[ix(S + 36 * l + 6 * i + c)] * W[ix(6 * l + i)]
+                tau[ix(b), ix(v0 + c)] = t
+            if parent < n:
+                for i in range(6):
+                    W[ix(6 * parent + i)] += W[ix(6 * l + i)]
+
+
+def run(model, mechanism, q: np.ndarray, v: np.ndarray, qdd: np.ndarray) -> np.ndarray:
+    """:func:`inverse_kernel` on checked ``(B, n)`` rows (``q`` as given: normalised in the kernel, the same
+    bits for a state alone or in a batch): ``tau (B, nv)``."""
+    announce_first_compile(__file__, "the inverse dynamics kernel", "inverse_kernel", "a few seconds")
+    n = len(mechanism.links)
+    KL, AW = np.zeros(kinematic_rows(n, mechanism.nq, mechanism.nv)), np.zeros(12 * (n + 1))
+    tau = np.empty((q.shape[0], mechanism.nv))
+    unit = np.array([(cols.start, cols.stop) for _, cols, _ in mechanism.unit_norm_columns], dtype=np.int64).reshape(-1, 2)
+    inverse_kernel(model, unit, q, v, qdd, KL, AW, tau)
+    return tau

@@ -1,0 +1,82 @@
+"""Inverse dynamics of the spanning tree: the joint forces ``tau`` that give accelerations ``qdd`` at ``(q, v)``.
+
+The recursive Newton-Euler algorithm in the world frame of :mod:`mechanics.kinematics`: forward, each link's
+acceleration ``a_i = a_pi + S_i qdd_i + a_b,i`` (``a_0 = -a_grav``); each link's net wrench ``H_i a_i -
+f_i`` (``f_i = -v_i x* H_i v_i`` its bias force); backward, each joint carries its subtree's wrench
+``F_i`` and its force is ``tau_i = S_i' F_i``.  So ``tau = M qdd + b(q, v)``, Pinocchio's ``rnea``; the loop
+constraints are not in it (their forces are ``J' lambda``, ``forward_dynamics``' ``forces``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .checks import batch_shape, check_state, state_array
+from .kinematics import kinematics
+from .mechanism import GROUND, Mechanism
+
+
+BACKENDS = ("auto", "numba", "numpy")
+
+
+def inverse_dynamics(mechanism: Mechanism, q, v, qdd, backend: str = "auto") -> np.ndarray:
+    """The joint forces that give ``qdd`` at ``(q, v)`` on the spanning tree (module docstring).
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+    q : array_like, shape (..., nq)
+    v, qdd : array_like, shape (..., nv)
+        Leading batch dimensions broadcast against each other.
+    backend : {"auto", "numba", "numpy"}
+        Compiled (:mod:`mechanics.compiled_inverse`, the default) or the numpy reference; they agree to round-off.
+
+    Returns
+    -------
+    ndarray, shape (..., nv)
+
+    Examples
+    --------
+    Holding a link still against gravity: a pendulum along x pivoting about y, which gravity turns towards
+    ``+y`` (``x`` goes down), needs ``-m g l``.
+
+    >>> import numpy as np
+    >>> from mechanics import GROUND, Joint, Link, Mechanism
+    >>> arm = Link("arm", GROUND, Joint("revolute", "y"), mass=2.0, com=np.array([0.5, 0.0, 0.0]),
+    ...            inertia=np.eye(3) * 1e-3)
+    >>> np.round(inverse_dynamics(Mechanism([arm]), [0.0], [0.0], [0.0]), 6)  # -2 * 9.81 * 0.5
+    array([-9.81])
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"inverse_dynamics: backend must be one of {BACKENDS}, got {backend!r}")
+    given = state_array(mechanism, q, "q", mechanism.nq)
+    q, v, _ = check_state(mechanism, given, v, np.zeros(mechanism.nv))  # (refuses q far from unit parts)
+    qdd = state_array(mechanism, qdd, "qdd", mechanism.nv)
+    batch = batch_shape({"q": q, "v": v, "qdd": qdd})
+    if backend != "numpy":  # (q as given: the kernel normalises it, the same bits alone or in a batch)
+        q = given
+        from . import compiled_inverse
+        from .compiled_tables import model_tables
+
+        model = mechanism.derived.get(("model tables",), lambda: model_tables(mechanism))
+        rows = [np.ascontiguousarray(np.broadcast_to(a, batch + a.shape[-1:]).reshape(-1, a.shape[-1])) for a in (q, v, qdd)]
+        return compiled_inverse.run(model, mechanism, *rows).reshape(batch + (mechanism.nv,))
+    return _numpy(mechanism, q, v, qdd, batch)
+
+
+def _numpy(mechanism: Mechanism, q, v, qdd, batch: tuple) -> np.ndarray:
+    """The reference: :func:`inverse_dynamics` on :func:`~mechanics.kinematics.kinematics`' arrays."""
+    kin = kinematics(mechanism, q, v)
+    acceleration = {GROUND: np.broadcast_to(kin.root_acceleration, batch + (6,))}
+    wrench = {}
+    for link in mechanism.links:  # forward: accelerations, then each link's net wrench
+        name = link.name
+        joint = (kin.S[name] @ qdd[..., mechanism.v_slices[name], None])[..., 0]
+        acceleration[name] = acceleration[link.parent] + joint + kin.bias_acceleration[name]
+        wrench[name] = (kin.inertia[name] @ acceleration[name][..., None])[..., 0] - kin.bias_force[name]
+    tau = np.zeros(batch + (mechanism.nv,))
+    for link in reversed(mechanism.links):  # backward: subtrees' wrenches, projected on the joints
+        name = link.name
+        tau[..., mechanism.v_slices[name]] = (np.swapaxes(kin.S[name], -1, -2) @ wrench[name][..., None])[..., 0]
+        if link.parent != GROUND:
+            wrench[link.parent] = wrench[link.parent] + wrench[name]
+    return tau
