@@ -31,8 +31,16 @@ def _in_lanes() -> None:
     prepare(mech, "lcaba", backend="numba")(q, v, tau)
 
 
+def _inverse() -> None:
+    from .inverse_dynamics import inverse_dynamics
+
+    mech, q, v, qdd = _states(())
+    inverse_dynamics(mech, q, v, qdd)
+
+
 STAGES = (("dynamics kernel, one state at a time", _one_by_one),
-          ("dynamics kernel, batches of states in lanes", _in_lanes))
+          ("dynamics kernel, batches of states in lanes", _in_lanes),
+          ("inverse dynamics kernel", _inverse))
 """``(what, call)``: the dynamics' warm-up stages (:func:`warmup`)."""
 
 
@@ -43,7 +51,7 @@ def warmup(on_stage: Callable[[str, float], None] | None = None) -> dict:
     --------
     >>> import mechanics
     >>> len(mechanics.warmup())
-    4
+    5
     """
     from elimination.warmup import STAGES as ENGINE, warmup as run
 
