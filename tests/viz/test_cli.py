@@ -467,6 +467,7 @@ def test_warmup_runs_every_stage_and_says_where_the_cache_is(capsys):
     assert main(["warmup"]) == 0
     out = capsys.readouterr().out
     for stage in ("elimination kernels, one element at a time", "elimination kernels, batches in lanes",
-                  "dynamics kernel, one state at a time", "dynamics kernel, batches of states in lanes"):
+                  "dynamics kernel, one state at a time", "dynamics kernel, batches of states in lanes",
+                  "inverse dynamics kernel"):
         assert re.search(rf"  {stage}: \d+\.\d s", out), out
     assert "__pycache__" in out and "reinstall" in out
