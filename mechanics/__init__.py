@@ -29,7 +29,7 @@ from .policies import ALM, POLICIES, ConstraintPolicy, Hard, PolicyNumbers, Prox
 from .joints import Joint
 from .kinematics import constraint_terms, kinematics
 from .mechanism import GROUND, Connect, General, IncompatibleConstraintsWarning, Link, Mechanism, Pose, Weld, at
-from .pinocchio_io import from_pinocchio, load_mjcf, load_robot, load_urdf, robot_names
+from .pinocchio_io import CouplingNotModelledWarning, from_pinocchio, load_mjcf, load_robot, load_urdf, robot_names
 from .sdf import load_sdf
 from .warmup import warmup
 
@@ -43,6 +43,7 @@ __all__ = [
     "Connect",
     "ConstraintPolicy",
     "ConvergenceWarning",
+    "CouplingNotModelledWarning",
     "IncompatibleConstraintsWarning",
     "DynamicsResult",
     "GPLCLayout",

@@ -15,6 +15,8 @@ import os
 import re
 import sys
 import tempfile
+import warnings
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
@@ -211,13 +213,42 @@ def load_pinocchio_robot(name: str):
     pin = pinocchio()
     path, floating = ROBOTS[name]
     full = str(example_robot_data_dir() / path)
+    _warn_mimics(full)
     return pin.buildModelFromUrdf(full, pin.JointModelFreeFlyer()) if floating else pin.buildModelFromUrdf(full)
 
 
+class CouplingNotModelledWarning(UserWarning):
+    """A URDF joint that mimics another was loaded as an independent joint: joint couplings are not modelled
+    yet, so the loaded mechanism moves more freely than the file says (:func:`load_urdf`)."""
+
+
+def _warn_mimics(path: str) -> None:
+    """A :class:`CouplingNotModelledWarning` per movable joint with a ``<mimic>`` (its file line named):
+    Pinocchio's parser, as we call it, drops the element (on a fixed joint it means nothing)."""
+    try:
+        text = Path(path).read_text(errors="replace")
+        joints = ET.fromstring(text).iter("joint")
+    except (OSError, ET.ParseError):  # (the parser says what is wrong with the file)
+        return
+    live = re.sub(r"<!--.*?-->", lambda m: "\n" * m[0].count("\n"), text, flags=re.S)  # (no comments' mimics)
+    lines = [live.count("\n", 0, m.start()) + 1 for m in re.finditer(r"<mimic\b", live)]
+    mimics = [(joint, joint.find("mimic")) for joint in joints if joint.find("mimic") is not None]
+    for (joint, mimic), line in zip(mimics, lines):
+        if joint.get("type") in ("fixed", None):
+            continue
+        ratio, offset = mimic.get("multiplier", "1"), mimic.get("offset", "0")
+        warnings.warn(f"{path} line {line}: joint {joint.get('name')!r} mimics {mimic.get('joint')!r} (multiplier "
+                      f"{ratio}, offset {offset}): joint couplings are not modelled yet, so it moves independently "
+                      f"here and the dynamics are those of the uncoupled joints; fix or remove it where that "
+                      f"matters", CouplingNotModelledWarning, stacklevel=3)
+
+
 def load_urdf(path, floating_base: bool = False) -> Mechanism:
-    """A URDF file through Pinocchio (a free-flyer root joint if ``floating_base``)."""
+    """A URDF file through Pinocchio (a free-flyer root joint if ``floating_base``); a ``<mimic>`` on a movable
+    joint is loaded as an independent joint, with a :class:`CouplingNotModelledWarning`."""
     pin = pinocchio()
     path = _existing(path)
+    _warn_mimics(path)
     with _read_by_pinocchio(path, "URDF"):
         model = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating_base else pin.buildModelFromUrdf(path)
         return from_pinocchio(model, name=Path(path).stem)

@@ -96,3 +96,31 @@ def test_a_urdf_the_parser_refuses_is_named_with_the_parsers_cause(tmp_path, cap
     cause = "Failed to build tree: child link [upper_arm] of joint [shoulder] not found"
     assert str(error.value) == f"{path}: cannot read this URDF file: {cause}"
     assert "upper_arm" not in capfd.readouterr().err
+
+
+MIMIC_URDF = """<?xml version="1.0"?>
+<robot name="gripper">
+  <link name="base"/>
+  <link name="a"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="b"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="c"/>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="a"/><axis xyz="0 0 1"/>
+    <limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+  <!-- <mimic joint="in a comment"/> -->
+  <joint name="j2" type="revolute"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/>
+    <limit lower="-1" upper="1" effort="1" velocity="1"/>
+    <mimic joint="j1" multiplier="-2" offset="0.1"/></joint>
+  <joint name="j3" type="fixed"><parent link="b"/><child link="c"/><mimic joint="j1"/></joint>
+</robot>
+"""
+
+
+def test_a_mimic_joint_is_said_to_move_independently(tmp_path):
+    """Couplings are not modelled yet: a movable joint's <mimic> is named with its line, a fixed one's is not."""
+    path = tmp_path / "gripper.urdf"
+    path.write_text(MIMIC_URDF)
+    with pytest.warns(mechanics.pinocchio_io.CouplingNotModelledWarning) as caught:
+        mech = mechanics.load_urdf(path)
+    assert mech.nv == 2
+    assert [str(w.message).split(": joint")[0].rsplit(" ", 2)[-2:] for w in caught] == [["line", "12"]]
+    assert "joint 'j2' mimics 'j1' (multiplier -2, offset 0.1)" in str(caught[0].message)
