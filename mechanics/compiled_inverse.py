@@ -10,7 +10,7 @@ from elimination.compiled import announce_first_compile
 from elimination.compiled_front import UNCOUNTED, ix
 
 from .compiled_kinematics import _kinematic_parts, _kinematics, kinematic_rows
-from .compiled_tables import NV, PARENT, V0, drop_stale_kernels
+from .compiled_tables import NV, PARENT, V0, drop_stale_kernels, model_tables
 
 drop_stale_kernels(__file__)
 
@@ -64,13 +64,20 @@ def inverse_kernel(model, unit, Q, V, QDD, KL, AW, tau):
                     W[ix(6 * parent + i)] += W[ix(6 * l + i)]
 
 
-def run(model, mechanism, q: np.ndarray, v: np.ndarray, qdd: np.ndarray) -> np.ndarray:
+def run(mechanism, q: np.ndarray, v: np.ndarray, qdd: np.ndarray) -> np.ndarray:
     """:func:`inverse_kernel` on checked ``(B, n)`` rows (``q`` as given: normalised in the kernel, the same
-    bits for a state alone or in a batch): ``tau (B, nv)``."""
+    bits for a state alone or in a batch): ``tau (B, nv)``.  The tables and the workspace are kept with the
+    mechanism (numba holds the GIL: no two calls share the workspace at once)."""
     announce_first_compile(__file__, "the inverse dynamics kernel", "inverse_kernel", "a few seconds")
-    n = len(mechanism.links)
-    KL, AW = np.zeros(kinematic_rows(n, mechanism.nq, mechanism.nv)), np.zeros(12 * (n + 1))
+    model, unit, KL, AW = mechanism.derived.get(("inverse dynamics",), lambda: _tables(mechanism))
     tau = np.empty((q.shape[0], mechanism.nv))
-    unit = np.array([(cols.start, cols.stop) for _, cols, _ in mechanism.unit_norm_columns], dtype=np.int64).reshape(-1, 2)
     inverse_kernel(model, unit, q, v, qdd, KL, AW, tau)
     return tau
+
+
+def _tables(mechanism) -> tuple:
+    """``(model, unit, KL, AW)``: the kinematics' tables, ``q``'s unit parts and the kernel's workspace."""
+    n = len(mechanism.links)
+    unit = np.array([(cols.start, cols.stop) for _, cols, _ in mechanism.unit_norm_columns], dtype=np.int64)
+    return (model_tables(mechanism), unit.reshape(-1, 2), np.zeros(kinematic_rows(n, mechanism.nq, mechanism.nv)),
+            np.zeros(12 * (n + 1)))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .checks import batch_shape, check_state, state_array
+from .checks import batch_shape, check_state, plain_state, state_array
 from .kinematics import kinematics
 from .mechanism import GROUND, Mechanism
 
@@ -48,18 +48,21 @@ def inverse_dynamics(mechanism: Mechanism, q, v, qdd, backend: str = "auto") -> 
     """
     if backend not in BACKENDS:
         raise ValueError(f"inverse_dynamics: backend must be one of {BACKENDS}, got {backend!r}")
+    if backend != "numpy" and plain_state(mechanism, q, v, qdd):  # one state, the common call: no reshapes
+        from . import compiled_inverse
+
+        check_state(mechanism, q, v, qdd)  # (refuses NaN, inf, q far from its unit parts; the kernel normalises)
+        return compiled_inverse.run(mechanism, q[None], v[None], qdd[None])[0]
     given = state_array(mechanism, q, "q", mechanism.nq)
     q, v, _ = check_state(mechanism, given, v, np.zeros(mechanism.nv))  # (refuses q far from unit parts)
     qdd = state_array(mechanism, qdd, "qdd", mechanism.nv)
     batch = batch_shape({"q": q, "v": v, "qdd": qdd})
     if backend != "numpy":  # (q as given: the kernel normalises it, the same bits alone or in a batch)
-        q = given
         from . import compiled_inverse
-        from .compiled_tables import model_tables
 
-        model = mechanism.derived.get(("model tables",), lambda: model_tables(mechanism))
-        rows = [np.ascontiguousarray(np.broadcast_to(a, batch + a.shape[-1:]).reshape(-1, a.shape[-1])) for a in (q, v, qdd)]
-        return compiled_inverse.run(model, mechanism, *rows).reshape(batch + (mechanism.nv,))
+        rows = [np.ascontiguousarray(np.broadcast_to(a, batch + a.shape[-1:]).reshape(-1, a.shape[-1]))
+                for a in (given, v, qdd)]
+        return compiled_inverse.run(mechanism, *rows).reshape(batch + (mechanism.nv,))
     return _numpy(mechanism, q, v, qdd, batch)
 
 
