@@ -51,7 +51,8 @@ def inverse_dynamics(mechanism: Mechanism, q, v, qdd, backend: str = "auto") -> 
     if backend != "numpy" and plain_state(mechanism, q, v, qdd):  # one state, the common call: no reshapes
         from . import compiled_inverse
 
-        check_state(mechanism, q, v, qdd)  # (refuses NaN, inf, q far from its unit parts; the kernel normalises)
+        check_state(mechanism, q, v, np.zeros(mechanism.nv))  # (refuses NaN, inf, q far from its unit parts)
+        state_array(mechanism, qdd, "qdd", mechanism.nv)  # (the kernel normalises q as a batch's)
         return compiled_inverse.run(mechanism, q[None], v[None], qdd[None])[0]
     given = state_array(mechanism, q, "q", mechanism.nq)
     q, v, _ = check_state(mechanism, given, v, np.zeros(mechanism.nv))  # (refuses q far from unit parts)

@@ -53,5 +53,8 @@ def test_batches_and_undoes_forward_dynamics():
 
 def test_bad_accelerations_are_named():
     mech = mechanics.models.four_bar()
+    q, zeros = mech.neutral_configuration(), np.zeros(mech.nv)
     with pytest.raises(ValueError, match="qdd has shape"):
-        mechanics.inverse_dynamics(mech, mech.neutral_configuration(), np.zeros(mech.nv), np.zeros(mech.nv + 1))
+        mechanics.inverse_dynamics(mech, q, zeros, np.zeros(mech.nv + 1))
+    with pytest.raises(ValueError, match="qdd contains NaN"):  # (one plain state: the fast path names it too)
+        mechanics.inverse_dynamics(mech, q, zeros, np.full(mech.nv, np.nan))
