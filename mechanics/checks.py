@@ -67,7 +67,6 @@ def check_baumgarte(mechanism: Mechanism, baumgarte) -> dict:
     A General constraint has no position level: named in a dict it is refused; one pair for all passes it by."""
     if baumgarte is None:
         return {}
-    positional = [c for c in mechanism.constraints if isinstance(c, (Weld, Connect))]
     if isinstance(baumgarte, dict):
         names = {c.name: c for c in mechanism.constraints}
         for name in baumgarte:
@@ -81,7 +80,7 @@ def check_baumgarte(mechanism: Mechanism, baumgarte) -> dict:
         gains = {name: _gains(value, f"baumgarte[{name!r}]") for name, value in baumgarte.items()}
     else:
         pair = _gains(baumgarte, "baumgarte")
-        gains = {c.name: pair for c in positional}
+        gains = {c.name: pair for c in mechanism.constraints if isinstance(c, (Weld, Connect))}
     return {name: pair for name, pair in gains.items() if any(pair)}
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from .checks import check_real, check_state
 from .diagnosis import joint_space_constraints, link_jacobians
 from .kinematics import LINEAR_FIRST, _frame, _point_jacobian, constraint_errors, kinematics
-from .mechanism import GROUND, Connect, Mechanism, Pose, Weld
+from .mechanism import Connect, Mechanism, Pose, Weld, ground_ends
 from .spatial import inverse_motion_transform, log6, rotation_about, skew
 
 PROJECT_TOL = 1e-10
@@ -66,14 +66,12 @@ def anchored(mechanism: Mechanism, q) -> Mechanism:
 
 
 def _anchored(kin, c):
-    if not isinstance(c, (Weld, Connect)) or GROUND not in c.links or c.link1 == c.link2:
+    ends = ground_ends(c)
+    if ends is None:
         return c
-    ground_first = c.link1 == GROUND
-    link, placement = (c.link2, c.placement2) if ground_first else (c.link1, c.placement1)
+    link, placement, ground, field = ends
     R, p = _frame(kin, link, placement)
-    ground = c.placement1 if ground_first else c.placement2
-    pose = Pose(R if isinstance(c, Weld) else ground.rotation, p)
-    return dataclasses.replace(c, **{"placement1" if ground_first else "placement2": pose})
+    return dataclasses.replace(c, **{field: Pose(R if isinstance(c, Weld) else ground.rotation, p)})
 
 
 def _errors_and_rows(mechanism: Mechanism, q: np.ndarray) -> tuple:
@@ -110,12 +108,6 @@ def _log_jacobian(R: np.ndarray, p: np.ndarray) -> np.ndarray:
                 ends.append(log6(R @ rotation_about(axis, h), p))
         out[:, j] = (ends[0] - ends[1]) / (2 * LOG_STEP)
     return out
-
-
-def _stacked_error(mechanism: Mechanism, q: np.ndarray) -> np.ndarray:
-    kin = kinematics(mechanism, q, np.zeros(mechanism.nv))
-    parts = [constraint_errors(kin, c)[0] for c in _positional(mechanism)]
-    return np.concatenate(parts, axis=-1) if parts else np.zeros(q.shape[:-1] + (0,))
 
 
 def _rows(mechanism: Mechanism, q: np.ndarray, v=None) -> tuple:
@@ -173,8 +165,7 @@ def project(mechanism: Mechanism, q, tol: float = PROJECT_TOL, max_iter: int = 5
     for _ in range(max_iter):
         if not error.size or np.max(np.abs(error)) <= tol:
             return q
-        q, damping, grown = _step(mechanism, q, error, rows, damping, grown)
-        error, rows = _errors_and_rows(mechanism, q)
+        q, (error, rows), damping, grown = _step(mechanism, q, error, rows, damping, grown)
     if np.max(np.abs(error)) <= tol:
         return q
     raise ValueError(_not_closing(mechanism, error, f"not within tol={tol:g} after {max_iter} steps (raise max_iter "
@@ -183,7 +174,8 @@ def project(mechanism: Mechanism, q, tol: float = PROJECT_TOL, max_iter: int = 5
 
 def _step(mechanism: Mechanism, q: np.ndarray, error: np.ndarray, rows: np.ndarray, damping: float, grown: int):
     """The Gauss-Newton step where it shrinks the error -- or, within ``NEAR`` of closing, grows it at most
-    ``GROWTH`` times (``GROWN`` times in a row) -- else a Levenberg-Marquardt one; ``(q', damping', grown')``.
+    ``GROWTH`` times (``GROWN`` times in a row) -- else a Levenberg-Marquardt one; ``(q', (e, de/dq) at q',
+    damping', grown')``.
 
     Rows that are dependent where the loops close (a planar loop's third row) make the error quadratic along
     a direction: the Gauss-Newton step halves the distance there and may first grow the error a little
@@ -194,14 +186,16 @@ def _step(mechanism: Mechanism, q: np.ndarray, error: np.ndarray, rows: np.ndarr
     along, norm = U.T @ error, np.linalg.norm(error)
     if grown < GROWN:
         new_q = mechanism.integrate(q, -Vt.T @ (along / sv))
-        new_norm = np.linalg.norm(_stacked_error(mechanism, new_q))
+        new = _errors_and_rows(mechanism, new_q)  # (a step is mostly taken: its rows are the next step's)
+        new_norm = np.linalg.norm(new[0])
         if new_norm < norm or (norm < NEAR and new_norm <= GROWTH * norm):
-            return new_q, damping, grown + 1 if new_norm >= norm else 0
+            return new_q, new, damping, grown + 1 if new_norm >= norm else 0
     top = sv[0] ** 2 if sv.size else 0.0
     while damping <= LM_GIVE_UP * (1.0 + top):
         new_q = mechanism.integrate(q, -Vt.T @ (sv / (sv * sv + damping) * along))
-        if np.linalg.norm(_stacked_error(mechanism, new_q)) < norm:
-            return new_q, damping / LM_FACTOR, 0
+        new = _errors_and_rows(mechanism, new_q)
+        if np.linalg.norm(new[0]) < norm:
+            return new_q, new, damping / LM_FACTOR, 0
         damping = max(LM_FACTOR * damping, np.finfo(float).eps * top)
     raise ValueError(_not_closing(mechanism, error, "no step shrinks the error, a local minimum of it: the constraints "
                                   "ask for incompatible placements, or a loop is near a dead point or far from closing "

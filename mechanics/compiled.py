@@ -75,10 +75,10 @@ from elimination.compiled import (
 from elimination.lanes import LANES, aligned_zeros
 from elimination.program import F
 
-from .mechanism import GROUND
 from .policies import EXACT, HOLDS
 from .compiled_tables import (
-    _constraint_tables, _factor_tables, _model_tables, _output_columns, _own_factors, _unsupported,
+    _constraint_tables, _factor_tables, _model_tables, _output_columns, _own_factors, _unsupported, link_index,
+    unit_columns,
 )
 from . import compiled_iterations, compiled_lanes
 from .compiled_iterations import _workspace_parts, dynamics_kernel
@@ -114,8 +114,7 @@ class CompiledDynamics:
         self.unsupported = program.unsupported or _unsupported(mechanism, layout)
         if self.unsupported:
             return
-        index = {link.name: i for i, link in enumerate(mechanism.links)}
-        index[GROUND] = len(mechanism.links)
+        index = link_index(mechanism)
         self.model = _model_tables(mechanism, index, program)
         self.constraints, pairs, self.general = _constraint_tables(mechanism, layout, index, program, baumgarte or {})
         self.factors, self.scope = _factor_tables(layout, program, self.constraints, pairs, mechanism, index)
@@ -135,8 +134,7 @@ class CompiledDynamics:
         hard = np.concatenate([np.full(c.dim, layout.policies[c.name].numbers.test == EXACT)
                                for c in mechanism.constraints] or [np.zeros(0, bool)])
         self.hard_rows = hard if hard.any() else None  # constraint rows under the hard policy (None: no such rows)
-        self.unit = np.array([(cols.start, cols.stop) for _, cols, _ in mechanism.unit_norm_columns],
-                             dtype=np.int64).reshape(-1, 2)
+        self.unit = unit_columns(mechanism)
         self.columns = _output_columns(mechanism)
         # one state's warm start, never written (not flagged read-only: numba would compile the kernel again)
         self.no_forces = np.zeros((1, mechanism.constraint_dim))

@@ -9,8 +9,8 @@ from numba import njit
 from elimination.compiled import announce_first_compile
 from elimination.compiled_front import UNCOUNTED, ix
 
-from .compiled_kinematics import _kinematic_parts, _kinematics, kinematic_rows
-from .compiled_tables import NV, PARENT, V0, drop_stale_kernels, model_tables
+from .compiled_kinematics import _kinematic_parts, _kinematics, kinematic_rows, normalized_units
+from .compiled_tables import NV, PARENT, V0, drop_stale_kernels, model_tables, unit_columns
 
 drop_stale_kernels(__file__)
 
@@ -31,12 +31,7 @@ def inverse_kernel(model, unit, Q, V, QDD, KL, AW, tau):
     for b in range(Q.shape[0]):
         for i in range(Q.shape[1]):
             KL[ix(QN + i)] = Q[ix(b), ix(i)]
-        for u in range(unit.shape[0]):
-            norm2 = 0.0
-            for i in range(unit[ix(u), 0], unit[ix(u), 1]):
-                norm2 += KL[ix(QN + i)] * KL[ix(QN + i)]
-            for i in range(unit[ix(u), 0], unit[ix(u), 1]):
-                KL[ix(QN + i)] /= np.sqrt(norm2)
+        normalized_units(KL[QN:QN + Q.shape[1]], unit, True)  # (checked in Python: valid)
         for i in range(V.shape[1]):
             KL[ix(VV + i)] = V[ix(b), ix(i)]
         _kinematics(model, KL, parts)
@@ -78,6 +73,5 @@ def run(mechanism, q: np.ndarray, v: np.ndarray, qdd: np.ndarray) -> np.ndarray:
 def _tables(mechanism) -> tuple:
     """``(model, unit, KL, AW)``: the kinematics' tables, ``q``'s unit parts and the kernel's workspace."""
     n = len(mechanism.links)
-    unit = np.array([(cols.start, cols.stop) for _, cols, _ in mechanism.unit_norm_columns], dtype=np.int64)
-    return (model_tables(mechanism), unit.reshape(-1, 2), np.zeros(kinematic_rows(n, mechanism.nq, mechanism.nv)),
+    return (model_tables(mechanism), unit_columns(mechanism), np.zeros(kinematic_rows(n, mechanism.nq, mechanism.nv)),
             np.zeros(12 * (n + 1)))

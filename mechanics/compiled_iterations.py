@@ -17,7 +17,6 @@ from elimination.gaussian import CONSISTENCY_RTOL, PIVOT_SUSPECT_RTOL
 from elimination.factorization import FINISHING_REFINE, SETTLED_RTOL, SUSPECT_REFINE, VERIFY_RTOL, WARM_RTOL
 from elimination.numeric import SCALE_FLOOR
 
-from .checks import UNIT_NORM_TOL
 from .convergence import RESIDUAL_RTOL, SOFT_CONTRACTION
 from .policies import EXACT, HOLDS
 from .compiled_tables import (
@@ -26,7 +25,7 @@ from .compiled_tables import (
 )
 from .compiled_kinematics import (
     PENALTY_ROWS, _constraint_parts, _constraint_residual, _constraint_terms, _kinematic_parts, _kinematics,
-    constraint_rows, kinematic_rows,
+    constraint_rows, kinematic_rows, normalized_units,
 )
 from .compiled_fill import _fill_constraints, _fill_links, _moves, _mu, _residual_terms
 
@@ -234,16 +233,7 @@ def _load_state(Q, V, TAU, F0, b, unit, qn, lam):
     for i in range(F0.shape[1]):
         lam[ix(i)] = -F0[ix(b), ix(i)]
         total += F0[ix(b), ix(i)]
-    valid = np.isfinite(total)
-    for u in range(unit.shape[0]):
-        norm2 = 0.0
-        for i in range(unit[ix(u), 0], unit[ix(u), 1]):
-            norm2 += qn[ix(i)] * qn[ix(i)]
-        valid = valid and abs(norm2 - 1.0) <= UNIT_NORM_TOL
-        norm = np.sqrt(norm2) if valid else 1.0  # (a refused state is not read: no division by a zero norm)
-        for i in range(unit[ix(u), 0], unit[ix(u), 1]):
-            qn[ix(i)] /= norm
-    return valid
+    return normalized_units(qn, unit, np.isfinite(total))
 
 
 @njit(cache=True, inline="always")

@@ -11,6 +11,7 @@ from numba import njit
 import elimination.vectors as vectors
 from elimination.compiled_front import UNCOUNTED, ix
 
+from .checks import UNIT_NORM_TOL
 from .spatial import LOG_SERIES
 from .compiled_tables import drop_stale_kernels, ACC, CDIM, CKIND, GENERAL, JOINT, L1, L2, NPAIR, NV, PAIR0, PARENT, Q0, ROW0, V0, WELD
 
@@ -59,6 +60,21 @@ def _joint_pose(kind, a0, a1, a2, Q, q0, w):
         R = _quaternion_matrix(q(3), q(4), q(5), q(6))
         p = (q(0), q(1), q(2))
     return R, p
+
+
+@njit(cache=True, inline="always")
+def normalized_units(qn, unit, valid):
+    """One state's ``q`` in ``qn`` with its unit parts (columns ``unit (k, 2)``) normalised in place; ``valid``
+    and each part's squared norm within ``UNIT_NORM_TOL`` of 1 (:func:`mechanics.checks.normalized_configuration`)."""
+    for u in range(unit.shape[0]):
+        norm2 = 0.0
+        for i in range(unit[ix(u), 0], unit[ix(u), 1]):
+            norm2 += qn[ix(i)] * qn[ix(i)]
+        valid = valid and abs(norm2 - 1.0) <= UNIT_NORM_TOL
+        norm = np.sqrt(norm2) if valid else 1.0  # (a refused state is not read: no division by a zero norm)
+        for i in range(unit[ix(u), 0], unit[ix(u), 1]):
+            qn[ix(i)] /= norm
+    return valid
 
 
 # Row k of KL holds entry k of each lane's kinematics (one state's entries where KL is 1-d), in the parts of
@@ -357,7 +373,8 @@ def _constraint_terms(constraints, general, root, ground, KL, parts, KK, Kk):
         corrected = gains[ix(j), 0] != 0.0 or gains[ix(j), 1] != 0.0
         for r in range(m):
             vectors.fill(KL, k + r, 0.0)
-            vectors.fill(KL, ED + r, 0.0)
+            if corrected:
+                vectors.fill(KL, ED + r, 0.0)
         for side in range(2):
             link, sign = (a, 1.0) if side == 0 else (b, -1.0)
             if kind == WELD:

@@ -90,12 +90,22 @@ def _unsupported(mechanism, layout) -> str:
     return ""
 
 
-def model_tables(mechanism, program=None) -> tuple:
-    """:func:`_model_tables` with the links indexed in order and the ground last (the kinematics' own tables:
-    without ``program`` the links' value columns ``ACC``, ``QDD`` are -1)."""
+def link_index(mechanism) -> dict:
+    """Link name -> its row in the tables: the links in order, the ground last."""
     index = {link.name: i for i, link in enumerate(mechanism.links)}
     index[GROUND] = len(mechanism.links)
-    return _model_tables(mechanism, index, program)
+    return index
+
+
+def unit_columns(mechanism) -> np.ndarray:
+    """``(k, 2)``: the ``(start, stop)`` columns of ``q``'s unit parts (quaternions, (cos, sin) pairs)."""
+    return np.array([(cols.start, cols.stop) for _, cols, _ in mechanism.unit_norm_columns], dtype=np.int64).reshape(-1, 2)
+
+
+def model_tables(mechanism, program=None) -> tuple:
+    """:func:`_model_tables` indexed by :func:`link_index` (the kinematics' own tables: without ``program`` the
+    links' value columns ``ACC``, ``QDD`` are -1)."""
+    return _model_tables(mechanism, link_index(mechanism), program)
 
 
 def _model_tables(mechanism, index: dict, program) -> tuple:

@@ -510,13 +510,23 @@ class Mechanism:
         )
 
 
+def ground_ends(c) -> tuple | None:
+    """``(link, its placement, the ground's placement, the ground's field name)`` of a Weld or Connect to the
+    ground (either end); None for the other constraints."""
+    if not isinstance(c, (Weld, Connect)) or GROUND not in c.links:
+        return None
+    if c.link2 == GROUND:
+        return c.link1, c.placement1, c.placement2, "placement2"
+    return c.link2, c.placement2, c.placement1, "placement1"
+
+
 def _ground_holds(c) -> tuple | None:
     """``(link, point or None, world pose)`` a Weld or Connect to the ground asks of its link: a Weld its pose
     (``point`` None), a Connect the world position of a point fixed on it; None for the others."""
-    if not isinstance(c, (Weld, Connect)) or GROUND not in c.links:
+    ends = ground_ends(c)
+    if ends is None:
         return None
-    first = c.link2 == GROUND  # (the link is the first end)
-    link, own, ground = (c.link1, c.placement1, c.placement2) if first else (c.link2, c.placement2, c.placement1)
+    link, own, ground, _ = ends
     if isinstance(c, Connect):
         return link, own.translation, ground.translation
     R = ground.rotation @ own.rotation.T  # the link's pose that puts its frame on the ground's
