@@ -21,6 +21,7 @@ from factorgraph import __version__
 from . import models
 from .algorithms import ALGORITHMS, Algorithm, resolve_algorithm
 from .convergence import ConvergenceWarning, MuConventionWarning, NumpyPathWarning
+from .couplings import CouplingMap, Rotor, coupling_map, with_rotors
 from .dynamics import DynamicsResult, PreparedDynamics, algorithm_plan, delassus, forward_dynamics, prepare
 from .gplc import GPLCLayout, gplc_graph
 from .inverse_dynamics import inverse_dynamics
@@ -28,7 +29,7 @@ from .keys import JointAcceleration, LinkAcceleration, LoopTerm, Multiplier, Pen
 from .policies import ALM, POLICIES, ConstraintPolicy, Hard, PolicyNumbers, Prox, Soft, resolve_policies
 from .joints import Joint
 from .kinematics import constraint_terms, kinematics
-from .mechanism import GROUND, Connect, General, IncompatibleConstraintsWarning, Link, Mechanism, Pose, Weld, at
+from .mechanism import GROUND, Connect, Coupling, General, IncompatibleConstraintsWarning, Link, Mechanism, Pose, Weld, at
 from .pinocchio_io import CouplingNotModelledWarning, from_pinocchio, load_mjcf, load_robot, load_urdf, robot_names
 from .sdf import load_sdf
 from .warmup import warmup
@@ -36,6 +37,7 @@ from .warmup import warmup
 __all__ = [
     "__version__",
     "PreparedDynamics",
+    "Rotor",
     "prepare",
     "ALGORITHMS",
     "ALM",
@@ -43,6 +45,8 @@ __all__ = [
     "Connect",
     "ConstraintPolicy",
     "ConvergenceWarning",
+    "Coupling",
+    "CouplingMap",
     "CouplingNotModelledWarning",
     "IncompatibleConstraintsWarning",
     "DynamicsResult",
@@ -71,6 +75,8 @@ __all__ = [
     "TreeJoint",
     "Weld",
     "algorithm_plan",
+    "coupling_map",
+    "with_rotors",
     "at",
     "constraint_terms",
     "delassus",

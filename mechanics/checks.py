@@ -16,7 +16,7 @@ import numpy as np
 
 from factorgraph.factors import real_array
 
-from .mechanism import Connect, Mechanism, Weld
+from .mechanism import Connect, Coupling, Mechanism, Weld
 
 FLOAT = np.dtype(np.float64)
 
@@ -61,27 +61,39 @@ BAUMGARTE_ADVICE = "Baumgarte gains (Kp, Kd) >= 0, e.g. (100.0, 20.0): the accel
 
 
 def check_baumgarte(mechanism: Mechanism, baumgarte) -> dict:
-    """``baumgarte`` -- ``None``, one ``(Kp, Kd)`` for every Weld and Connect, or ``{constraint name: (Kp, Kd)}``
-    -- as ``{name: (Kp, Kd)}`` of floats, the constraints without a correction (or with zero gains) left out.
+    """``baumgarte`` -- ``None``, one ``(Kp, Kd)`` for every Weld, Connect and Coupling, or ``{constraint name:
+    (Kp, Kd)}`` -- as ``{name: (Kp, Kd)}`` of floats, the constraints without a correction (or with zero gains)
+    left out.
 
-    A General constraint has no position level: named in a dict it is refused; one pair for all passes it by."""
+    A General constraint has no position level: named in a dict it is refused; one pair for all passes it by.
+    A Coupling without an ``offset`` has a velocity level only: one pair for all gives it ``(0, Kd)``; named
+    with ``Kp > 0`` it is refused."""
     if baumgarte is None:
         return {}
+    names = {c.name: c for c in mechanism.constraints}
     if isinstance(baumgarte, dict):
-        names = {c.name: c for c in mechanism.constraints}
         for name in baumgarte:
             if name not in names:
                 close = difflib.get_close_matches(str(name), list(names), n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else f" (its constraints: {', '.join(names) or 'none'})"
                 raise ValueError(f"baumgarte: {mechanism.name!r} has no constraint {name!r}{hint}")
-            if not isinstance(names[name], (Weld, Connect)):
+            if not isinstance(names[name], (Weld, Connect, Coupling)):
                 raise ValueError(f"baumgarte: constraint {name!r} is a {type(names[name]).__name__}, which has no "
-                                 f"position level to correct (only Weld and Connect have one)")
+                                 f"position level to correct (only Weld, Connect and Coupling have one)")
         gains = {name: _gains(value, f"baumgarte[{name!r}]") for name, value in baumgarte.items()}
+        for name, (Kp, _) in gains.items():
+            if Kp and _velocity_only(names[name]):
+                raise ValueError(f"baumgarte[{name!r}]: coupling {name!r} has no position level (no offset), so Kp "
+                                 f"has nothing to correct: give (0, Kd), or the coupling an offset")
     else:
         pair = _gains(baumgarte, "baumgarte")
-        gains = {c.name: pair for c in mechanism.constraints if isinstance(c, (Weld, Connect))}
+        gains = {c.name: (0.0, pair[1]) if _velocity_only(c) else pair for c in mechanism.constraints
+                 if isinstance(c, (Weld, Connect, Coupling))}
     return {name: pair for name, pair in gains.items() if any(pair)}
+
+
+def _velocity_only(c) -> bool:
+    return isinstance(c, Coupling) and c.offset is None
 
 
 def _gains(value, name: str) -> tuple:

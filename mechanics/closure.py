@@ -6,8 +6,9 @@ configuration, and projections of a configuration and a velocity onto the loops 
 apart.  What drifted is measured here in each constraint's own rows and frame, as Pinocchio's
 ``RigidConstraintData.contact_placement_error`` and ``contact_velocity_error``
 (:func:`mechanics.kinematics.constraint_errors`): the Baumgarte correction (``forward_dynamics(...,
-baumgarte=(Kp, Kd))``) asks for ``-Kp e - Kd e_dot`` instead.  A General constraint has no position level
-and is left out.
+baumgarte=(Kp, Kd))``) asks for ``-Kp e - Kd e_dot`` instead.  A Coupling's errors are ``sum_j C_j q_j -
+offset`` and ``sum_j C_j v_j`` (one without an offset has a velocity level only).  A General constraint has
+neither and is left out.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import numpy as np
 from .checks import check_real, check_state
 from .diagnosis import joint_space_constraints, link_jacobians
 from .kinematics import LINEAR_FIRST, _frame, _point_jacobian, constraint_errors, kinematics
-from .mechanism import Connect, Mechanism, Pose, Weld, ground_ends
+from .mechanism import Connect, Coupling, Mechanism, Pose, Weld, ground_ends
 from .spatial import inverse_motion_transform, log6, rotation_about, skew
 
 PROJECT_TOL = 1e-10
@@ -31,11 +32,17 @@ LOG_STEP = 1e-5  # the twist of log6's central differences (error ~1e-10: Gauss-
 
 
 def _positional(mechanism: Mechanism) -> list:
-    return [c for c in mechanism.constraints if isinstance(c, (Weld, Connect))]
+    """The constraints with a position level: Welds, Connects, Couplings with an offset."""
+    return [c for c in _with_velocity(mechanism) if not isinstance(c, Coupling) or c.offset is not None]
+
+
+def _with_velocity(mechanism: Mechanism) -> list:
+    return [c for c in mechanism.constraints if isinstance(c, (Weld, Connect, Coupling))]
 
 
 def constraint_error(mechanism: Mechanism, q) -> dict:
-    """Each Weld's and Connect's position error at ``q``: ``{name: e (..., m)}`` (module docstring)."""
+    """Each Weld's, Connect's and Coupling's (with an offset) position error at ``q``: ``{name: e (..., m)}``
+    (module docstring)."""
     zeros = np.zeros(mechanism.nv)
     q, v, _ = check_state(mechanism, q, zeros, zeros)
     kin = kinematics(mechanism, q, v)
@@ -43,10 +50,11 @@ def constraint_error(mechanism: Mechanism, q) -> dict:
 
 
 def constraint_velocity(mechanism: Mechanism, q, v) -> dict:
-    """Each Weld's and Connect's velocity error at ``(q, v)``: ``{name: e_dot (..., m)}`` (module docstring)."""
+    """Each Weld's, Connect's and Coupling's velocity error at ``(q, v)``: ``{name: e_dot (..., m)}`` (module
+    docstring)."""
     q, v, _ = check_state(mechanism, q, v, np.zeros(mechanism.nv))
     kin = kinematics(mechanism, q, v)
-    return {c.name: constraint_errors(kin, c)[1] for c in _positional(mechanism)}
+    return {c.name: constraint_errors(kin, c)[1] for c in _with_velocity(mechanism)}
 
 
 def anchored(mechanism: Mechanism, q) -> Mechanism:
@@ -82,6 +90,13 @@ def _errors_and_rows(mechanism: Mechanism, q: np.ndarray) -> tuple:
     jacobian = link_jacobians(mechanism, kin)
     errors, rows = [np.zeros(0)], [np.zeros((0, mechanism.nv))]
     for c in _positional(mechanism):
+        if isinstance(c, Coupling):  # d(sum_j C_j q_j) = sum_j C_j dq_j (revolute and prismatic joints)
+            row = np.zeros((c.dim, mechanism.nv))
+            for joint, C in zip(c.joints, c.C):
+                row[:, mechanism.v_slices[joint]] += C
+            errors.append(constraint_errors(kin, c)[0])
+            rows.append(row)
+            continue
         (R1, p1), (R2, p2) = _frame(kin, c.link1, c.placement1), _frame(kin, c.link2, c.placement2)
         J1, J2 = jacobian[c.link1], jacobian[c.link2]
         if isinstance(c, Connect):
@@ -111,10 +126,10 @@ def _log_jacobian(R: np.ndarray, p: np.ndarray) -> np.ndarray:
 
 
 def _rows(mechanism: Mechanism, q: np.ndarray, v=None) -> tuple:
-    """``(J, M)``: the Welds' and Connects' rows of ``J`` (``e_dot = J v``) and the joint-space inertia
-    (:func:`~mechanics.diagnosis.joint_space_constraints`)."""
+    """``(J, M)``: the Welds', Connects' and Couplings' rows of ``J`` (``e_dot = J v``) and the joint-space
+    inertia (:func:`~mechanics.diagnosis.joint_space_constraints`)."""
     J, _, M = joint_space_constraints(mechanism, q, np.zeros(mechanism.nv) if v is None else v)
-    keep = np.concatenate([np.full(c.dim, isinstance(c, (Weld, Connect))) for c in mechanism.constraints] or
+    keep = np.concatenate([np.full(c.dim, isinstance(c, (Weld, Connect, Coupling))) for c in mechanism.constraints] or
                           [np.zeros(0, bool)])
     return J[..., keep, :], M
 

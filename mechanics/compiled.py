@@ -17,7 +17,7 @@ program (:mod:`elimination.program`).  One numba kernel then runs, per state:
 
 1. the kinematics pass (world-frame poses, motion subspaces ``S_i``,
    velocities, bias accelerations ``a_b,i``, inertias ``H_i``, bias forces
-   ``f_i``) and the constraint terms ``K a = k`` (Weld, Connect, General);
+   ``f_i``) and the constraint terms ``K a = k`` (Weld, Connect, General, Coupling);
 2. the fill: every factor's matrix and linear term written straight into the
    program's workspaces (no factor objects);
 3. the factorization and the solves of :mod:`elimination.compiled`
@@ -143,8 +143,9 @@ class CompiledDynamics:
         self.parts = _workspace_parts(mechanism, self.constraints, program)
         # every table in two flat arrays (the order dynamics_kernel unpacks them in): two arguments, not 48
         self.tables = (*packed([*self.factorize_maps, *self.solve_maps[1:], self.model[0], *self.constraints[:3],
-                                self.factors, self.scope, self.drops, self.sizes, self.unit, self.parts]),
-                       *packed([*self.model[1:], *self.general, self.constraints[3]]))
+                                self.factors, self.scope, self.drops, self.sizes, self.unit, self.parts,
+                                self.constraints[4]]),
+                       *packed([*self.model[1:], *self.general, self.constraints[3], self.constraints[5]]))
         # the kernel's workspaces, kept: numba holds the GIL, so no two calls share them at once
         self.data = self.make_data()
 

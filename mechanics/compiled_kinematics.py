@@ -13,7 +13,10 @@ from elimination.compiled_front import UNCOUNTED, ix
 
 from .checks import UNIT_NORM_TOL
 from .spatial import LOG_SERIES
-from .compiled_tables import drop_stale_kernels, ACC, CDIM, CKIND, GENERAL, JOINT, L1, L2, NPAIR, NV, PAIR0, PARENT, Q0, ROW0, V0, WELD
+from .compiled_tables import (
+    drop_stale_kernels, ACC, CDIM, CKIND, COUPLING, GENERAL, JOINT, L1, L2, NPAIR, NV, PAIR0, PARENT, Q0, ROW0, TERM_LINK,
+    TERM_NV, TERM_OF, TERM_ON_GROUND, TERM_PAIR, TERM_PARENT_PAIR, TERM_Q0, TERM_V0, V0, WELD,
+)
 
 drop_stale_kernels(__file__)
 
@@ -344,9 +347,77 @@ def _corrected(KL, k, E, ED, gains, j, m):
         vectors.add(KL, k + r, KL, E + r)
 
 
+@njit(cache=True, inline="always")
+def _coupling_row(KL, D, Rl, pl, w, t):
+    """Rows ``D..D+5`` = ``w X^-1`` of a constant row ``w (6,)`` and the link pose in rows ``Rl`` (9), ``pl`` (3):
+    as a column ``[R w_omega + p x u; u]``, ``u = R w_v`` (``t``: three scratch rows)."""
+    for i in range(3):
+        vectors.fill(KL, D + i, 0.0)
+        vectors.fill(KL, D + 3 + i, 0.0)
+        for c in range(3):
+            vectors.add_scaled(KL, D + i, KL, Rl + 3 * i + c, w[c])
+            vectors.add_scaled(KL, D + 3 + i, KL, Rl + 3 * i + c, w[3 + c])
+    for i in range(3):
+        i1, i2 = (i + 1) % 3, (i + 2) % 3
+        _cross(KL, t + i, pl + i1, D + 3 + i2, pl + i2, D + 3 + i1)
+    for i in range(3):
+        vectors.add(KL, D + i, KL, t + i)
+
+
+@njit(cache=True, inline="always")
+def _coupling_terms(constraints, general, root, KL, parts, KK, Kk, j, m, r0, pair, npair, corrected):
+    """:func:`mechanics.kinematics._coupling` of coupling ``j``: each of its pairs' ``K`` the sum of its terms'
+    ``+-C_t S_t^+`` (``+`` on the joint's link, ``-`` on its parent), ``k = c + sum_t C_t S_t^+ (a_b + a_0 on the
+    ground)``, and where it is corrected ``e = sum_t C_t q_t - offset``, ``e_dot = sum_t C_t v_t``."""
+    terms, weights, k_const, gains = constraints[4], constraints[5], general[3], general[4]
+    R, P, BIAS, QN, V, T, MASK = parts[0], parts[1], parts[4], parts[7], parts[8], parts[9], parts[10]
+    KLr, D, k, t, E, ED = T + 24, T + 60, T + 66, T + 72, T + 75, T + 81
+    for r in range(m):
+        vectors.fill(KL, k + r, k_const[0, ix(r0 + r)])
+        vectors.fill(KL, E + r, -k_const[1, ix(r0 + r)])
+        vectors.fill(KL, ED + r, 0.0)
+    for q in range(npair):
+        for rc in range(6 * m):
+            vectors.fill(KL, KLr + rc, 0.0)
+        for u in range(terms.shape[0]):
+            at_link, at_parent = terms[ix(u), TERM_PAIR] == pair + q, terms[ix(u), TERM_PARENT_PAIR] == pair + q
+            if terms[ix(u), TERM_OF] != j or not (at_link or at_parent):
+                continue
+            l = terms[ix(u), TERM_LINK]
+            for r in range(m):
+                _coupling_row(KL, D, R + 9 * l, P + 3 * l, weights[ix(u), 0, ix(r)], t)
+                for c in range(6):
+                    vectors.add_scaled(KL, KLr + 6 * r + c, KL, D + c, 1.0 if at_link else -1.0)
+        for r in range(m):
+            for c in range(6):
+                vectors.put(KK, 36 * (pair + q) + 6 * r + c, KL, KLr + 6 * r + c, KL, MASK)
+    for u in range(terms.shape[0]):
+        if terms[ix(u), TERM_OF] != j:
+            continue
+        l, q0, v0 = terms[ix(u), TERM_LINK], terms[ix(u), TERM_Q0], terms[ix(u), TERM_V0]
+        for r in range(m):
+            _coupling_row(KL, D, R + 9 * l, P + 3 * l, weights[ix(u), 0, ix(r)], t)
+            vectors.dot6(KL, t, KL, D, 1, KL, BIAS + 6 * l, 1)
+            vectors.add(KL, k + r, KL, t)
+            if terms[ix(u), TERM_ON_GROUND]:
+                vectors.fill(KL, t, 0.0)
+                for c in range(6):
+                    vectors.add_scaled(KL, t, KL, D + c, root[c])
+                vectors.add(KL, k + r, KL, t)
+            if corrected:
+                for c in range(terms[ix(u), TERM_NV]):
+                    vectors.add_scaled(KL, ED + r, KL, V + v0 + c, weights[ix(u), 1, ix(r), ix(c)])
+                    vectors.add_scaled(KL, E + r, KL, QN + q0 + c, weights[ix(u), 1, ix(r), ix(c)])
+    if corrected:
+        _corrected(KL, k, E, ED, gains, j, m)
+    for r in range(m):
+        vectors.put(Kk, r0 + r, KL, k + r, KL, MASK)
+
+
 @njit(cache=True, **UNCOUNTED)  # (compiled once and called: each caller's compile is shorter)
 def _constraint_terms(constraints, general, root, ground, KL, parts, KK, Kk):
-    """:func:`mechanics.kinematics.constraint_terms` of every constraint, in the lanes that take a new state
+    """:func:`mechanics.kinematics.constraint_terms` of every constraint (couplings: :func:`_coupling_terms`), in
+    the lanes that take a new state
     (``KL``'s mask), from their poses and velocities in ``KL`` (:func:`_kinematic_parts`): ``K`` per pair into
     ``KK``, ``k`` (ground terms folded in, and the Baumgarte target where a constraint's gains are not zero)
     into ``Kk`` (:func:`_constraint_parts`); the other lanes' rows keep their values.  87 of ``KL``'s scratch
@@ -358,6 +429,11 @@ def _constraint_terms(constraints, general, root, ground, KL, parts, KK, Kk):
     E, ED = T + 75, T + 81
     for j in range(table.shape[0]):
         kind, m, r0, pair = table[ix(j), CKIND], table[ix(j), CDIM], table[ix(j), ROW0], table[ix(j), PAIR0]
+        corrected = gains[ix(j), 0] != 0.0 or gains[ix(j), 1] != 0.0
+        if kind == COUPLING:
+            _coupling_terms(constraints, general, root, KL, parts, KK, Kk, j, m, r0, pair, table[ix(j), NPAIR],
+                            corrected)
+            continue
         if kind == GENERAL:
             for q in range(table[ix(j), NPAIR]):
                 for r in range(6):
@@ -365,12 +441,11 @@ def _constraint_terms(constraints, general, root, ground, KL, parts, KK, Kk):
                         vectors.fill(KL, t, K_const[pair + q, r, c])
                         vectors.put(KK, 36 * (pair + q) + 6 * r + c, KL, t, KL, MASK)
             for r in range(m):
-                vectors.fill(KL, t, k_const[ix(r0 + r)])
+                vectors.fill(KL, t, k_const[0, ix(r0 + r)])
                 vectors.put(Kk, r0 + r, KL, t, KL, MASK)
             continue
         a, b = table[ix(j), L1], table[ix(j), L2]
         _compose(KL, R + 9 * a, P + 3 * a, place_R[ix(j), 0], place_p[ix(j), 0], R1, p1)
-        corrected = gains[ix(j), 0] != 0.0 or gains[ix(j), 1] != 0.0
         for r in range(m):
             vectors.fill(KL, k + r, 0.0)
             if corrected:

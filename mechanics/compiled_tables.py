@@ -28,10 +28,11 @@ from elimination.compiled import (
 from elimination.kernel_cache import drop_stale_cache
 from elimination.program import F, Op
 
+from .kinematics import coupling_weights
 from .keys import (
     JointAcceleration, LinkAcceleration, LoopTerm, Multiplier, Penalty, Prior, ProximalPrior, Torque, TreeJoint,
 )
-from .mechanism import GROUND, Connect, Weld
+from .mechanism import GROUND, Connect, Coupling, Weld
 
 
 KERNEL_MODULES = ("compiled_tables", "compiled_kinematics", "compiled_fill", "compiled_iterations", "compiled_lanes")
@@ -50,7 +51,7 @@ drop_stale_kernels(__file__)
 
 JOINTS = {"fixed": 0, "revolute": 1, "revolute_unbounded": 2, "prismatic": 3, "spherical": 4, "planar": 5, "free": 6}
 PRIOR, TORQUE, TREE, PENALTY, LOOP, PROXIMAL = range(6)  # factor kinds
-WELD, CONNECT, GENERAL = range(3)  # constraint kinds
+WELD, CONNECT, GENERAL, COUPLING = range(4)  # constraint kinds
 ROLES = {Prior: PRIOR, Torque: TORQUE, TreeJoint: TREE, Penalty: PENALTY, LoopTerm: LOOP, ProximalPrior: PROXIMAL}
 
 # columns of the link table (PRIOR_F, TORQUE_F, TREE_F: the link's own factors' rows of the factor table, -1: none)
@@ -58,6 +59,9 @@ PARENT, JOINT, Q0, V0, NV, ACC, QDD, PRIOR_F, TORQUE_F, TREE_F = range(10)
 # columns of the constraint table (MOVES, ITERATES, TEST: its policy's PolicyNumbers), and of its float table
 CKIND, L1, L2, CDIM, ROW0, PAIR0, NPAIR, MULT, MOVING, MOVES, ITERATES, TEST = range(12)
 STIFFNESS, KEEP, PUSH, TAKE = range(4)
+# columns of the coupling terms' table, a row per (coupling, joint): the joint's link, the pairs of the link and of
+# its parent (-1: the ground), whether the parent is the ground, and the joint's q and v columns and nv
+TERM_OF, TERM_LINK, TERM_PAIR, TERM_PARENT_PAIR, TERM_ON_GROUND, TERM_Q0, TERM_V0, TERM_NV = range(8)
 # columns of the factor table (JOINT0: a tree factor's first joint column; JOINT_ONLY: 1 where only a tree
 # pair's kernel reads it, through its joint columns -- the rest of [I, -I, -S] and the row scales go unwritten)
 FKIND, WHO, PAIR, FIRST, MAT, SCL, LIN, SC0, SC1, FN, JOINT0, JOINT_ONLY = range(12)
@@ -84,6 +88,8 @@ def _unsupported(mechanism, layout) -> str:
         links = [l for l in c.links if l != GROUND]
         if len(set(links)) != len(links):
             return f"constraint {c.name!r} names a link twice"
+        if c.dim > 6:
+            return f"constraint {c.name!r} has {c.dim} rows (the compiled kernels take at most 6 per constraint)"
     for slot in layout.slots:
         if type(slot.role) not in ROLES:
             return f"factor role {slot.role!r} runs on the numpy path only"
@@ -135,8 +141,10 @@ def _model_tables(mechanism, index: dict, program) -> tuple:
 
 def _constraint_tables(mechanism, layout, index: dict, program, baumgarte: dict) -> tuple:
     """Constraints (columns ``CKIND ... TEST``, and their policies' float numbers ``STIFFNESS ... TAKE``),
-    their pairs ``(constraint, link)`` in the order of the policies' slots, and the float tables: axes,
-    frame placements, General's constant ``K`` and ``k``, the Baumgarte gains ``(Kp, Kd)`` (zero: none)."""
+    their pairs ``(constraint, link)`` in the order of the policies' slots, the couplings' terms (columns
+    ``TERM_OF ... TERM_NV``) and the float tables: axes, frame placements, General's constant ``K``, the constant
+    ``k`` (General's, a Coupling's ``c``) and a Coupling's ``offset`` as two rows, the Baumgarte gains ``(Kp, Kd)``
+    (zero: none), and each coupling term's ``C_j S_local'`` and ``C_j`` (padded to 6 x 6)."""
     constraints = mechanism.constraints
     nc = len(constraints)
     table = np.full((max(nc, 1), 12), -1, dtype=np.int64)[:nc]
@@ -144,23 +152,32 @@ def _constraint_tables(mechanism, layout, index: dict, program, baumgarte: dict)
     axes = np.zeros((max(nc, 1), 6), dtype=np.int64)
     place_R, place_p = np.zeros((max(nc, 1), 2, 3, 3)), np.zeros((max(nc, 1), 2, 3))
     gains = np.array([baumgarte.get(c.name, (0.0, 0.0)) for c in constraints] or [(0.0, 0.0)], dtype=float)
-    pairs, K_const, k_const, row = [], [], np.zeros(mechanism.constraint_dim), 0
+    pairs, K_const, k_const, row = [], [], np.zeros((2, mechanism.constraint_dim)), 0
+    terms, weights = [], []
     root = np.concatenate([np.zeros(3), -np.asarray(mechanism.gravity, dtype=float)])
     for j, c in enumerate(constraints):
         policy = layout.policies[c.name]
         links = [l for l in c.links if l != GROUND]
-        kind = WELD if isinstance(c, Weld) else CONNECT if isinstance(c, Connect) else GENERAL
+        kind = {Weld: WELD, Connect: CONNECT, Coupling: COUPLING}.get(type(c), GENERAL)
         mult = program.plan.layout().variables.get(Multiplier(c.name), (-1,))[0]
-        l1, l2 = (index[c.link1], index[c.link2]) if kind != GENERAL else (-1, -1)
+        l1, l2 = (index[c.link1], index[c.link2]) if kind in (WELD, CONNECT) else (-1, -1)
         codes, numbers[j] = policy.numbers.row()
         table[j] = (kind, l1, l2, c.dim, row, len(pairs), len(links), mult, layout.moving.get(c.name, -1), *codes)
         blocks = dict(zip(c.links, c.K)) if kind == GENERAL else {}
+        pair_of = {link: len(pairs) + q for q, link in enumerate(links)}
         for link in links:
             pairs.append((j, index[link]))
             K_const.append(np.pad(blocks[link], ((0, 6 - c.dim), (0, 0))) if kind == GENERAL else np.zeros((6, 6)))
         if kind == GENERAL:
             k = c.k - (blocks[GROUND] @ root if GROUND in blocks else 0.0)
-            k_const[row : row + c.dim] = k
+            k_const[0, row : row + c.dim] = k
+        elif kind == COUPLING:
+            k_const[0, row : row + c.dim] = c.c
+            k_const[1, row : row + c.dim] = 0.0 if c.offset is None else c.offset
+            for joint, parent, W, C in zip(c.joints, c.parents, coupling_weights(mechanism, c), c.C):
+                terms.append((j, index[joint], pair_of[joint], pair_of.get(parent, -1), int(parent == GROUND),
+                              mechanism.q_slices[joint].start, mechanism.v_slices[joint].start, C.shape[1]))
+                weights.append((np.pad(W, ((0, 6 - c.dim), (0, 0))), np.pad(C, ((0, 6 - c.dim), (0, 6 - C.shape[1])))))
         else:
             axes[j, : c.dim] = c.axes
             place_R[j] = (c.placement1.rotation, c.placement2.rotation)
@@ -168,7 +185,10 @@ def _constraint_tables(mechanism, layout, index: dict, program, baumgarte: dict)
         row += c.dim
     pair_table = np.asarray(pairs, dtype=np.int64).reshape(len(pairs), 2)
     K_const = np.asarray(K_const, dtype=float).reshape(len(pairs), 6, 6)
-    return (table, axes, pair_table, numbers), pair_table, (place_R, place_p, K_const, k_const, gains)
+    terms = np.asarray(terms, dtype=np.int64).reshape(len(terms), 8)
+    weights = np.asarray(weights, dtype=float).reshape(len(terms), 2, 6, 6)
+    return ((table, axes, pair_table, numbers, terms, weights), pair_table,
+            (place_R, place_p, K_const, k_const, gains))
 
 
 def _factor_tables(layout, program, constraints: tuple, pairs: np.ndarray, mechanism, index: dict) -> tuple:
@@ -213,10 +233,10 @@ def _unpacked_tables(TI, II, TF, IF):
     factors, scope, drops, sizes, unit, parts, model, general)``."""
     k0 = FACTORIZE_MAPS + SOLVE_MAPS
     constraints = (unpacked2(TI, II, k0 + 1), unpacked2(TI, II, k0 + 2), unpacked2(TI, II, k0 + 3),
-                   unpacked2(TF, IF, 11))
+                   unpacked2(TF, IF, 11), unpacked2(TI, II, k0 + 10), unpacked4(TF, IF, 12))
     model = (unpacked2(TI, II, k0), unpacked2(TF, IF, 0), unpacked3(TF, IF, 1), unpacked2(TF, IF, 2),
              unpacked2(TF, IF, 3), unpacked3(TF, IF, 4), unpacked1(TF, IF, 5))
-    general = (unpacked4(TF, IF, 6), unpacked3(TF, IF, 7), unpacked3(TF, IF, 8), unpacked1(TF, IF, 9),
+    general = (unpacked4(TF, IF, 6), unpacked3(TF, IF, 7), unpacked3(TF, IF, 8), unpacked2(TF, IF, 9),
                unpacked2(TF, IF, 10))
     return (factorize_maps_in(TI, II), solve_maps_in(TI, II, FACTORIZE_MAPS), constraints, unpacked2(TI, II, k0 + 4),
             unpacked1(TI, II, k0 + 5), unpacked2(TI, II, k0 + 6), unpacked1(TI, II, k0 + 7), unpacked2(TI, II, k0 + 8),

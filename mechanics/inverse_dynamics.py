@@ -18,8 +18,13 @@ from .mechanism import GROUND, Mechanism
 BACKENDS = ("auto", "numba", "numpy")
 
 
-def inverse_dynamics(mechanism: Mechanism, q, v, qdd, backend: str = "auto") -> np.ndarray:
+def inverse_dynamics(mechanism: Mechanism, q, v, qdd, backend: str = "auto", independent: bool = False) -> np.ndarray:
     """The joint forces that give ``qdd`` at ``(q, v)`` on the spanning tree (module docstring).
+
+    With ``independent=True`` and joint couplings, the generalized forces of the independent coordinates ``y``
+    of :func:`~mechanics.couplings.coupling_map` (``qdd = G y + g``): ``G' tau``, what drives ``y`` while the
+    couplings' forces hold the rest (Pinocchio's ``rnea`` of a mimic model).  ``qdd`` must then satisfy the
+    couplings.
 
     Parameters
     ----------
@@ -29,10 +34,17 @@ def inverse_dynamics(mechanism: Mechanism, q, v, qdd, backend: str = "auto") -> 
         Leading batch dimensions broadcast against each other.
     backend : {"auto", "numba", "numpy"}
         Compiled (:mod:`mechanics.compiled_inverse`, the default) or the numpy reference; they agree to round-off.
+    independent : bool
+        Return ``G' tau`` on the couplings' independent coordinates.
 
     Returns
     -------
-    ndarray, shape (..., nv)
+    ndarray, shape (..., nv), or (..., ny) with ``independent``
+
+    Raises
+    ------
+    ValueError
+        With ``independent``: a ``qdd`` that misses a coupling beyond round-off, the coupling named.
 
     Examples
     --------
@@ -48,6 +60,8 @@ def inverse_dynamics(mechanism: Mechanism, q, v, qdd, backend: str = "auto") -> 
     """
     if backend not in BACKENDS:
         raise ValueError(f"inverse_dynamics: backend must be one of {BACKENDS}, got {backend!r}")
+    if independent:
+        return _on_independent(mechanism, q, v, qdd, backend)
     if backend != "numpy" and plain_state(mechanism, q, v, qdd):  # one state, the common call: no reshapes
         from . import compiled_inverse
 
@@ -84,3 +98,18 @@ def _numpy(mechanism: Mechanism, q, v, qdd, batch: tuple) -> np.ndarray:
         if link.parent != GROUND:
             wrench[link.parent] = wrench[link.parent] + wrench[name]
     return tau
+
+
+def _on_independent(mechanism: Mechanism, q, v, qdd, backend: str) -> np.ndarray:
+    """``G' tau`` of :func:`inverse_dynamics` where ``qdd`` satisfies the couplings ``C qdd = c``."""
+    from .couplings import coupling_map, coupling_rows
+
+    qdd = state_array(mechanism, qdd, "qdd", mechanism.nv)
+    C, c, names = coupling_rows(mechanism)
+    missed = np.abs((qdd[..., None, :] @ C.T)[..., 0, :] - c)
+    scale = 1.0 + np.max(np.abs(qdd), axis=-1, keepdims=True) * np.max(np.abs(C), initial=0.0)
+    if np.any(missed > 1e-9 * scale):
+        row = int(np.argmax(np.max((missed / scale).reshape(-1, len(names)), axis=0)))
+        raise ValueError(f"inverse_dynamics(independent=True): qdd misses coupling {names[row]!r} by "
+                         f"{np.max(missed[..., row]):.1e}; give qdd = G y + g (mechanics.coupling_map)")
+    return coupling_map(mechanism).reduce(inverse_dynamics(mechanism, q, v, qdd, backend))

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .joints import jcalc, motion_subspace
-from .mechanism import GROUND, Connect, General, Mechanism, Weld
+from .mechanism import GROUND, Connect, Coupling, General, Mechanism, Weld
 from .spatial import compose, crf, crm, inertia_to_parent, inverse_motion_transform, log6, motion_transform, skew
 
 LINEAR_FIRST = [3, 4, 5, 0, 1, 2]  # rows of a motion transform in Pinocchio's [linear; angular] order
@@ -46,6 +46,8 @@ class Kinematics:
     bias_force: dict
     root_acceleration: np.ndarray
     batch_shape: tuple
+    q: np.ndarray | None = None  # the state it was computed at (a coupling's errors read them)
+    v: np.ndarray | None = None
 
 
 def kinematics(mechanism: Mechanism, q: np.ndarray, v: np.ndarray) -> Kinematics:
@@ -77,7 +79,7 @@ def kinematics(mechanism: Mechanism, q: np.ndarray, v: np.ndarray) -> Kinematics
         momentum = (inertia[name] @ velocity[name][..., None])[..., 0]
         bias_force[name] = -(crf(velocity[name]) @ momentum[..., None])[..., 0]
     root = np.concatenate([np.zeros(3), -mechanism.gravity])
-    return Kinematics(mechanism, rotation, position, S, velocity, bias_acc, inertia, bias_force, root, batch)
+    return Kinematics(mechanism, rotation, position, S, velocity, bias_acc, inertia, bias_force, root, batch, q, v)
 
 
 @dataclass
@@ -136,14 +138,38 @@ def _connect(kin: Kinematics, c: Connect):
     return K, -(R1t @ drift[..., None])[..., 0]
 
 
+def coupling_weights(mechanism: Mechanism, c: Coupling) -> list:
+    """``C_j S_local,j'`` per joint of a coupling, ``(m, 6)`` each: its rows on the joint's local relative
+    acceleration (``S_local' S_local = I``: every joint's local ``S`` has orthonormal columns)."""
+    return [C @ motion_subspace(mechanism.link(joint).joint).T for joint, C in zip(c.joints, c.C)]
+
+
+def _coupling(kin: Kinematics, c: Coupling):
+    """``sum_j C_j S_j^+ (a_j - a_parent) = c + sum_j C_j S_j^+ a_b,j`` with ``S_j^+ = S_local' X_j^-1``."""
+    K, k = {}, np.broadcast_to(c.c, kin.batch_shape + c.c.shape)
+    for joint, parent, W in zip(c.joints, c.parents, coupling_weights(kin.mechanism, c)):
+        Kj = W @ inverse_motion_transform(kin.rotation[joint], kin.position[joint])
+        K[joint] = K.get(joint, 0.0) + Kj
+        K[parent] = K.get(parent, 0.0) - Kj
+        k = k + (Kj @ kin.bias_acceleration[joint][..., None])[..., 0]
+    return K, k
+
+
 def constraint_errors(kin: Kinematics, c) -> tuple:
-    """``(e, e_dot)``, shapes ``(..., m)``: the position and velocity errors of a Weld or Connect in its rows,
+    """``(e, e_dot)``, shapes ``(..., m)``: the position and velocity errors of a Weld, Connect or Coupling in its rows,
     as Pinocchio's ``contact_placement_error`` and ``contact_velocity_error`` (frame 1's coordinates).
 
     With ``c1Mc2`` frame 2's pose in frame 1: a Weld's ``e = -log6(c1Mc2)`` and ``e_dot = C (v_1 - v_2)``
     (its rows' twist, ``[linear; angular]``); a Connect's ``e = R_1' (p_1 - p_2)`` and ``e_dot = R_1' (p_1' -
-    p_2')``, ``p'`` the velocity of the frame's origin.  Both restricted to the constraint's axes.
+    p_2')``, ``p'`` the velocity of the frame's origin.  Both restricted to the constraint's axes.  A Coupling's
+    ``e = sum_j C_j q_j - offset`` (``None`` where it has no offset) and ``e_dot = sum_j C_j v_j``.
     """
+    if isinstance(c, Coupling):
+        mech, blocks = kin.mechanism, tuple(zip(c.joints, c.C))
+        e_dot = sum((C @ kin.v[..., mech.v_slices[j], None])[..., 0] for j, C in blocks)
+        if c.offset is None:
+            return None, e_dot
+        return sum((C @ kin.q[..., mech.q_slices[j], None])[..., 0] for j, C in blocks) - c.offset, e_dot
     R1, p1 = _frame(kin, c.link1, c.placement1)
     R2, p2 = _frame(kin, c.link2, c.placement2)
     R1t, axes = np.swapaxes(R1, -1, -2), list(c.axes)
@@ -156,7 +182,8 @@ def constraint_errors(kin: Kinematics, c) -> tuple:
         rate = [(_point_jacobian(p) @ kin.velocity[link][..., None])[..., 0] for link, p in ((c.link1, p1), (c.link2, p2))]
         e, e_dot = (R1t @ (p1 - p2)[..., None])[..., 0], (R1t @ (rate[0] - rate[1])[..., None])[..., 0]
         return e[..., axes], e_dot[..., axes]
-    raise TypeError(f"constraint {c.name!r} ({type(c).__name__}) has no position level: only Weld and Connect do")
+    raise TypeError(f"constraint {c.name!r} ({type(c).__name__}) has no position level: only Weld, Connect and "
+                    f"Coupling do")
 
 
 def constraint_terms(kin: Kinematics, constraint, baumgarte: tuple | None = None) -> ConstraintTerms:
@@ -169,6 +196,8 @@ def constraint_terms(kin: Kinematics, constraint, baumgarte: tuple | None = None
         K, k = _weld(kin, constraint)
     elif isinstance(constraint, Connect):
         K, k = _connect(kin, constraint)
+    elif isinstance(constraint, Coupling):
+        K, k = _coupling(kin, constraint)
     elif isinstance(constraint, General):
         K = dict(zip(constraint.links, constraint.K))
         k = np.broadcast_to(constraint.k, kin.batch_shape + constraint.k.shape)
@@ -178,5 +207,5 @@ def constraint_terms(kin: Kinematics, constraint, baumgarte: tuple | None = None
         k = k - (K.pop(GROUND) @ kin.root_acceleration)
     if baumgarte is not None and any(baumgarte):
         e, e_dot = constraint_errors(kin, constraint)
-        k = k + (-(baumgarte[0] * e) - baumgarte[1] * e_dot)
+        k = k + (-(baumgarte[0] * (0.0 if e is None else e)) - baumgarte[1] * e_dot)
     return ConstraintTerms({name: np.broadcast_to(block, kin.batch_shape + block.shape[-2:]) for name, block in K.items()}, k)

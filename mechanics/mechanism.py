@@ -3,7 +3,9 @@
 A :class:`Mechanism` is an immutable description (Pinocchio's *model*): the
 links, each attached to its parent link (or the ground) by a tree joint, and
 the constraints that close loops -- :class:`Weld` (6-D), :class:`Connect`
-(3-D point), :class:`General` (``sum_l K_l a_l = k`` on any number of links).
+(3-D point), :class:`General` (``sum_l K_l a_l = k`` on any number of links),
+:class:`Coupling` (``sum_j C_j qdd_j = c`` on joint accelerations: gears, belts,
+differentials, mimic joints).
 A constraint with ``"ground"`` as a link is a contact.  Graphs are built from
 a mechanism by free functions (``gplc_graph``), never stored in it; only the
 symbolic plans computed for it are kept (``Mechanism.plans``).
@@ -189,6 +191,89 @@ class General:
         return self.k.shape[0]
 
 
+@dataclass(frozen=True, eq=False)
+class Coupling:
+    """A joint coupling: ``sum_j C_j qdd_j = c`` on the accelerations of the joints ``joints`` (each named by its
+    child link) -- a rotor geared to its link, a belt, a differential, a mimic joint.
+
+    Parameters
+    ----------
+    joints : sequence of str
+        The coupled joints, by their child links' names.
+    C : sequence of array_like, each (m, nv_j)
+        One block per joint.
+    c : array_like, (m,), optional
+        The constant right-hand side (zero: a coupling of velocities ``sum_j C_j v_j = 0``).
+    offset : array_like, (m,), optional
+        A position level ``sum_j C_j q_j = offset`` where every joint is revolute or prismatic (a mimic
+        joint's); without it the coupling has none (a gear's rotor angle is known only up to a turn).
+    name : str, optional
+
+    In the GPLC graph it is one more constraint ``K a = k`` on link accelerations: with ``S_j^+ = S_local' X_j^-1``
+    (the columns of every joint's local ``S`` are orthonormal), ``qdd_j = S_j^+ (a_j - a_parent - a_b,j)`` on the
+    tree joint's hard rows, so ``K`` has ``C_j S_j^+`` on ``a_j`` and its negative on ``a_parent``.  Its force
+    ``f`` (Pinocchio's sign) acts on joint ``j`` as the generalized force ``C_j' f``.
+
+    Examples
+    --------
+    >>> gear = Coupling.gear("rotor", "link", 6.0)  # qdd_rotor = 6 qdd_link
+    >>> gear.dim, [block.tolist() for block in gear.C]
+    (1, [[[1.0]], [[-6.0]]])
+    """
+
+    joints: tuple
+    C: tuple
+    c: np.ndarray | None = None
+    offset: np.ndarray | None = None
+    name: str | None = None
+    parents: tuple | None = None  # the joints' parent links, filled by the Mechanism
+
+    def __post_init__(self):
+        joints = tuple(str(j) for j in self.joints)
+        C = tuple(np.atleast_2d(np.asarray(block, dtype=float)) for block in self.C)
+        label = self.name or "coupling"
+        if not joints or len(C) != len(joints):
+            raise ValueError(f"Coupling {label!r}: {len(C)} blocks C for {len(joints)} joints (one per joint)")
+        if len(set(joints)) != len(joints):
+            raise ValueError(f"Coupling {label!r} names a joint twice: {list(joints)}")
+        m = C[0].shape[0]
+        c = np.zeros(m) if self.c is None else np.atleast_1d(np.asarray(self.c, dtype=float))
+        offset = None if self.offset is None else np.atleast_1d(np.asarray(self.offset, dtype=float))
+        if m < 1 or any(block.ndim != 2 or block.shape[0] != m for block in C) or c.shape != (m,) or (
+                offset is not None and offset.shape != (m,)):
+            raise ValueError(f"Coupling {label!r}: every C_j must have the same rows m >= 1, and c and offset be "
+                             f"m-vectors; got C shapes {[b.shape for b in C]}, c {c.shape}"
+                             + (f", offset {offset.shape}" if offset is not None else ""))
+        if not all(np.all(np.isfinite(b)) for b in C) or not np.all(np.isfinite(c)) or (
+                offset is not None and not np.all(np.isfinite(offset))):
+            raise ValueError(f"Coupling {label!r}: C, c and offset must be finite")
+        object.__setattr__(self, "joints", joints)
+        object.__setattr__(self, "C", C)
+        object.__setattr__(self, "c", c)
+        object.__setattr__(self, "offset", offset)
+
+    @classmethod
+    def mimic(cls, joint: str, mimicked: str, multiplier: float = 1.0, offset: float = 0.0, name=None) -> "Coupling":
+        """``q_joint = multiplier q_mimicked + offset`` (URDF's ``<mimic>``), hence ``qdd_joint = multiplier qdd_mimicked``."""
+        return cls((joint, mimicked), ([[1.0]], [[-float(multiplier)]]), offset=[float(offset)], name=name)
+
+    @classmethod
+    def gear(cls, rotor: str, link: str, ratio: float, name=None) -> "Coupling":
+        """``qdd_rotor = ratio qdd_link``: a rotor geared to its link's joint (velocity level only)."""
+        return cls((rotor, link), ([[1.0]], [[-float(ratio)]]), name=name)
+
+    @property
+    def dim(self) -> int:
+        return self.C[0].shape[0]
+
+    @property
+    def links(self) -> tuple:
+        """The links whose accelerations ``K`` reaches: the joints' links, then their parents (the ground left
+        out: its acceleration is known)."""
+        around = self.joints + tuple(p for p in (self.parents or ()) if p != GROUND)
+        return tuple(dict.fromkeys(around))
+
+
 class PlanCache:
     """Symbolic plans of one mechanism (:func:`mechanics.algorithms.plan_of`), most recent first.
 
@@ -226,7 +311,7 @@ class Mechanism:
     ----------
     links : sequence of Link
         In any order; they are sorted topologically (stable).
-    constraints : sequence of Weld, Connect or General
+    constraints : sequence of Weld, Connect, General or Coupling
         A Weld or Connect may name a frame (``frames``) instead of a link at
         either end: it is restated on the frame's link, its placement composed
         with the frame's (``Weld("left_sole_link", "ground", ...)`` on a URDF robot).
@@ -301,9 +386,29 @@ class Mechanism:
                 out[name] = (link, pose)
         return out
 
+    def _coupled(self, c: "Coupling", label: str) -> "Coupling":
+        """A Coupling whose joints are joints of this mechanism, with blocks of their widths and a position
+        level only on revolute and prismatic joints; its parents filled in."""
+        for joint, block in zip(c.joints, c.C):
+            if joint not in self.index:
+                close = difflib.get_close_matches(joint, list(self.index), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise ValueError(f"coupling {label!r} names joint {joint!r}, which is not a joint of the mechanism"
+                                 f"{hint}: name a joint by its child link (links: {_listed(self.index)})")
+            kind, nv = self.link(joint).joint.kind, self.link(joint).joint.nv
+            if nv == 0:
+                raise ValueError(f"coupling {label!r}: joint {joint!r} is fixed; it has no velocity to couple")
+            if block.shape[1] != nv:
+                raise ValueError(f"coupling {label!r}: the block of joint {joint!r} has {block.shape[1]} columns, but "
+                                 f"the joint ({kind}) has nv = {nv}")
+            if c.offset is not None and kind not in ("revolute", "prismatic"):
+                raise ValueError(f"coupling {label!r}: a position level (offset) needs revolute or prismatic joints; "
+                                 f"joint {joint!r} is {kind} (give offset=None to couple velocities only)")
+        return replace(c, parents=tuple(self.link(joint).parent for joint in c.joints))
+
     def _on_links(self, c, label: str):
         """A Weld / Connect whose ends name frames, restated on the frames' links (placements composed)."""
-        if isinstance(c, General) or all(end in self.index or end == GROUND for end in c.links):
+        if isinstance(c, (General, Coupling)) or all(end in self.index or end == GROUND for end in c.links):
             return c
         ends = {}
         for side, (end, placement) in enumerate(((c.link1, c.placement1), (c.link2, c.placement2)), start=1):
@@ -315,9 +420,11 @@ class Mechanism:
         return replace(c, **ends)
 
     def _checked(self, j: int, c):
-        if not isinstance(c, (Weld, Connect, General)):
-            raise TypeError(f"constraint {j}: expected Weld, Connect or General, got {type(c).__name__}")
+        if not isinstance(c, (Weld, Connect, General, Coupling)):
+            raise TypeError(f"constraint {j}: expected Weld, Connect, General or Coupling, got {type(c).__name__}")
         label = c.name if c.name is not None else f"c{j}"
+        if isinstance(c, Coupling):
+            c = self._coupled(c, label)
         c = self._on_links(c, label)
         for link in c.links:
             if link != GROUND and link not in self.index:

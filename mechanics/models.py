@@ -3,14 +3,16 @@
 Loops are closed at the neutral configuration: the second frame of every cut
 joint is placed where the first one is at ``q = 0``, so positions and
 (zero) velocities are consistent there.  Geometry and inertias are simple
-rods; the topologies are the papers'.
+rods; the topologies are the papers'.  Rotors and belts (:func:`geared_chain`, :func:`belt_chain`) are
+joint couplings (:class:`~mechanics.Coupling`).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .joints import Joint
-from .mechanism import GROUND, Connect, Link, Mechanism, Pose, Weld, at
+from .couplings import Rotor, with_rotors
+from .mechanism import GROUND, Connect, Coupling, Link, Mechanism, Pose, Weld, at
 from .spatial import compose, rotation_about
 
 AXIS_CYCLE = ("z", "y", "x")
@@ -249,6 +251,39 @@ def digit_leg() -> Mechanism:
     return _closed(links, cuts, "digit_leg")
 
 
+ROTOR = Rotor(ratio=6.0, inertia=3.3e-5, mass=0.07)
+"""A small geared motor's rotor: 6:1, about Mini Cheetah's (plausible values, not a datasheet's)."""
+
+
+def geared_chain(n: int = 12, ratio: float = 6.0) -> Mechanism:
+    """A serial chain of ``n`` rods with a geared rotor on every joint (003's serial chain with rotors): each
+    rotor on its joint's parent, coaxial, ``qdd_rotor = ratio qdd_joint`` (:func:`mechanics.with_rotors`,
+    :data:`ROTOR`'s inertia); ``2 n`` joints, ``n`` couplings."""
+    _check_size("geared_chain", n=n, minimum=1)
+    _check_length("geared_chain", ratio=ratio)
+    tree = Mechanism(_chain("link", GROUND, n, turn=0.4, twist=0.3), name=f"geared_chain_{n}")
+    rotor = Rotor(float(ratio), ROTOR.inertia, ROTOR.mass)
+    return with_rotors(tree, {link.name: rotor for link in tree.links})
+
+
+def belt_chain(n: int = 12, ratio: float = 6.0) -> Mechanism:
+    """A planar chain of ``n`` rods (joints about y) whose rotors all sit at the base and drive the links
+    through belts (003's belt-driven chain): a belt turns link ``k``'s absolute angle, so rotor ``k`` couples
+    to every joint below it, ``qdd_rotor_k = ratio (qdd_1 + ... + qdd_k)`` -- one coupling of ``k + 1``
+    joints each."""
+    _check_size("belt_chain", n=n, minimum=1)
+    _check_length("belt_chain", ratio=ratio)
+    y = Joint("revolute", "y")
+    links = [rod(f"link{k + 1}", f"link{k}" if k else GROUND, y, at(0.3 if k else 0.0), 0.3) for k in range(n)]
+    inertia = Rotor(float(ratio), ROTOR.inertia).rotational_inertia((0.0, 1.0, 0.0))
+    rotors = [Link(f"rotor{k + 1}", GROUND, y, at(0.0, -0.05 * (k + 1), 0.0), ROTOR.mass, np.zeros(3), inertia)
+              for k in range(n)]
+    belts = [Coupling((f"rotor{k + 1}", *(f"link{j + 1}" for j in range(k + 1))),
+                      ([[1.0]],) + tuple([[-float(ratio)]] for _ in range(k + 1)), name=f"belt{k + 1}")
+             for k in range(n)]
+    return Mechanism(links + rotors, belts, name=f"belt_chain_{n}")
+
+
 def _check_size(model: str, minimum: int, **size) -> None:
     (name, value), = size.items()
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
@@ -274,4 +309,6 @@ MODELS = {
     "serial_chain": serial_chain,
     "ladder": ladder,
     "digit_leg": digit_leg,
+    "geared_chain": geared_chain,
+    "belt_chain": belt_chain,
 }

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from .joints import Joint
-from .mechanism import GROUND, Connect, Link, Mechanism, Pose, Weld
+from .mechanism import GROUND, Connect, Coupling, Link, Mechanism, Pose, Weld
 
 INSTALL_HINT = ("install Pinocchio and example-robot-data: pip install pin example-robot-data (or, in a checkout of "
                 "gaussgraph, its robots extra: pip install '.[robots]')")
@@ -182,9 +182,10 @@ def load_robot(name: str, constraints=()) -> Mechanism:
     name : str
         One of :func:`robot_names` (``talos``, ``solo12``, ``anymal``, ``go1``, ``ur5``, ``cassie``, ...);
         legged robots and humanoids get a free-flyer root joint.
-    constraints : sequence of Weld / Connect / General
+    constraints : sequence of Weld / Connect / General / Coupling
         Their ends may name the robot's frames (a URDF's bodies and fixed joints): e.g.
-        ``Weld("left_sole_link", "ground")``.  Added to the robot's own (Cassie's loops).
+        ``Weld("left_sole_link", "ground")``.  Added to the robot's own (Cassie's loops, the couplings of its
+        URDF's ``<mimic>`` joints: :func:`load_urdf`).
 
     Examples
     --------
@@ -202,65 +203,177 @@ def load_robot(name: str, constraints=()) -> Mechanism:
         close = difflib.get_close_matches(name, robot_names(), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ValueError(f"unknown robot {name!r}{hint}; load_robot knows {', '.join(robot_names())}")
-    mech = from_pinocchio(load_pinocchio_robot(name), name=name)
-    return mech.with_constraints(constraints) if constraints else mech
+    model, path = _robot_model(name)
+    mech = from_pinocchio(model, name=name)
+    return mech.with_constraints(_mimic_couplings(path, mech) + list(constraints))
 
 
 def load_pinocchio_robot(name: str):
-    """``pinocchio.Model`` of a robot of example-robot-data listed in :data:`ROBOTS`."""
+    """``pinocchio.Model`` of a robot of example-robot-data listed in :data:`ROBOTS`, as Pinocchio builds it by
+    default: a ``<mimic>`` joint moves independently (:class:`CouplingNotModelledWarning`)."""
+    model, path = _robot_model(name)
+    _warn_mimics(path)
+    return model
+
+
+def _robot_model(name: str) -> tuple:
+    """``(pinocchio.Model, path of its URDF)`` of a robot of :data:`ROBOTS`."""
     if name not in ROBOTS:
         raise ValueError(f"unknown robot {name!r}; use one of {sorted(ROBOTS)}")
     pin = pinocchio()
     path, floating = ROBOTS[name]
     full = str(example_robot_data_dir() / path)
-    _warn_mimics(full)
-    return pin.buildModelFromUrdf(full, pin.JointModelFreeFlyer()) if floating else pin.buildModelFromUrdf(full)
+    model = pin.buildModelFromUrdf(full, pin.JointModelFreeFlyer()) if floating else pin.buildModelFromUrdf(full)
+    return model, full
 
 
 class CouplingNotModelledWarning(UserWarning):
-    """A URDF joint that mimics another was loaded as an independent joint: joint couplings are not modelled
-    yet, so the loaded mechanism moves more freely than the file says (:func:`load_urdf`)."""
+    """A URDF joint that mimics another was loaded as an independent joint (``load_urdf(..., couplings=False)``,
+    or a robot of :func:`load_robot`): the loaded mechanism moves more freely than the file says."""
 
 
-def _warn_mimics(path: str) -> None:
-    """A :class:`CouplingNotModelledWarning` per movable joint with a ``<mimic>`` (its file line named):
-    Pinocchio's parser, as we call it, drops the element (on a fixed joint it means nothing)."""
+def _mimics(path: str) -> list:
+    """``(joint, mimicked, multiplier, offset, line)`` of each movable joint's ``<mimic>`` in a URDF file (its
+    line in the file); a malformed one refused with its element and line named.  Pinocchio's parser, as we
+    call it, drops the element (on a fixed joint it means nothing)."""
     try:
         text = Path(path).read_text(errors="replace")
         joints = ET.fromstring(text).iter("joint")
     except (OSError, ET.ParseError):  # (the parser says what is wrong with the file)
-        return
+        return []
     live = re.sub(r"<!--.*?-->", lambda m: "\n" * m[0].count("\n"), text, flags=re.S)  # (no comments' mimics)
     lines = [live.count("\n", 0, m.start()) + 1 for m in re.finditer(r"<mimic\b", live)]
-    mimics = [(joint, joint.find("mimic")) for joint in joints if joint.find("mimic") is not None]
-    for (joint, mimic), line in zip(mimics, lines):
+    found = []
+    for (joint, mimic), line in zip([(j, j.find("mimic")) for j in joints if j.find("mimic") is not None], lines):
         if joint.get("type") in ("fixed", None):
             continue
-        ratio, offset = mimic.get("multiplier", "1"), mimic.get("offset", "0")
-        warnings.warn(f"{path} line {line}: joint {joint.get('name')!r} mimics {mimic.get('joint')!r} (multiplier "
-                      f"{ratio}, offset {offset}): joint couplings are not modelled yet, so it moves independently "
-                      f"here and the dynamics are those of the uncoupled joints; fix or remove it where that "
-                      f"matters", CouplingNotModelledWarning, stacklevel=3)
+        where = f"{path} line {line}: the <mimic> of joint {joint.get('name')!r}"
+        if not mimic.get("joint"):
+            raise ValueError(f"{where} names no joint (give joint=\"...\": the joint it follows)")
+        try:
+            ratio, offset = float(mimic.get("multiplier", "1")), float(mimic.get("offset", "0"))
+        except ValueError:
+            raise ValueError(f"{where}: multiplier {mimic.get('multiplier')!r} and offset {mimic.get('offset')!r} "
+                             f"must be numbers") from None
+        found.append((joint.get("name"), mimic.get("joint"), ratio, offset, line))
+    return found
 
 
-def load_urdf(path, floating_base: bool = False) -> Mechanism:
-    """A URDF file through Pinocchio (a free-flyer root joint if ``floating_base``); a ``<mimic>`` on a movable
-    joint is loaded as an independent joint, with a :class:`CouplingNotModelledWarning`."""
+def _warn_mimics(path: str) -> None:
+    """A :class:`CouplingNotModelledWarning` per movable joint with a ``<mimic>`` (its file line named)."""
+    for joint, mimicked, ratio, offset, line in _mimics(path):
+        warnings.warn(f"{path} line {line}: joint {joint!r} mimics {mimicked!r} (multiplier {ratio:g}, offset "
+                      f"{offset:g}) but is loaded as an independent joint here; load the file with "
+                      f"mechanics.load_urdf (couplings=True) to keep the coupling", CouplingNotModelledWarning,
+                      stacklevel=3)
+
+
+def _mimic_couplings(path: str, mech: Mechanism, mimics: list | None = None) -> list:
+    """A :meth:`Coupling.mimic <mechanics.Coupling.mimic>` per ``<mimic>`` (named ``"<joint>:mimic"``); a
+    continuous joint's has a velocity level only (its ``q`` is ``(cos, sin)``)."""
+    couplings = []
+    for joint, mimicked, ratio, offset, line in _mimics(path) if mimics is None else mimics:
+        for name in (joint, mimicked):
+            if name not in mech.index or not mech.link(name).joint.nv:
+                raise ValueError(f"{path} line {line}: the <mimic> of joint {joint!r} follows {mimicked!r}, which is "
+                                 f"not a movable joint of the model")
+        positional = all(mech.link(name).joint.kind in ("revolute", "prismatic") for name in (joint, mimicked))
+        couplings.append(Coupling((joint, mimicked), ([[1.0]], [[-ratio]]), offset=[offset] if positional else None,
+                                  name=f"{joint}:mimic"))
+    return couplings
+
+
+def load_urdf(path, floating_base: bool = False, couplings: bool = True) -> Mechanism:
+    """A URDF file through Pinocchio (a free-flyer root joint if ``floating_base``).
+
+    Each ``<mimic joint="..." multiplier="r" offset="o">`` of a movable joint becomes a :class:`~mechanics.Coupling`
+    (``q = r q_mimicked + o``, named ``"<joint>:mimic"``); the joint keeps its coordinates, so ``q``, ``v`` and
+    ``tau`` have the file's every joint, and the coupling's force is the torque that holds it to its model.
+    With ``couplings=False`` it is loaded as an independent joint, with a :class:`CouplingNotModelledWarning`.
+
+    Examples
+    --------
+    >>> import mechanics, pathlib, tempfile
+    >>> link = '<link name="{0}"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+    >>> joint = ('<joint name="{0}" type="revolute"><parent link="{1}"/><child link="{2}"/><axis xyz="0 0 1"/>'
+    ...          '<limit lower="-1" upper="1" effort="1" velocity="1"/>{3}</joint>')
+    >>> text = ('<robot name="r"><link name="base"/>' + link.format("a") + link.format("b") + joint.format("j1", "base", "a", "")
+    ...         + joint.format("j2", "a", "b", '<mimic joint="j1" multiplier="2"/>') + '</robot>')
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "r.urdf"
+    >>> _ = path.write_text(text)
+    >>> mech = mechanics.load_urdf(path)
+    >>> mech.nv, [c.name for c in mech.constraints]
+    (2, ['j2:mimic'])
+    """
     pin = pinocchio()
     path = _existing(path)
-    _warn_mimics(path)
+    mimics = _mimics(path)  # (first: a malformed <mimic> named with its line, before urdfdom refuses it without)
+    if not couplings:
+        _warn_mimics(path)
     with _read_by_pinocchio(path, "URDF"):
         model = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating_base else pin.buildModelFromUrdf(path)
-        return from_pinocchio(model, name=Path(path).stem)
+        mech = from_pinocchio(model, name=Path(path).stem)
+    return mech.with_constraints(_mimic_couplings(path, mech, mimics)) if couplings and mimics else mech
 
 
 def load_mjcf(path) -> Mechanism:
-    """An MJCF file with its equality constraints, through Pinocchio."""
+    """An MJCF file with its equality constraints, through Pinocchio: its ``connect`` and ``weld`` ones as
+    cut joints, its ``<joint joint1 joint2 polycoef>`` ones as :class:`~mechanics.Coupling` (``q1 = p0 + p1
+    q2``; named by their ``name``, else ``"<joint1>:equality"``; without ``joint2`` the joint is held at
+    ``p0``).  A higher-order polynomial is refused, its element and line named."""
     pin = pinocchio()
     path = _existing(path)
+    equalities = _joint_equalities(path)
     with _read_by_pinocchio(path, "MJCF"):
         model, constraints = pin.buildModelAndLegacyConstraintsFromMJCF(path)[:2]
-        return from_pinocchio(model, list(constraints), name=Path(path).stem)
+        mech = from_pinocchio(model, list(constraints), name=Path(path).stem)
+    if not equalities:
+        return mech
+    return mech.with_constraints(list(mech.constraints) + [_equality_coupling(path, mech, *e) for e in equalities])
+
+
+def _joint_equalities(path: str) -> list:
+    """``(attributes, line, refs)`` of each active ``<joint>`` inside an MJCF ``<equality>`` (comments left
+    out); ``refs``: the file's joints' ``ref`` attributes by name."""
+    text = Path(path).read_text(errors="replace")
+    live = re.sub(r"<!--.*?-->", lambda m: "\n" * m[0].count("\n"), text, flags=re.S)
+    refs = {}  # (MuJoCo's polycoef is relative to the joints' reference positions)
+    for tag in re.finditer(r"<joint\b[^>]*\bname=\"([^\"]*)\"[^>]*\bref=\"([^\"]*)\"", live):
+        refs[tag[1]] = tag[2]
+    found = []
+    for block in re.finditer(r"<equality\b.*?</equality>", live, flags=re.S):
+        for tag in re.finditer(r"<joint\b[^>]*?/?>", block[0]):
+            try:
+                attributes = ET.fromstring(tag[0] if tag[0].endswith("/>") else tag[0][:-1] + "/>").attrib
+            except ET.ParseError:  # (Pinocchio's parser names what is wrong with the file)
+                continue
+            if attributes.get("active", "true") != "false":
+                found.append((attributes, live.count("\n", 0, block.start() + tag.start()) + 1, refs))
+    return found
+
+
+def _equality_coupling(path: str, mech: Mechanism, attributes: dict, line: int, refs: dict) -> Coupling:
+    where = f"{path} line {line}: <equality><joint joint1={attributes.get('joint1')!r}>"
+    try:
+        coefficients = [float(x) for x in attributes.get("polycoef", "0 1 0 0 0").split()]
+    except ValueError:
+        raise ValueError(f"{where}: polycoef {attributes.get('polycoef')!r} must be numbers") from None
+    coefficients += [0.0] * (5 - len(coefficients))
+    if any(coefficients[2:]):
+        raise ValueError(f"{where}: polycoef {attributes['polycoef']!r} is a polynomial of order above 1; only "
+                         f"linear couplings (p0 + p1 q2) are modelled: set the higher coefficients to 0")
+    joints = [attributes.get("joint1"), attributes.get("joint2")]
+    for joint in [j for j in joints if j is not None]:
+        if joint not in mech.index or mech.link(joint).joint.kind not in ("revolute", "prismatic"):
+            raise ValueError(f"{where}: {joint!r} is not a hinge or slide joint of the model")
+        if float(refs.get(joint, "0") or 0) != 0.0:
+            raise ValueError(f"{where}: joint {joint!r} has ref={refs[joint]!r}; the polynomial is relative to the "
+                             f"joints' reference positions, which are not read here: give the joint ref=\"0\" and "
+                             f"fold its ref into polycoef")
+    name = attributes.get("name") or f"{joints[0]}:equality"
+    if joints[1] is None:
+        return Coupling((joints[0],), ([[1.0]],), offset=[coefficients[0]], name=name)
+    return Coupling.mimic(joints[0], joints[1], coefficients[1], coefficients[0], name=name)
 
 
 @contextlib.contextmanager

@@ -19,7 +19,7 @@ from typing import Callable, Hashable
 import networkx as nx
 
 from factorgraph import FactorNode
-from mechanics import GROUND, JointAcceleration, LinkAcceleration, Mechanism, Multiplier
+from mechanics import GROUND, Coupling, JointAcceleration, LinkAcceleration, Mechanism, Multiplier
 
 
 @dataclass(frozen=True)
@@ -105,6 +105,8 @@ def constraint_label(constraint) -> str:
     >>> constraint_label(Connect("6", "8", name="12")), constraint_label(Weld("foot", GROUND, name="foot:weld"))
     ('cut joint 12 (connect)', 'contact foot:weld')
     """
+    if isinstance(constraint, Coupling):
+        return f"coupling {constraint.name}"
     contact = GROUND in constraint.links
     role = "contact" if contact else "cut joint" if len(constraint.links) == 2 else "constraint"
     kind = type(constraint).__name__.lower()
@@ -122,6 +124,12 @@ def mechanism_view(mechanism: Mechanism, palette: Palette = PALETTE) -> nx.DiGra
         view.add_node(link.name, label=link.name, kind="link", shape="circle")
         view.add_edge(link.parent, link.name, kind="tree joint", label=joint_label(link.joint), style="solid")
     for c in mechanism.constraints:
+        if isinstance(c, Coupling):  # between the coupled joints' links, dotted
+            for a, b in zip(c.joints, c.joints[1:]):
+                a, b = (b, a) if view.has_edge(a, b) else (a, b)  # (a joint coupled to its parent's: keep the tree edge)
+                view.add_edge(a, b, kind="coupling", label=constraint_label(c), style="dotted", color=palette.fill,
+                              fontcolor=palette.fill, dir="none", constraint="false")
+            continue
         if len(c.links) == 2:
             view.add_edge(c.links[0], c.links[1], kind="cut joint", label=constraint_label(c), style="dashed",
                           color=palette.fill, fontcolor=palette.fill, dir="none", constraint="false")

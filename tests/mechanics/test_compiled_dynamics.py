@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 import elimination
 import elimination.program
 import mechanics
-from mechanics import GROUND, Connect, General, Joint, Link, Mechanism, Weld, at, models
+from mechanics import GROUND, Connect, Coupling, General, Joint, Link, Mechanism, Weld, at, models
 from elimination import lanes_pairs
 from elimination.compiled import (SOLVE_SCRATCH, factorize_maps, factorize_one, factorize_scratch_in, factorize_scratch_size,
                                   max_front, solve_maps, solve_one, solve_scratch_in)
@@ -422,6 +422,24 @@ def test_general_constraints_in_lanes_equal_their_states_one_at_a_time_bit_for_b
     prepared = mechanics.prepare(mech, name, mu=1e6, backend="numba")
     assert prepared.compiled.lanes
     q, v, tau = random_state(mech, np.random.default_rng(5), (13,))
+    (out, flags), (ref_out, ref_flags) = _lanes_and_states(prepared, q, v, tau)
+    assert np.all(ref_flags[:, STATUS] == OK)
+    assert np.array_equal(flags, ref_flags) and np.array_equal(out, ref_out)
+
+
+@pytest.mark.parametrize("name", ["lcaba", "proxbbo"])
+def test_couplings_in_lanes_equal_their_states_one_at_a_time_bit_for_bit(name):
+    """Couplings beside fig4's loops -- a joint on the ground geared to another, two siblings' differential, a
+    mimic with its Baumgarte correction: their terms (a sum over their joints' ``C_j S_j^+``) and factors in
+    lanes are the per-state kernel's."""
+    mech = models.fig4()
+    couplings = [Coupling.gear("1", "2", 3.0, name="gear"), Coupling(("4", "7"), ([[1.0], [2.0]], [[1.0], [-1.0]]),
+                                                                   name="differential"),
+                 Coupling.mimic("9", "3", 0.5, 0.1, name="mimic")]
+    mech = mech.with_constraints(list(mech.constraints) + couplings)
+    prepared = mechanics.prepare(mech, name, mu=1e6, backend="numba", baumgarte={"mimic": (10.0, 2.0)})
+    assert prepared.compiled.lanes
+    q, v, tau = random_state(mech, np.random.default_rng(6), (19,))
     (out, flags), (ref_out, ref_flags) = _lanes_and_states(prepared, q, v, tau)
     assert np.all(ref_flags[:, STATUS] == OK)
     assert np.array_equal(flags, ref_flags) and np.array_equal(out, ref_out)

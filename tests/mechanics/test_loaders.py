@@ -115,12 +115,58 @@ MIMIC_URDF = """<?xml version="1.0"?>
 """
 
 
-def test_a_mimic_joint_is_said_to_move_independently(tmp_path):
-    """Couplings are not modelled yet: a movable joint's <mimic> is named with its line, a fixed one's is not."""
+def test_a_mimic_joint_is_a_coupling_or_said_to_move_independently(tmp_path):
+    """A movable joint's <mimic> is a Coupling (its position level too); loaded without couplings it is named
+    with its line, a fixed joint's and a comment's are not."""
     path = tmp_path / "gripper.urdf"
     path.write_text(MIMIC_URDF)
+    mech = mechanics.load_urdf(path)
+    (mimic,) = mech.constraints
+    assert (mimic.name, mimic.joints, mimic.offset.tolist()) == ("j2:mimic", ("j2", "j1"), [0.1])
+    assert [C.tolist() for C in mimic.C] == [[[1.0]], [[2.0]]]
     with pytest.warns(mechanics.pinocchio_io.CouplingNotModelledWarning) as caught:
-        mech = mechanics.load_urdf(path)
-    assert mech.nv == 2
+        mech = mechanics.load_urdf(path, couplings=False)
+    assert mech.nv == 2 and not mech.constraints
     assert [str(w.message).split(": joint")[0].rsplit(" ", 2)[-2:] for w in caught] == [["line", "12"]]
     assert "joint 'j2' mimics 'j1' (multiplier -2, offset 0.1)" in str(caught[0].message)
+
+
+def test_a_malformed_mimic_is_refused_with_its_line(tmp_path):
+    path = tmp_path / "bad.urdf"
+    path.write_text(MIMIC_URDF.replace('multiplier="-2"', 'multiplier="two"'))
+    with pytest.raises(ValueError, match=r"bad.urdf line 12: the <mimic> of joint 'j2'.*must be numbers"):
+        mechanics.load_urdf(path)
+    path.write_text(MIMIC_URDF.replace('<mimic joint="j1" multiplier', '<mimic joint="j9" multiplier'))
+    with pytest.raises(ValueError, match=r"line 12: the <mimic> of joint 'j2' follows 'j9', which is not a movable"):
+        mechanics.load_urdf(path)
+
+
+COUPLED_MJCF = """<mujoco model="coupled">
+  <worldbody>
+    <body name="a"><joint name="ja" type="hinge" axis="0 0 1"/>
+      <geom type="capsule" size="0.05" fromto="0 0 0 0.3 0 0" mass="1"/>
+      <body name="b" pos="0.3 0 0"><joint name="jb" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" size="0.05" fromto="0 0 0 0.3 0 0" mass="1"/></body></body>
+  </worldbody>
+  <equality>
+    <!-- <joint joint1="ja" polycoef="9"/> -->
+    <joint joint1="jb" joint2="ja" polycoef="0.1 -0.5 0 0 0"/>
+  </equality>
+</mujoco>
+"""
+
+
+def test_an_mjcf_joint_equality_is_a_coupling_and_a_quadratic_one_is_refused_with_its_line(tmp_path):
+    """Pinocchio's MJCF parser drops ``<equality><joint>``: read here as ``jb = 0.1 - 0.5 ja`` (a Coupling whose
+    accelerations hold in the dynamics); a polycoef of order 2 is refused, naming the element and line."""
+    path = tmp_path / "coupled.xml"
+    path.write_text(COUPLED_MJCF)
+    mech = mechanics.load_mjcf(path)
+    (coupling,) = mech.constraints
+    assert (coupling.name, coupling.joints, coupling.offset.tolist()) == ("jb:equality", ("jb", "ja"), [0.1])
+    result = mechanics.forward_dynamics(mech, np.array([0.3, -0.05]), np.zeros(2), np.ones(2), "proxbbo")
+    assert abs(result.qdd[1] + 0.5 * result.qdd[0]) < 1e-12 * np.abs(result.qdd).max()
+    path.write_text(COUPLED_MJCF.replace('polycoef="0.1 -0.5 0 0 0"', 'polycoef="0.1 -0.5 0.2 0 0"'))
+    with pytest.raises(ValueError, match=r"coupled.xml line 10: <equality><joint joint1='jb'>: polycoef .* order "
+                                         r"above 1"):
+        mechanics.load_mjcf(path)

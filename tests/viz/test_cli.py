@@ -69,7 +69,7 @@ def test_list_and_scale(tmp_path):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (("compare", "tetrahedron"), "unknown mechanism 'tetrahedron'; built-ins: branching"),
+        (("compare", "tetrahedron"), "unknown mechanism 'tetrahedron'; built-ins: belt_chain, branching"),
         (("compare", "fig4", "--algorithms", "aba2"), "unknown algorithm 'aba2'; choose from aba"),
         (("compare", "missing.urdf"), "no such file: missing.urdf"),
         (("compare", "cycle:n=1"), "n must be an int >= 2"),

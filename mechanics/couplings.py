@@ -1,0 +1,176 @@
+"""A mechanism's joint couplings as an explicit map: ``qdd = G y + g`` with ``y`` the independent joints'
+accelerations (003 Sec. IV's explicit constraint map, for the couplings alone: their ``C`` is constant, so
+``G`` is too).
+
+The couplings' rows are ``C qdd = c`` (:class:`~mechanics.Coupling`, stacked in constraint order).  Their
+independent rows ``C_r`` (``C`` itself, or an orthonormal basis of its row space where rows are dependent) are split by columns into ``C_r =
+[C_d, C_i]`` with ``C_d`` square and invertible: ``qdd_d = C_d^-1 (c_r - C_i qdd_i)``.  The dependent
+columns are chosen greedily, each coupling's first joint first -- a mimic joint, a gear's rotor -- so that
+a mimic's ``y`` are Pinocchio's reduced coordinates.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .mechanism import Coupling, Mechanism
+
+RANK_RTOL = 1e-10  # singular values of the stacked C below this, relative to the largest, are dependence
+
+
+@dataclass(frozen=True)
+class CouplingMap:
+    """``qdd = G y + g`` on the couplings' solutions.
+
+    Attributes
+    ----------
+    G : ndarray, shape (nv, ny)
+        Identity on the independent columns.
+    g : ndarray, shape (nv,)
+        Zero unless a coupling has a constant right-hand side ``c``.
+    independent, dependent : ndarray of int
+        The columns of ``v`` that ``y`` are, and the others.
+    """
+
+    G: np.ndarray
+    g: np.ndarray
+    independent: np.ndarray
+    dependent: np.ndarray
+
+    def reduce(self, tau: np.ndarray) -> np.ndarray:
+        """``G' tau (..., nv) -> (..., ny)``: generalized forces on the independent coordinates."""
+        return (np.asarray(tau)[..., None, :] @ self.G)[..., 0, :]
+
+
+def coupling_rows(mechanism: Mechanism) -> tuple:
+    """``(C (m_c, nv), c (m_c,), names)``: the couplings' rows stacked in constraint order, and each row's
+    coupling."""
+    rows, rhs, names = [np.zeros((0, mechanism.nv))], [np.zeros(0)], []
+    for c in mechanism.constraints:
+        if isinstance(c, Coupling):
+            C = np.zeros((c.dim, mechanism.nv))
+            for joint, block in zip(c.joints, c.C):
+                C[:, mechanism.v_slices[joint]] += block
+            rows.append(C)
+            rhs.append(c.c)
+            names += [c.name] * c.dim
+    return np.vstack(rows), np.concatenate(rhs), names
+
+
+def coupling_map(mechanism: Mechanism) -> CouplingMap:
+    """The explicit map ``qdd = G y + g`` of ``mechanism``'s couplings (module docstring); its loops (Welds,
+    Connects, General constraints) are not in it.
+
+    Raises
+    ------
+    ValueError
+        Couplings that contradict each other (``c`` outside ``C``'s range), the couplings named.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mechanics import GROUND, Coupling, Joint, Link, Mechanism
+    >>> links = [Link(name, GROUND, Joint("revolute", "z")) for name in ("a", "b")]
+    >>> mimic = coupling_map(Mechanism(links, [Coupling.mimic("b", "a", 2.0)]))
+    >>> mimic.G.tolist(), mimic.independent.tolist()
+    ([[1.0], [2.0]], [0])
+    """
+    C, c, names = coupling_rows(mechanism)
+    nv = mechanism.nv
+    U, sv, Vt = np.linalg.svd(C, full_matrices=False)
+    rank = int(np.sum(sv > RANK_RTOL * sv[0])) if sv.size else 0
+    left = c - U[:, :rank] @ (U[:, :rank].T @ c)
+    if np.max(np.abs(left), initial=0.0) > RANK_RTOL * max(1.0, np.max(np.abs(c), initial=0.0)):
+        contradicting = sorted({names[r] for r in np.flatnonzero(np.abs(left) > RANK_RTOL)})
+        raise ValueError(f"the couplings {contradicting} of {mechanism.name!r} contradict each other: no qdd meets "
+                         f"them all (their rows are dependent, their right-hand sides c are not)")
+    if rank == C.shape[0]:  # independent rows: C itself (a mimic's G is its multiplier, exactly)
+        rows, rhs = C, c
+    else:  # C_r qdd = c_r on an orthonormal basis of C's rows
+        rows, rhs = Vt[:rank], (U[:, :rank].T @ c) / sv[:rank]
+    dependent = _dependent_columns(mechanism, rows, rank)
+    independent = np.setdiff1d(np.arange(nv), dependent)
+    G, g = np.zeros((nv, independent.size)), np.zeros(nv)
+    G[independent, np.arange(independent.size)] = 1.0
+    if rank:
+        solved = np.linalg.solve(rows[:, dependent], np.column_stack([rows[:, independent], rhs]))
+        G[dependent], g[dependent] = -solved[:, :-1], solved[:, -1]
+    return CouplingMap(G, g, independent, dependent)
+
+
+def _dependent_columns(mechanism: Mechanism, rows: np.ndarray, rank: int) -> np.ndarray:
+    """``rank`` columns of ``rows`` that are independent, each coupling's first joint's columns preferred."""
+    first = [mechanism.v_slices[c.joints[0]] for c in mechanism.constraints if isinstance(c, Coupling)]
+    preferred = [i for s in first for i in range(s.start, s.stop)]
+    order = list(dict.fromkeys(preferred + list(range(mechanism.nv))))
+    chosen = []
+    for column in order:
+        if len(chosen) == rank:
+            break
+        trial = rows[:, chosen + [column]]
+        if np.linalg.svd(trial, compute_uv=False)[-1] > 1e-8 * np.linalg.norm(rows, 2):  # (a well-conditioned pick)
+            chosen.append(column)
+    if len(chosen) < rank:  # (not met on any coupling tried: a guard, not a path)
+        raise ValueError(f"{mechanism.name!r}: no {rank} joint columns of its couplings are independent")
+    return np.array(sorted(chosen), dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class Rotor:
+    """A motor's rotor, a body on a joint's parent link spinning about the joint's axis and geared to it:
+    ``qdd_rotor = ratio qdd_joint`` (003 Sec. II's geared-rotor model).
+
+    Parameters
+    ----------
+    ratio : float
+        The gear ratio (rotor turns per joint turn).
+    inertia : float
+        About its spin axis, kg m^2.
+    mass : float
+    transverse : float, optional
+        About the axes normal to the spin axis (default: half of ``inertia``, a thin disc).
+    """
+
+    ratio: float
+    inertia: float
+    mass: float = 0.0
+    transverse: float | None = None
+
+    def rotational_inertia(self, axis) -> np.ndarray:
+        """``(3, 3)`` about its centre, ``axis`` its spin axis."""
+        a = np.asarray(axis, dtype=float)
+        transverse = 0.5 * self.inertia if self.transverse is None else self.transverse
+        return transverse * np.eye(3) + (self.inertia - transverse) * np.outer(a, a)
+
+
+def with_rotors(mechanism: Mechanism, rotors: dict, name: str | None = None) -> Mechanism:
+    """``mechanism`` with a :class:`Rotor` on each joint of ``rotors`` (``{joint: Rotor}``, revolute joints):
+    a link ``"<joint>_rotor"`` on the joint's parent, coaxial with the joint (its placement), right before the
+    joint's link (its ``v`` beside the joint's), and a :meth:`Coupling.gear <mechanics.Coupling.gear>` named
+    ``"<joint>:gear"``.
+
+    Examples
+    --------
+    >>> from mechanics import models
+    >>> arm = with_rotors(models.serial_chain(3).without_constraints(), {"link1": Rotor(6.0, 3e-5, 0.07)})
+    >>> arm.link_names, [c.name for c in arm.constraints], arm.parent("link1_rotor")
+    (('link1_rotor', 'link1', 'link2', 'link3'), ['link1:gear'], 'ground')
+    """
+    from .mechanism import Link
+
+    links, gears = [], []
+    for link in mechanism.links:  # (each rotor right before its joint's link: its v beside the joint's)
+        rotor = rotors.get(link.name)
+        if rotor is not None:
+            if link.joint.kind not in ("revolute", "revolute_unbounded"):
+                raise ValueError(f"with_rotors: joint {link.name!r} is {link.joint.kind}; a rotor drives a revolute "
+                                 f"joint")
+            links.append(Link(f"{link.name}_rotor", link.parent, link.joint, link.placement, rotor.mass, np.zeros(3),
+                              rotor.rotational_inertia(link.joint.axis)))
+            gears.append(Coupling.gear(f"{link.name}_rotor", link.name, rotor.ratio, name=f"{link.name}:gear"))
+        links.append(link)
+    for joint in rotors:
+        mechanism.link(joint)  # (a joint that is not one: KeyError naming it)
+    return Mechanism(links, list(mechanism.constraints) + gears, mechanism.gravity, name or mechanism.name,
+                     mechanism.frames)

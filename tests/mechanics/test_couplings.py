@@ -1,0 +1,321 @@
+"""Joint couplings (gears, belts, differentials, mimic joints): every algorithm on both executors against a dense
+solve of the joint-space equations written here, and against Pinocchio's mimic models (``crba`` / ``rnea``)."""
+import warnings
+
+import numpy as np
+import pinocchio as pin
+import pytest
+from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import strategies as st
+
+import elimination
+import mechanics
+from mechanics import GROUND, Coupling, Joint, Link, Mechanism, at
+from tests.mechanics.pinocchio_oracle import ALM_MU, _drift, constraint_jacobian, pinocchio_model_of
+from tests.mechanics.random_mechanisms import mechanisms, random_state
+
+ALGORITHMS = ("pv", "proxpv", "proxbbo", "lcaba", "proxltl", "min_degree", "min_fill")
+BACKENDS = ("numpy", "numba")
+
+
+def relative(a, b) -> float:
+    return float(np.max(np.abs(a - b)) / max(1.0, np.max(np.abs(b))))
+
+
+def joint_space(mech, q, v):
+    """``(M, b, A, r)`` of ``M qdd + b = tau + A' f``, ``A qdd = r``: the loops' rows from Pinocchio (their
+    Jacobian and drift, Pinocchio's sign), then the couplings' ``C`` and ``c`` -- the mechanism's constraints
+    must list its loops first."""
+    for i, link in enumerate(mech.links):  # (Pinocchio's crba drops couplings across a sibling between parent and child)
+        below = [j for j, other in enumerate(mech.links) if link.name in mech.ancestors(other.name)[1:]]
+        assert below == list(range(i + 1, i + 1 + len(below))), "the oracle needs the links depth first"
+    loops = [c for c in mech.constraints if not isinstance(c, Coupling)]
+    couplings = [c for c in mech.constraints if isinstance(c, Coupling)]
+    assert list(mech.constraints) == loops + couplings
+    model, cms = pinocchio_model_of(mech.with_constraints(loops))
+    data = model.createData()
+    M = pin.crba(model, data, q)
+    M = np.triu(M) + np.triu(M, 1).T
+    b = pin.nonLinearEffects(model, data, q, v)
+    rows, rhs = [np.zeros((0, mech.nv))], [np.zeros(0)]
+    if cms:
+        rows.append(constraint_jacobian(model, data, cms, q))
+        pin.forwardKinematics(model, data, q, v, np.zeros(mech.nv))
+        rhs += [-_drift(model, data, cm) for cm in cms]
+    for c in couplings:
+        C = np.zeros((c.dim, mech.nv))
+        for joint, block in zip(c.joints, c.C):
+            C[:, mech.v_slices[joint]] += block
+        rows.append(C)
+        rhs.append(c.c)
+    return M, b, np.vstack(rows), np.concatenate(rhs)
+
+
+def dense_solve(mech, q, v, tau, mu=None):
+    """``(qdd, f)`` of the KKT system ``[M -A'; A 0]`` (least squares where ``A`` is dependent), or with ``mu``
+    the soft penalty's ``[M -A'; A I/mu]``; and the KKT matrix's condition number."""
+    M, b, A, r = joint_space(mech, q, v)
+    m = A.shape[0]
+    K = np.block([[M, -A.T], [A, np.eye(m) / mu if mu else np.zeros((m, m))]])
+    z = np.linalg.lstsq(K, np.concatenate([tau - b, r]), rcond=None)[0]
+    return z[:mech.nv], z[mech.nv:], np.linalg.cond(K), A
+
+
+@st.composite
+def coupled(draw, max_links: int = 6, max_loops: int = 1, redundant=st.booleans()):
+    """A random mechanism (every joint kind, up to ``max_loops`` Welds / Connects) with one or two random
+    couplings of one to three joints; optionally a third that repeats a combination of the first's rows."""
+    base = draw(mechanisms(max_links=max_links, max_constraints=max_loops))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    movable = [l for l in base.links if l.joint.nv]
+    assume(movable)
+    couplings = []
+    for i in range(draw(st.integers(1, 2))):
+        joints = draw(st.permutations(movable))[:draw(st.integers(1, min(3, len(movable))))]
+        m = draw(st.integers(1, min(2, sum(l.joint.nv for l in joints))))
+        couplings.append(Coupling([l.name for l in joints], [rng.normal(size=(m, l.joint.nv)) for l in joints],
+                                  rng.normal(size=m), name=f"k{i}"))
+    if draw(redundant):
+        first, T = couplings[0], rng.normal(size=(1, couplings[0].dim))
+        couplings.append(Coupling(first.joints, [T @ C for C in first.C], T @ first.c, name="k_again"))
+    return base.with_constraints(list(base.constraints) + couplings)
+
+
+def _solved(mech, q, v, tau, name, backend):
+    mu = ALM_MU if name == "lcaba" else 1e6
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", mechanics.ConvergenceWarning)
+        return mechanics.forward_dynamics(mech, q, v, tau, algorithm=name, mu=mu, tol=1e-12, max_iter=300,
+                                          backend=backend)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(coupled(), st.integers(0, 2**31 - 1))
+def test_random_couplings_every_algorithm_and_executor_equal_the_dense_solve(mech, seed):
+    """With couplings beside loops, redundant ones included: qdd is the least-squares KKT solution's (unique)
+    and the generalized constraint force ``A' f`` too, wherever a run says it converged; the ``hard`` policy
+    answers where the rows are independent and otherwise refuses, pointing to ``prox`` -- none is silent.  The
+    tolerance is 1e-10, times the KKT condition number over 1e6 where that exceeds it (LCABA's penalty at
+    mu = 1e4 loses more: 1e-6, as the loops' property tests)."""
+    q, v, tau = random_state(mech, np.random.default_rng(seed))
+    qdd, f, _, A = dense_solve(mech, q, v, tau)
+    rank = np.linalg.matrix_rank(A, tol=1e-6 * max(1.0, np.abs(A).max()))
+    independent = rank == A.shape[0]
+    event(f"rows {'independent' if independent else 'dependent'}")
+    basis = np.linalg.svd(A, full_matrices=False)[2][:rank]  # (A's row space: the KKT that is not singular)
+    M = joint_space(mech, q, v)[0]
+    scale = max(1.0, np.linalg.cond(np.block([[M, -basis.T], [basis, np.zeros((rank, rank))]])) / 1e6)
+    for name in ALGORITHMS:
+        for backend in BACKENDS:
+            try:
+                result = _solved(mech, q, v, tau, name, backend)
+            except elimination.SingularProblemError as error:
+                assert name == "pv" and not independent and "prox" in str(error), (name, backend, str(error))
+                continue
+            assert result.converged or not independent, (name, backend)
+            if result.converged:
+                tol = 1e-6 if name == "lcaba" else 1e-10 * scale
+                assert relative(result.qdd, qdd) < tol, (name, backend, relative(result.qdd, qdd), cond)
+                assert relative(A.T @ result.forces, A.T @ f) < 1e3 * tol, (name, backend)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(coupled(max_loops=0, redundant=st.just(False)), st.integers(0, 2**31 - 1))
+def test_soft_couplings_equal_the_dense_penalty_solve(mech, seed):
+    """PV-soft: the penalty ``mu/2 ||C qdd - c||^2`` is the regularised KKT ``[M -C'; C I/mu]``."""
+    q, v, tau = random_state(mech, np.random.default_rng(seed))
+    for backend in BACKENDS:
+        with warnings.catch_warnings():  # (couplings drawn at random may contradict each other: soft is still exact)
+            warnings.simplefilter("ignore", mechanics.ConvergenceWarning)
+            result = mechanics.forward_dynamics(mech, q, v, tau, algorithm="pv_soft", mu=1e3, backend=backend)
+        qdd, _, cond, _ = dense_solve(mech, q, v, tau, mu=1e3)
+        assert relative(result.qdd, qdd) < 1e-10 * max(1.0, cond / 1e6), backend
+
+
+def _arm(mimic: bool = False):
+    """Two revolute joints and a geared rotor on the ground, a third link on the second (a mimic of it)."""
+    inertia = np.diag([0.01, 0.02, 0.03])
+    links = [Link("a", GROUND, Joint("revolute", "z"), at(), 1.0, (0.1, 0.0, 0.0), inertia),
+             Link("b", "a", Joint("revolute", "y"), at(0.3), 0.8, (0.1, 0.02, 0.0), inertia),
+             Link("c", "b", Joint("revolute", "y"), at(0.25), 0.5, (0.05, 0.0, 0.01), 0.5 * inertia),
+             Link("rotor", GROUND, Joint("revolute", "x"), at(0.0, 0.2, 0.0), 0.2, (0.0, 0.0, 0.0), 0.1 * inertia)]
+    couplings = [Coupling.gear("rotor", "a", 6.0, name="gear")]
+    if mimic:
+        couplings.append(Coupling.mimic("c", "b", -0.7, 0.2, name="mimic"))
+    return Mechanism(links, couplings, name="arm")
+
+
+def test_a_gear_and_a_mimic_joint_hold_in_a_batch_in_lanes_and_state_by_state():
+    """A batch runs the couplings' terms in lanes (16 states side by side) and state by state: each state's
+    answer the dense solve's, and the accelerations coupled as asked."""
+    mech = _arm(mimic=True)
+    q, v, tau = random_state(mech, np.random.default_rng(1), (21,))
+    for name in ("proxbbo", "lcaba", "pv"):
+        prepared = mechanics.prepare(mech, name, mu=ALM_MU if name == "lcaba" else 1e6, tol=1e-12, backend="numba")
+        result = prepared(q, v, tau)
+        assert result.converged.all()
+        qdd = result.qdd
+        assert np.abs(qdd[:, 3] - 6.0 * qdd[:, 0]).max() < 1e-9 * np.abs(qdd).max()
+        assert np.abs(qdd[:, 2] + 0.7 * qdd[:, 1]).max() < 1e-9 * np.abs(qdd).max()
+        for i in (0, 7, 20):
+            assert relative(qdd[i], dense_solve(mech, q[i], v[i], tau[i])[0]) < (1e-6 if name == "lcaba" else 1e-10)
+
+
+MIMIC_URDF = """<?xml version="1.0"?>
+<robot name="mimic_arm">
+  <link name="base"/>
+  <link name="l1"><inertial><origin xyz="0.1 0 0"/><mass value="1.0"/>
+    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.03"/></inertial></link>
+  <link name="l2"><inertial><origin xyz="0.1 0.02 0"/><mass value="0.8"/>
+    <inertia ixx="0.01" ixy="0.001" ixz="0" iyy="0.02" iyz="0" izz="0.02"/></inertial></link>
+  <link name="l3"><inertial><origin xyz="0.05 0 0.01"/><mass value="0.5"/>
+    <inertia ixx="0.004" ixy="0" ixz="0" iyy="0.005" iyz="0" izz="0.006"/></inertial></link>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 0 1"/>
+    <limit lower="-3" upper="3" effort="10" velocity="10"/></joint>
+  <joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/><origin xyz="0.3 0 0" rpy="0.2 0 0"/>
+    <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="10" velocity="10"/></joint>
+  <joint name="j3" type="revolute"><parent link="l2"/><child link="l3"/><origin xyz="0.25 0 0"/><axis xyz="0 1 0"/>
+    <limit lower="-3" upper="3" effort="10" velocity="10"/><mimic joint="j2" multiplier="-0.7" offset="0.2"/></joint>
+</robot>
+"""
+
+
+@pytest.fixture
+def mimic_urdf(tmp_path):
+    path = tmp_path / "mimic_arm.urdf"
+    path.write_text(MIMIC_URDF)
+    return path
+
+
+def test_a_mimic_joint_equals_pinocchios_mimic_model(mimic_urdf):
+    """Pinocchio 4.1 reduces a mimic joint away (``buildModelFromUrdf(path, True)``: nv 3 -> 2), and its
+    ``crba`` / ``rnea`` give ``(G' M G) y_dd = G' (tau - b)``; with ``q_3 = -0.7 q_2 + 0.2`` as a Coupling every
+    algorithm's ``qdd`` is ``G y_dd``, on both executors."""
+    reduced = pin.buildModelFromUrdf(str(mimic_urdf), True)
+    assert reduced.nv == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", mechanics.CouplingNotModelledWarning)
+        tree = mechanics.load_urdf(mimic_urdf, couplings=False)
+    mech = tree.with_constraints([Coupling.mimic("j3", "j2", -0.7, 0.2, name="mimic")])
+    G = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, -0.7]])
+    rng = np.random.default_rng(2)
+    data = reduced.createData()
+    for _ in range(3):
+        y, y_dot, tau = rng.uniform(-1, 1, 2), rng.normal(size=2), rng.normal(size=3)
+        q, v = np.array([y[0], y[1], -0.7 * y[1] + 0.2]), G @ y_dot
+        M = pin.crba(reduced, data, y)
+        M = np.triu(M) + np.triu(M, 1).T
+        y_dd = np.linalg.solve(M, G.T @ tau - pin.rnea(reduced, data, y, y_dot, np.zeros(2)))
+        for name in ALGORITHMS:
+            for backend in BACKENDS:
+                result = _solved(mech, q, v, tau, name, backend)
+                assert relative(result.qdd, G @ y_dd) < (1e-8 if name == "lcaba" else 1e-12), (name, backend)
+
+
+def test_coupling_errors_and_baumgarte_on_both_executors():
+    """A mimic's position and velocity errors (``C q - offset``, ``C v``), and its Baumgarte target ``-Kp e - Kd
+    e_dot`` in the dense solve's right-hand side; a gear has a velocity level only: one pair for all gives it
+    ``(0, Kd)``, and ``Kp`` named on it is refused."""
+    mech = _arm(mimic=True)
+    q, v, tau = random_state(mech, np.random.default_rng(3))
+    errors, rates = mech.constraint_error(q), mech.constraint_velocity(q, v)
+    assert "gear" not in errors and np.allclose(errors["mimic"], q[2] + 0.7 * q[1] - 0.2, rtol=0, atol=1e-15)
+    assert np.allclose(rates["gear"], v[3] - 6 * v[0], rtol=0, atol=1e-15)
+    assert np.allclose(rates["mimic"], v[2] + 0.7 * v[1], rtol=0, atol=1e-15)
+    Kp, Kd = 100.0, 20.0
+    M, b, A, r = joint_space(mech, q, v)
+    r = r - np.array([Kd * rates["gear"][0], Kp * errors["mimic"][0] + Kd * rates["mimic"][0]])
+    z = np.linalg.solve(np.block([[M, -A.T], [A, np.zeros((2, 2))]]), np.concatenate([tau - b, r]))
+    for backend in BACKENDS:
+        result = mechanics.forward_dynamics(mech, q, v, tau, "proxbbo", baumgarte=(Kp, Kd), tol=1e-12, backend=backend)
+        assert relative(result.qdd, z[:4]) < 1e-11, backend
+    with pytest.raises(ValueError, match="'gear' has no position level"):
+        mechanics.forward_dynamics(mech, q, v, tau, "proxbbo", baumgarte={"gear": (Kp, Kd)})
+    closed = mech.project(q)
+    assert abs(closed[2] + 0.7 * closed[1] - 0.2) <= 1e-10 and abs(closed[[0, 3]] - q[[0, 3]]).max() < 1e-15
+    for metric in ("identity", "mass"):
+        held = mech.project_velocity(closed, v, metric)
+        assert abs(held[3] - 6 * held[0]) < 1e-12 and abs(held[2] + 0.7 * held[1]) < 1e-12, metric
+
+
+def test_couplings_are_checked_where_they_are_made():
+    mech = _arm()
+    with pytest.raises(ValueError, match="'rotr'.*did you mean 'rotor'"):
+        mech.with_constraints([Coupling.gear("rotr", "a", 2.0, name="g")])
+    with pytest.raises(ValueError, match="joint 'a' has 2 columns.*nv = 1"):
+        mech.with_constraints([Coupling(("a",), (np.ones((1, 2)),), name="g")])
+    with pytest.raises(ValueError, match="names a joint twice"):
+        Coupling(("a", "a"), ([[1.0]], [[1.0]]))
+    with pytest.raises(ValueError, match="same rows"):
+        Coupling(("a", "b"), ([[1.0]], [[1.0], [2.0]]))
+    with pytest.raises(ValueError, match="finite"):
+        Coupling(("a", "b"), ([[np.nan]], [[1.0]]))
+    ball = Mechanism([Link("s", GROUND, Joint("spherical"), at(), 1.0, (0.0, 0.0, 0.1), 0.01 * np.eye(3)),
+                      Link("t", "s", Joint("revolute", "x"), at(0.2), 1.0, (0.0, 0.0, 0.1), 0.01 * np.eye(3))])
+    with pytest.raises(ValueError, match="position level .offset. needs revolute or prismatic joints; joint 's' is "
+                                         "spherical"):
+        ball.with_constraints([Coupling(("s", "t"), (np.ones((1, 3)), [[1.0]]), offset=[0.0], name="x")])
+
+
+def test_inverse_dynamics_on_the_independent_coordinates_equals_pinocchios_mimic_rnea(mimic_urdf):
+    """``inverse_dynamics(..., independent=True)`` is ``G' tau`` on ``y`` (the mimicked joint kept, as
+    Pinocchio's reduced model), equal to Pinocchio's ``rnea`` of the mimic model; it undoes forward dynamics
+    driven on ``y`` alone; a ``qdd`` that misses the coupling is refused, the coupling named."""
+    reduced = pin.buildModelFromUrdf(str(mimic_urdf), True)
+    mech = mechanics.load_urdf(mimic_urdf)
+    cmap = mechanics.coupling_map(mech)
+    assert cmap.independent.tolist() == [0, 1] and np.allclose(cmap.G, [[1, 0], [0, 1], [0, -0.7]], rtol=0, atol=1e-15)
+    rng, data = np.random.default_rng(4), reduced.createData()
+    for backend in ("numba", "numpy"):
+        y, y_dot, y_dd = rng.uniform(-1, 1, 2), rng.normal(size=2), rng.normal(size=2)
+        q, v = np.array([y[0], y[1], -0.7 * y[1] + 0.2]), cmap.G @ y_dot
+        tau_y = mechanics.inverse_dynamics(mech, q, v, cmap.G @ y_dd, backend=backend, independent=True)
+        assert relative(tau_y, pin.rnea(reduced, data, y, y_dot, y_dd)) < 1e-12, backend
+        tau = np.concatenate([tau_y, [0.0]])  # driven on y alone: the coupling's force holds j3
+        result = mechanics.forward_dynamics(mech, q, v, tau, "proxbbo", tol=1e-12, backend=backend)
+        assert relative(result.qdd, cmap.G @ y_dd) < 1e-10, backend
+    with pytest.raises(ValueError, match="misses coupling 'j3:mimic'"):
+        mechanics.inverse_dynamics(mech, q, v, np.ones(3), independent=True)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(coupled(max_loops=0), st.integers(0, 2**31 - 1))
+def test_the_coupling_map_spans_the_couplings_solutions(mech, seed):
+    """``C (G y + g) = c`` for every ``y``, ``G`` of full column rank ``nv - rank(C)``, identity on ``y``'s
+    columns -- or, where drawn couplings contradict each other, a refusal naming them."""
+    C, c, _ = mechanics.couplings.coupling_rows(mech)
+    rank = np.linalg.matrix_rank(C, tol=1e-10 * np.abs(C).max())
+    consistent = np.linalg.matrix_rank(np.column_stack([C, c]), tol=1e-10 * np.abs(C).max()) == rank
+    if not consistent:
+        with pytest.raises(ValueError, match="contradict each other"):
+            mechanics.coupling_map(mech)
+        return
+    cmap = mechanics.coupling_map(mech)
+    assert cmap.G.shape == (mech.nv, mech.nv - rank) and np.linalg.matrix_rank(cmap.G) == mech.nv - rank
+    assert np.array_equal(cmap.G[cmap.independent], np.eye(mech.nv - rank))
+    y = np.random.default_rng(seed).normal(size=mech.nv - rank)
+    assert np.abs(C @ (cmap.G @ y + cmap.g) - c).max() < 1e-9 * (1 + np.abs(y).max(initial=0.0)) * max(1.0, np.abs(C).max())
+
+
+@pytest.mark.parametrize("model", ["geared_chain", "belt_chain"])
+def test_the_built_in_rotor_and_belt_chains_equal_the_dense_solve(model):
+    mech = mechanics.models.MODELS[model]()
+    q, v, tau = random_state(mech, np.random.default_rng(7))
+    qdd = dense_solve(mech, q, v, tau)[0]
+    for name in ALGORITHMS:
+        for backend in BACKENDS:
+            result = _solved(mech, q, v, tau, name, backend)
+            assert result.converged and relative(result.qdd, qdd) < (1e-8 if name == "lcaba" else 1e-10), (name, backend)
+
+
+def test_a_rotor_on_the_ground_adds_its_reflected_inertia():
+    """A link turning about the vertical, its rotor on the ground geared ``N``: the motor's torque ``t`` on the
+    rotor turns the link at ``N t / (I_link + N^2 I_rotor)`` -- the reflected inertia (Pinocchio's armature)."""
+    arm = Link("arm", GROUND, Joint("revolute", "z"), at(), 1.0, (0.2, 0.0, 0.0), np.diag([0.01, 0.02, 0.03]))
+    mech = mechanics.with_rotors(Mechanism([arm]), {"arm": mechanics.Rotor(6.0, 3.3e-5, 0.07)})
+    I_link = 0.03 + 1.0 * 0.2**2
+    for backend in BACKENDS:
+        assert mech.link_names == ("arm_rotor", "arm")
+        qdd = mechanics.forward_dynamics(mech, np.zeros(2), np.zeros(2), np.array([0.5, 0.0]), "proxbbo",
+                                         backend=backend).qdd
+        assert relative(qdd, np.array([36.0, 6.0]) * 0.5 / (I_link + 36 * 3.3e-5)) < 1e-12, backend
