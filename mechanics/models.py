@@ -3,8 +3,8 @@
 Loops are closed at the neutral configuration: the second frame of every cut
 joint is placed where the first one is at ``q = 0``, so positions and
 (zero) velocities are consistent there.  Geometry and inertias are simple
-rods; the topologies are the papers'.  Rotors and belts (:func:`geared_chain`, :func:`belt_chain`) are
-joint couplings (:class:`~mechanics.Coupling`).
+rods; the topologies are the papers'.  Rotors, belts and differentials (:func:`geared_chain`,
+:func:`belt_chain`, :func:`mini_cheetah`, :func:`tello_leg`) are joint couplings (:class:`~mechanics.Coupling`).
 """
 from __future__ import annotations
 
@@ -284,6 +284,71 @@ def belt_chain(n: int = 12, ratio: float = 6.0) -> Mechanism:
     return Mechanism(links + rotors, belts, name=f"belt_chain_{n}")
 
 
+def mini_cheetah(contacts: bool = False) -> Mechanism:
+    """A Mini-Cheetah-like quadruped (003's): a free-floating body and four legs of ab/ad (x), hip (y) and knee
+    (y) joints, a geared rotor on every joint (:func:`mechanics.with_rotors`: 6:1 at ab/ad and hip, 9.33:1 at
+    the knee, 6:1 and a 1.55:1 belt); feet as frames ``"FR_foot"`` ...; with ``contacts``, each foot held to the
+    ground by a point contact where it stands at ``q = 0``.  Masses, lengths and inertias of the order of Mini
+    Cheetah's (Katz et al. 2019): plausible values, not a datasheet's."""
+    x, y = Joint("revolute", "x"), Joint("revolute", "y")
+    links = [Link("body", GROUND, Joint("free"), Pose(), 3.3, np.zeros(3), np.diag([0.0113, 0.0362, 0.0427]))]
+    frames, rotors = {}, {}
+    for leg, (sx, sy) in {"FR": (1, -1), "FL": (1, 1), "HR": (-1, -1), "HL": (-1, 1)}.items():
+        links += [Link(f"{leg}_abad", "body", x, at(0.19 * sx, 0.049 * sy, 0.0), 0.54, (0.0, 0.036 * sy, 0.0),
+                       np.diag([3.8e-4, 5.6e-4, 4.4e-4])),
+                  Link(f"{leg}_hip", f"{leg}_abad", y, at(0.0, 0.062 * sy, 0.0), 0.634, (0.0, 0.016 * sy, -0.02),
+                       np.diag([2.0e-3, 2.1e-3, 4.1e-4])),
+                  Link(f"{leg}_knee", f"{leg}_hip", y, at(0.0, 0.0, -0.209), 0.064, (0.0, 0.0, -0.061),
+                       np.diag([2.5e-4, 2.5e-4, 6e-6]))]
+        frames[f"{leg}_foot"] = (f"{leg}_knee", at(0.0, 0.0, -0.195))
+        for joint, ratio in (("abad", 6.0), ("hip", 6.0), ("knee", 9.33)):
+            rotors[f"{leg}_{joint}"] = Rotor(ratio, 3.3e-5, 0.055, 1.8e-5)
+    mech = with_rotors(Mechanism(links, name="mini_cheetah", frames=frames), rotors)
+    if not contacts:
+        return mech
+    feet = [Connect(f"{leg}_foot", GROUND, name=f"{leg}_foot") for leg in ("FR", "FL", "HR", "HL")]
+    return mech.with_constraints(list(mech.constraints) + feet).anchored(mech.neutral_configuration())
+
+
+def tello_leg(ratio: float = 6.0) -> Mechanism:
+    """A Tello-like humanoid leg (003/004's): hip yaw (z), hip roll (x), hip pitch (y), knee (y), ankle pitch
+    (y) and ankle roll (x), each link named by its joint; geared rotors on the hip yaw and the knee, and two
+    differentials of two rotors each: the hip's on the hip-yaw link, ``qdd_a = N (qdd_pitch + qdd_roll)``,
+    ``qdd_b = N (qdd_pitch - qdd_roll)``, the ankle's on the shin likewise.  Plausible masses and lengths (a
+    0.9 m leg), not Tello's."""
+    _check_length("tello_leg", ratio=ratio)
+    x, y, z = (Joint("revolute", axis) for axis in "xyz")
+    N = float(ratio)
+    spin = Rotor(N, ROTOR.inertia, ROTOR.mass).rotational_inertia
+
+    def rotor(name, parent, axis, placement):
+        return Link(name, parent, Joint("revolute", axis), placement, ROTOR.mass, np.zeros(3), spin(Joint("revolute", axis).axis))
+
+    links = [
+        rotor("hip_yaw_rotor", GROUND, "z", at(0.0, 0.0, 0.05)),
+        rod("hip_yaw", GROUND, z, Pose(), -0.06, mass=1.0, direction=2),
+        rotor("hip_rotor_a", "hip_yaw", "y", at(0.0, 0.06, -0.06)),
+        rotor("hip_rotor_b", "hip_yaw", "y", at(0.0, -0.06, -0.06)),
+        rod("hip_roll", "hip_yaw", x, at(0.0, 0.0, -0.06), -0.06, mass=0.5, direction=2),
+        rod("hip_pitch", "hip_roll", y, at(0.0, 0.0, -0.06), -0.4, mass=2.0, direction=2),
+        rotor("knee_rotor", "hip_pitch", "y", at(0.0, 0.05, -0.1)),
+        rod("knee", "hip_pitch", y, at(0.0, 0.0, -0.4), -0.4, mass=1.0, direction=2),
+        rotor("ankle_rotor_a", "knee", "y", at(0.0, 0.05, -0.05)),
+        rotor("ankle_rotor_b", "knee", "y", at(0.0, -0.05, -0.05)),
+        rod("ankle_pitch", "knee", y, at(0.0, 0.0, -0.4), -0.03, mass=0.1, direction=2),
+        rod("ankle_roll", "ankle_pitch", x, at(0.0, 0.0, -0.03), -0.05, mass=0.4, direction=2),
+    ]
+
+    def differential(a, b, roll, pitch, name):
+        return Coupling((a, b, roll, pitch), ([[1.0], [0.0]], [[0.0], [1.0]], [[-N], [N]], [[-N], [-N]]), name=name)
+
+    couplings = [Coupling.gear("hip_yaw_rotor", "hip_yaw", N, name="hip_yaw:gear"),
+                 differential("hip_rotor_a", "hip_rotor_b", "hip_roll", "hip_pitch", "hip:differential"),
+                 Coupling.gear("knee_rotor", "knee", N, name="knee:gear"),
+                 differential("ankle_rotor_a", "ankle_rotor_b", "ankle_roll", "ankle_pitch", "ankle:differential")]
+    return Mechanism(links, couplings, name="tello_leg", frames={"sole": ("ankle_roll", at(0.0, 0.0, -0.05))})
+
+
 def _check_size(model: str, minimum: int, **size) -> None:
     (name, value), = size.items()
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
@@ -311,4 +376,6 @@ MODELS = {
     "digit_leg": digit_leg,
     "geared_chain": geared_chain,
     "belt_chain": belt_chain,
+    "mini_cheetah": mini_cheetah,
+    "tello_leg": tello_leg,
 }

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .couplings import Rotor, with_rotors
 from .joints import Joint
 from .mechanism import GROUND, Connect, Coupling, Link, Mechanism, Pose, Weld
 
@@ -101,7 +102,11 @@ def from_pinocchio(model, constraint_models=(), name: str | None = None) -> Mech
     -------
     Mechanism
         Links named after Pinocchio's joints; ``q``, ``v``, ``tau`` use
-        Pinocchio's layout (``nq``, ``nv``).
+        Pinocchio's layout (``nq``, ``nv``) -- but where the model has rotors
+        (``rotorInertia``, ``rotorGearRatio``), each is a link ``"<joint>_rotor"``
+        geared to its joint (:func:`mechanics.with_rotors`), with its own
+        ``q`` and ``v``.  ``armature`` is not modelled: an
+        :class:`ArmatureNotModelledWarning` says so.
     """
     pin = pinocchio()
     links = []
@@ -121,7 +126,41 @@ def from_pinocchio(model, constraint_models=(), name: str | None = None) -> Mech
         jmodel = model.joints[model.getJointId(link.name)]
         if (mech.q_slices[link.name].start, mech.v_slices[link.name].start) != (jmodel.idx_q, jmodel.idx_v):
             raise ValueError(f"joint {link.name!r}: Pinocchio's q/v layout is not in joint order; cannot map states")
-    return mech
+    _warn_armature(model, mech)
+    rotors = _rotors(model, mech)
+    return with_rotors(mech, rotors) if rotors else mech
+
+
+class ArmatureNotModelledWarning(UserWarning):
+    """A Pinocchio model with ``armature`` (added to the joint-space inertia's diagonal; MJCF's joint
+    ``armature``): gaussgraph does not model it yet, so its dynamics are those without it
+    (:func:`from_pinocchio`).  Rotors as bodies (``rotorInertia``, ``rotorGearRatio``) are modelled."""
+
+
+def _warn_armature(model, mech: Mechanism) -> None:
+    armature = np.asarray(model.armature, dtype=float)
+    held = [(link.name, float(np.max(armature[mech.v_slices[link.name]]))) for link in mech.links
+            if link.joint.nv and np.any(armature[mech.v_slices[link.name]] != 0)]
+    if held:
+        listed = ", ".join(f"{name!r} {value:g}" for name, value in held[:6]) + (" ..." if len(held) > 6 else "")
+        warnings.warn(f"{mech.name!r}: joints with armature ({listed}): gaussgraph does not model armature yet, so "
+                      f"these dynamics are without it (Pinocchio's aba adds it to M's diagonal); model the motors as "
+                      f"rotors (model.rotorInertia and rotorGearRatio, or mechanics.with_rotors) where that matters",
+                      ArmatureNotModelledWarning, stacklevel=3)
+
+
+def _rotors(model, mech: Mechanism) -> dict:
+    """``{joint: Rotor}`` from the model's ``rotorInertia`` (about the spin axis) and ``rotorGearRatio``."""
+    inertia, ratio = np.asarray(model.rotorInertia, dtype=float), np.asarray(model.rotorGearRatio, dtype=float)
+    rotors = {}
+    for link in mech.links:
+        columns = mech.v_slices[link.name]
+        if link.joint.nv and np.any(inertia[columns] != 0):
+            if link.joint.kind not in ("revolute", "revolute_unbounded"):
+                raise ValueError(f"joint {link.name!r} ({link.joint.kind}) has a rotorInertia: rotors are modelled on "
+                                 f"revolute joints only")
+            rotors[link.name] = Rotor(float(ratio[columns][0]), float(inertia[columns][0]))
+    return rotors
 
 
 def _frames(pin, model) -> dict:
