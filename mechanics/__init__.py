@@ -30,7 +30,7 @@ from .policies import ALM, POLICIES, ConstraintPolicy, Hard, PolicyNumbers, Prox
 from .joints import Joint
 from .kinematics import constraint_terms, kinematics
 from .mechanism import GROUND, Connect, Coupling, General, IncompatibleConstraintsWarning, Link, Mechanism, Pose, Weld, at
-from .pinocchio_io import ArmatureNotModelledWarning, CouplingNotModelledWarning, from_pinocchio, load_mjcf, load_robot, load_urdf, robot_names
+from .pinocchio_io import CouplingNotModelledWarning, from_pinocchio, load_mjcf, load_robot, load_urdf, robot_names
 from .sdf import load_sdf
 from .warmup import warmup
 
@@ -41,7 +41,6 @@ __all__ = [
     "prepare",
     "ALGORITHMS",
     "ALM",
-    "ArmatureNotModelledWarning",
     "Algorithm",
     "Connect",
     "ConstraintPolicy",

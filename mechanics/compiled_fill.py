@@ -13,7 +13,7 @@ from elimination.compiled_front import UNCOUNTED, ix
 
 from .policies import INFORMATION
 from .compiled_tables import (
-    drop_stale_kernels, ACC, CDIM, FIRST, FKIND, FN, JOINT0, JOINT_ONLY, LIN, LOOP, MAT, MOVES, MOVING, NPAIR, NV, PAIR,
+    drop_stale_kernels, ACC, ARMATURE, CDIM, FIRST, FKIND, FN, JOINT0, JOINT_ONLY, LIN, LOOP, MAT, MOVES, MOVING, NPAIR, NV, PAIR,
     PAIR0, PARENT, PENALTY, PRIOR, PRIOR_F, QDD, ROW0, SC0, SCL, STIFFNESS, TORQUE, TORQUE_F, TREE, TREE_F, V0, WHO,
 )
 from .compiled_kinematics import PENALTY_ROWS
@@ -37,7 +37,7 @@ def _fill_links(model, factors, KL, parts, TAU, states, Fw, Lin, Lmag):
     ``TAU``), into their columns of ``Fw``, ``Lin``, ``Lmag``; the other lanes' columns keep their values.
     Each lane's largest diagonal magnitude (the scale floor's reference) into ``KL``'s row for it.  Every
     entry a step may read is written, its zeros too: nothing reads what no state wrote."""
-    links, root = model[0], model[6]
+    links, body, root = model[0], model[4], model[6]
     ground = links.shape[0]
     S, BIAS, IW, FB, T, MASK, TOP = parts[3], parts[4], parts[5], parts[6], parts[9], parts[10], parts[11]
     g = lambda k: vectors.get(KL, k)
@@ -78,13 +78,15 @@ def _fill_links(model, factors, KL, parts, TAU, states, Fw, Lin, Lmag):
             vectors.set_where(Lin, lin + r, b, KL, MASK)
             vectors.set_where(Lmag, lin + r, abs(b), KL, MASK)
         f = links[ix(l), TORQUE_F]
-        if f >= 0:  # tau_i, on a zero matrix (zero scales)
+        if f >= 0:  # tau_i, on the armature's diagonal (its scales)
             mat, scl, lin, v0 = factors[ix(f), MAT], factors[ix(f), SCL], factors[ix(f), LIN], links[ix(l), V0]
-            vectors.fill(KL, T, 0.0)
             for i in range(nv):
-                vectors.put(Fw, scl + i, KL, T, KL, MASK)
+                a = body[ix(l), ARMATURE + i]
+                vectors.set_where(Fw, scl + i, a, KL, MASK)
                 for j in range(nv):
-                    vectors.put(Fw, mat + i * nv + j, KL, T, KL, MASK)
+                    vectors.set_where(Fw, mat + i * nv + j, a if i == j else 0.0, KL, MASK)
+                vectors.fill(KL, T, a)
+                vectors.largest(KL, TOP, KL, T)
                 for w in range(vectors.width(KL)):
                     if vectors.lane(KL, MASK, w) != 0.0:
                         vectors.set_lane(Lin, lin + i, w, TAU[ix(states[w]), ix(v0 + i)])
@@ -99,8 +101,9 @@ def _link_residuals(links, factors, l, Fw, Lin, X, Lres):
     mat, lin = factors[ix(f), MAT], factors[ix(f), LIN]
     vectors.sub_matvec6(Lres, lin, Lin, lin, Fw, mat, 6, X, acc, 6)
     f = links[ix(l), TORQUE_F]
-    for i in range(nv if f >= 0 else 0):
+    for i in range(nv if f >= 0 else 0):  # tau - A qdd, the armature A diagonal
         vectors.copy(Lres, factors[ix(f), LIN] + i, Lin, factors[ix(f), LIN] + i)
+        vectors.sub_mul(Lres, factors[ix(f), LIN] + i, Fw, factors[ix(f), MAT] + i * (nv + 1), X, links[ix(l), QDD] + i)
     f, parent = links[ix(l), TREE_F], links[ix(l), PARENT]
     mat, lin, n, c0, qdd = factors[ix(f), MAT], factors[ix(f), LIN], factors[ix(f), FN], factors[ix(f), JOINT0], links[ix(l), QDD]
     parent_acc = links[ix(parent), ACC] if parent != ground else -1

@@ -10,18 +10,18 @@ from elimination.compiled import announce_first_compile
 from elimination.compiled_front import UNCOUNTED, ix
 
 from .compiled_kinematics import _kinematic_parts, _kinematics, kinematic_rows, normalized_units
-from .compiled_tables import NV, PARENT, V0, drop_stale_kernels, model_tables, unit_columns
+from .compiled_tables import ARMATURE, NV, PARENT, V0, drop_stale_kernels, model_tables, unit_columns
 
 drop_stale_kernels(__file__)
 
 
 @njit(cache=True, **UNCOUNTED)
 def inverse_kernel(model, unit, Q, V, QDD, KL, AW, tau):
-    """``tau[b] = M qdd + b(q, v)`` of every state ``Q (B, nq)`` (checked; its unit parts, columns ``unit (k,
+    """``tau[b] = M qdd + b(q, v)`` (``M`` with the armature on its diagonal) of every state ``Q (B, nq)`` (checked; its unit parts, columns ``unit (k,
     2)``, normalised here as the dynamics kernel does), ``V``, ``QDD (B, nv)``; ``KL``: the kinematics' rows
     (:func:`~mechanics.compiled_kinematics.kinematic_rows`), ``AW``: ``12 (n + 1)`` rows for the links'
     accelerations (the ground's last) and their subtrees' wrenches."""
-    links, root = model[0], model[6]
+    links, body, root = model[0], model[4], model[6]
     n = links.shape[0]
     parts = _kinematic_parts(n, Q.shape[1], V.shape[1])
     S, BIAS, IW, FB, QN, VV = parts[3], parts[4], parts[5], parts[6], parts[7], parts[8]
@@ -53,7 +53,7 @@ def inverse_kernel(model, unit, Q, V, QDD, KL, AW, tau):
                 t = 0.0
                 for i in range(6):
                     t += KL[ix(S + 36 * l + 6 * i + c)] * W[ix(6 * l + i)]
-                tau[ix(b), ix(v0 + c)] = t
+                tau[ix(b), ix(v0 + c)] = t + body[ix(l), ARMATURE + c] * QDD[ix(b), ix(v0 + c)]
             if parent < n:
                 for i in range(6):
                     W[ix(6 * parent + i)] += W[ix(6 * l + i)]

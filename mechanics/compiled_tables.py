@@ -54,6 +54,7 @@ PRIOR, TORQUE, TREE, PENALTY, LOOP, PROXIMAL = range(6)  # factor kinds
 WELD, CONNECT, GENERAL, COUPLING = range(4)  # constraint kinds
 ROLES = {Prior: PRIOR, Torque: TORQUE, TreeJoint: TREE, Penalty: PENALTY, LoopTerm: LOOP, ProximalPrior: PROXIMAL}
 
+ARMATURE = 13  # the first column of a link's armature in its row of the body table (mass, com, inertia first)
 # columns of the link table (PRIOR_F, TORQUE_F, TREE_F: the link's own factors' rows of the factor table, -1: none)
 PARENT, JOINT, Q0, V0, NV, ACC, QDD, PRIOR_F, TORQUE_F, TREE_F = range(10)
 # columns of the constraint table (MOVES, ITERATES, TEST: its policy's PolicyNumbers), and of its float table
@@ -116,11 +117,11 @@ def model_tables(mechanism, program=None) -> tuple:
 
 def _model_tables(mechanism, index: dict, program) -> tuple:
     """Links (``PARENT ... QDD`` columns; their own factors' columns left -1 for :func:`_own_factors`) and
-    their constant geometry and inertia."""
+    their constant geometry, inertia and armature (``body``: mass, com, inertia, armature from ``ARMATURE``)."""
     n = len(mechanism.links)
     table = np.full((n, 10), -1, dtype=np.int64)
     axis, place_R, place_p = np.zeros((n, 3)), np.zeros((n, 3, 3)), np.zeros((n, 3))
-    body, S_local = np.zeros((n, 13)), np.zeros((n, 6, 6))
+    body, S_local = np.zeros((n, 19)), np.zeros((n, 6, 6))
     from .joints import motion_subspace
 
     value = {key: offset for key, (offset, _) in program.plan.layout().variables.items()} if program else {}
@@ -133,7 +134,8 @@ def _model_tables(mechanism, index: dict, program) -> tuple:
         if joint.axis is not None:
             axis[i] = joint.axis
         place_R[i], place_p[i] = link.placement.rotation, link.placement.translation
-        body[i] = (link.mass, *link.com, *np.asarray(link.inertia).ravel())
+        body[i, :13] = (link.mass, *link.com, *np.asarray(link.inertia).ravel())
+        body[i, ARMATURE:ARMATURE + joint.nv] = link.armature
         S_local[i, :, : joint.nv] = motion_subspace(joint)
     root = np.concatenate([np.zeros(3), -np.asarray(mechanism.gravity, dtype=float)])
     return table, axis, place_R, place_p, body, S_local, root

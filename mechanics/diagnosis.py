@@ -106,6 +106,7 @@ def _joint_space(mechanism: Mechanism, kin: Kinematics, terms: list) -> tuple:
         name = link.name
         bias[name] = bias[link.parent] + kin.bias_acceleration[name]
         M += np.swapaxes(jacobian[name], -1, -2) @ kin.inertia[name] @ jacobian[name]
+    M += np.diag(np.concatenate([link.armature for link in mechanism.links] or [np.zeros(0)]))  # (the armature)
     J = [sum((K @ jacobian[name] for name, K in t.K.items()), np.zeros(batch + t.k.shape[-1:] + (nv,))) for t in terms]
     c = [t.k - sum((K @ bias[name][..., None])[..., 0] for name, K in t.K.items()) for t in terms]
     return np.concatenate(J, axis=-2), np.concatenate(c, axis=-1), M

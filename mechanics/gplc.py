@@ -7,7 +7,7 @@ that keep them, multipliers :class:`~mechanics.keys.Multiplier` (role
 ``max``).  Factors:
 
 * a prior per link, ``1/2 a' H_i a - f_i' a`` (``f_i`` the bias force);
-* ``-tau_i' qdd_i`` per joint;
+* ``1/2 qdd_i' A_i qdd_i - tau_i' qdd_i`` per joint (``A_i`` its armature, a diagonal; zero mostly);
 * the tree joint ``a_i - a_pi - S_i qdd_i = a_b,i`` (hard; ``a_0 = -a_grav``
   moved to the right-hand side for links on the ground);
 * per constraint ``K a = k``, what its policy adds (:mod:`mechanics.policies`).
@@ -88,9 +88,9 @@ def _link_slots(mechanism: Mechanism, link) -> list:
 
     slots = [Slot(Prior(name), (a,), 0, prior)]
     if nv:
-        torque, zero = mechanism.v_slices[name], np.zeros((nv, nv))
-        zero.flags.writeable = False  # shared by every state's factor
-        slots.append(Slot(Torque(name), (qdd,), 0, lambda s: Quadratic.trusted((qdd,), zero, s.tau[..., torque])))
+        torque, armature = mechanism.v_slices[name], np.diag(link.armature)
+        armature.flags.writeable = False  # shared by every state's factor
+        slots.append(Slot(Torque(name), (qdd,), 0, lambda s: Quadratic.trusted((qdd,), armature, s.tau[..., torque])))
     keys = (a,) + ((LinkAcceleration(parent),) if parent != GROUND else ()) + ((qdd,) if nv else ())
     units = (1,) + ((-1,) if parent != GROUND else ()) + ((0,) if nv else ())
 

@@ -3,7 +3,8 @@
 The recursive Newton-Euler algorithm in the world frame of :mod:`mechanics.kinematics`: forward, each link's
 acceleration ``a_i = a_pi + S_i qdd_i + a_b,i`` (``a_0 = -a_grav``); each link's net wrench ``H_i a_i -
 f_i`` (``f_i = -v_i x* H_i v_i`` its bias force); backward, each joint carries its subtree's wrench
-``F_i`` and its force is ``tau_i = S_i' F_i``.  So ``tau = M qdd + b(q, v)``, Pinocchio's ``rnea``; the loop
+``F_i`` and its force is ``tau_i = S_i' F_i`` (plus its armature times ``qdd_i``).  So ``tau = M qdd + b(q, v)``,
+Pinocchio's ``rnea``; the loop
 constraints are not in it (their forces are ``J' lambda``, ``forward_dynamics``' ``forces``).
 """
 from __future__ import annotations
@@ -94,7 +95,9 @@ def _numpy(mechanism: Mechanism, q, v, qdd, batch: tuple) -> np.ndarray:
     tau = np.zeros(batch + (mechanism.nv,))
     for link in reversed(mechanism.links):  # backward: subtrees' wrenches, projected on the joints
         name = link.name
-        tau[..., mechanism.v_slices[name]] = (np.swapaxes(kin.S[name], -1, -2) @ wrench[name][..., None])[..., 0]
+        columns = mechanism.v_slices[name]
+        tau[..., columns] = ((np.swapaxes(kin.S[name], -1, -2) @ wrench[name][..., None])[..., 0]
+                             + link.armature * qdd[..., columns])
         if link.parent != GROUND:
             wrench[link.parent] = wrench[link.parent] + wrench[name]
     return tau

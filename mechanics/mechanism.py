@@ -77,6 +77,10 @@ class Link:
     mass : float
     com : (3,) centre of mass in the link frame
     inertia : (3, 3) rotational inertia about the centre of mass
+    armature : (nv,) or float, optional
+        Added to the joint-space inertia's diagonal at the joint's velocities (Pinocchio's ``armature``,
+        MJCF's joint ``armature``: a motor's reflected rotor inertia, without its gyroscopic terms -- for those,
+        model the rotor as a body, :func:`mechanics.with_rotors`).  Default zero.
     """
 
     name: str
@@ -86,6 +90,7 @@ class Link:
     mass: float = 1.0
     com: np.ndarray = field(default_factory=lambda: np.zeros(3))
     inertia: np.ndarray = field(default_factory=lambda: np.eye(3) * 1e-2)
+    armature: np.ndarray | float | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name or self.name == GROUND:
@@ -101,8 +106,14 @@ class Link:
         symmetric = (np.abs(inertia - inertia.T) <= 1e-12 + 1e-5 * np.abs(inertia.T)).all()  # np.allclose, inlined
         if not symmetric or np.min(np.linalg.eigvalsh(inertia)) < -1e-12:
             raise ValueError(f"link {self.name!r}: rotational inertia must be symmetric positive semidefinite")
+        armature = np.asarray(0.0 if self.armature is None else self.armature, dtype=float)
+        armature = np.full(self.joint.nv, float(armature)) if armature.ndim == 0 else armature
+        if armature.shape != (self.joint.nv,) or not np.all(np.isfinite(armature)) or np.any(armature < 0):
+            raise ValueError(f"link {self.name!r}: armature must be a finite number >= 0 or {self.joint.nv} of them "
+                             f"(one per joint velocity), got {self.armature!r}")
         object.__setattr__(self, "com", com)
         object.__setattr__(self, "inertia", inertia)
+        object.__setattr__(self, "armature", np.array(armature))
 
     @property
     def spatial_inertia(self) -> np.ndarray:

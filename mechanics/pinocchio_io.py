@@ -105,18 +105,20 @@ def from_pinocchio(model, constraint_models=(), name: str | None = None) -> Mech
         Pinocchio's layout (``nq``, ``nv``) -- but where the model has rotors
         (``rotorInertia``, ``rotorGearRatio``), each is a link ``"<joint>_rotor"``
         geared to its joint (:func:`mechanics.with_rotors`), with its own
-        ``q`` and ``v``.  ``armature`` is not modelled: an
-        :class:`ArmatureNotModelledWarning` says so.
+        ``q`` and ``v``.  The joints keep the model's ``armature``
+        (:attr:`Link.armature <mechanics.Link>`).
     """
     pin = pinocchio()
     links = []
     for i in range(1, model.njoints):
         parent = model.parents[i]
         inertia = model.inertias[i]
+        joint = model.joints[i]
         links.append(
             Link(
                 model.names[i], model.names[parent] if parent != 0 else GROUND, _joint(model, i),
                 _pose(model.jointPlacements[i]), float(inertia.mass), np.array(inertia.lever), np.array(inertia.inertia),
+                np.array(model.armature[joint.idx_v:joint.idx_v + joint.nv]),
             )
         )
     constraints = [_constraint(pin, model, cm, j) for j, cm in enumerate(constraint_models)]
@@ -126,27 +128,8 @@ def from_pinocchio(model, constraint_models=(), name: str | None = None) -> Mech
         jmodel = model.joints[model.getJointId(link.name)]
         if (mech.q_slices[link.name].start, mech.v_slices[link.name].start) != (jmodel.idx_q, jmodel.idx_v):
             raise ValueError(f"joint {link.name!r}: Pinocchio's q/v layout is not in joint order; cannot map states")
-    _warn_armature(model, mech)
     rotors = _rotors(model, mech)
     return with_rotors(mech, rotors) if rotors else mech
-
-
-class ArmatureNotModelledWarning(UserWarning):
-    """A Pinocchio model with ``armature`` (added to the joint-space inertia's diagonal; MJCF's joint
-    ``armature``): gaussgraph does not model it yet, so its dynamics are those without it
-    (:func:`from_pinocchio`).  Rotors as bodies (``rotorInertia``, ``rotorGearRatio``) are modelled."""
-
-
-def _warn_armature(model, mech: Mechanism) -> None:
-    armature = np.asarray(model.armature, dtype=float)
-    held = [(link.name, float(np.max(armature[mech.v_slices[link.name]]))) for link in mech.links
-            if link.joint.nv and np.any(armature[mech.v_slices[link.name]] != 0)]
-    if held:
-        listed = ", ".join(f"{name!r} {value:g}" for name, value in held[:6]) + (" ..." if len(held) > 6 else "")
-        warnings.warn(f"{mech.name!r}: joints with armature ({listed}): gaussgraph does not model armature yet, so "
-                      f"these dynamics are without it (Pinocchio's aba adds it to M's diagonal); model the motors as "
-                      f"rotors (model.rotorInertia and rotorGearRatio, or mechanics.with_rotors) where that matters",
-                      ArmatureNotModelledWarning, stacklevel=3)
 
 
 def _rotors(model, mech: Mechanism) -> dict:

@@ -23,12 +23,13 @@ def aba(mechanism: Mechanism, q: np.ndarray, v: np.ndarray, tau: np.ndarray) -> 
     parent's frame (the world for a link on the ground) to link ``i``'s, and
     ``Xup_i'`` takes forces back.  ``S_i`` (6 x nv_i) is the joint's motion
     subspace, constant in the child frame; ``I_i`` the link's spatial inertia;
-    ``a_0 = -a_grav`` (gravity as a fictitious ground acceleration)::
+    ``a_0 = -a_grav`` (gravity as a fictitious ground acceleration); ``A_i`` the joint's armature (a diagonal,
+    Pinocchio's ``armature``)::
 
         1. root to leaves     v_i  = Xup_i v_p + S_i qd_i            (v_0 = 0)
                               c_i  = v_i x S_i qd_i                   velocity-product acceleration
                               IA_i = I_i,  pA_i = v_i x* I_i v_i       articulated inertia, bias force
-        2. leaves to root     U_i = IA_i S_i,  D_i = S_i' U_i,  u_i = tau_i - S_i' pA_i
+        2. leaves to root     U_i = IA_i S_i,  D_i = S_i' U_i + A_i,  u_i = tau_i - S_i' pA_i
                               Ia  = IA_i - U_i D_i^-1 U_i'
                               pa  = pA_i + Ia c_i + U_i D_i^-1 u_i
                               IA_p += Xup_i' Ia Xup_i,  pA_p += Xup_i' pa
@@ -97,7 +98,7 @@ def aba(mechanism: Mechanism, q: np.ndarray, v: np.ndarray, tau: np.ndarray) -> 
     for link in reversed(mechanism.links):
         i, p = link.name, link.parent
         U[i] = IA[i] @ S[i]
-        D[i] = S[i].T @ U[i]
+        D[i] = S[i].T @ U[i] + np.diag(link.armature)
         u[i] = tau[vs[i]] - S[i].T @ pA[i]
         if p != GROUND:
             Ia = IA[i] - U[i] @ np.linalg.solve(D[i], U[i].T)

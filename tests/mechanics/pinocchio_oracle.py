@@ -184,6 +184,8 @@ def pinocchio_model_of(mech):
         placement = pin.SE3(link.placement.rotation, link.placement.translation)
         ids[link.name] = model.addJoint(ids[link.parent], joint, placement, link.name)
         model.appendBodyToJoint(ids[link.name], pin.Inertia(link.mass, link.com, link.inertia), pin.SE3.Identity())
+        start = model.joints[ids[link.name]].idx_v
+        model.armature[start:start + link.joint.nv] = link.armature
     model.gravity = pin.Motion(mech.gravity, np.zeros(3))
     cms = []
     for c in mech.constraints:

@@ -1,4 +1,5 @@
-"""Random mechanisms for property tests: random trees, joints, inertias and constraints."""
+"""Random mechanisms for property tests: random trees, joints, inertias (an armature on some joints) and
+constraints."""
 from __future__ import annotations
 
 import warnings
@@ -36,8 +37,10 @@ def mechanisms(draw, max_links: int = 7, max_constraints: int = 3, full_axes: bo
             axis = draw(st.sampled_from(["x", "y", "z"] + (["random"] if kind != "revolute_unbounded" else [])))
             axis = tuple(rng.normal(size=3)) if axis == "random" else axis
         M = rng.normal(size=(3, 3))
-        links.append(Link(f"l{i}", parent, Joint(kind, axis), _pose(rng), rng.uniform(0.2, 2.0),
-                          rng.uniform(-0.1, 0.1, 3), M @ M.T * 0.01 + 0.01 * np.eye(3)))
+        joint = Joint(kind, axis)
+        armature = rng.uniform(0.0, 0.05, joint.nv) if rng.uniform() < 0.3 else None  # (a motor's, Pinocchio's)
+        links.append(Link(f"l{i}", parent, joint, _pose(rng), rng.uniform(0.2, 2.0),
+                          rng.uniform(-0.1, 0.1, 3), M @ M.T * 0.01 + 0.01 * np.eye(3), armature))
     links = _depth_first(links)
     constraints = []
     names = [l.name for l in links]

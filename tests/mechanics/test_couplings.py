@@ -325,10 +325,11 @@ def test_a_rotor_on_the_ground_adds_its_reflected_inertia():
         assert relative(qdd, np.array([36.0, 6.0]) * 0.5 / (I_link + 36 * 3.3e-5)) < 1e-12, backend
 
 
-def test_pinocchio_rotors_load_as_bodies_and_armature_is_said_to_be_left_out(mimic_urdf):
+def test_pinocchio_rotors_load_as_bodies_and_armature_as_armature(mimic_urdf):
     """A Pinocchio model's ``rotorInertia`` / ``rotorGearRatio`` load as geared rotor bodies: on the ground joint
     its dynamics are Pinocchio's ``aba`` with the reflected inertia ``N^2 I`` as ``armature``, exactly (a rotor on
-    the ground has no gyroscopic terms); a model with ``armature`` loads with a warning that it is left out."""
+    the ground has no gyroscopic terms); a model's ``armature`` loads as the links' armature: ``aba`` and
+    ``rnea``'s, every algorithm, both executors (with the mimic coupling too: Pinocchio's reduced model)."""
     model = pin.buildModelFromUrdf(str(mimic_urdf))
     model.rotorInertia[:] = [1e-4, 0.0, 0.0]
     model.rotorGearRatio[:] = [10.0, 1.0, 1.0]
@@ -343,5 +344,19 @@ def test_pinocchio_rotors_load_as_bodies_and_armature_is_said_to_be_left_out(mim
         result = mechanics.forward_dynamics(mech, np.r_[0.0, q], np.r_[10 * v[0], v], np.r_[0.0, tau], "proxbbo",
                                             tol=1e-12, backend=backend)
         assert relative(result.qdd[1:], expected) < 1e-12 and abs(result.qdd[0] - 10 * result.qdd[1]) < 1e-9, backend
-    with pytest.warns(mechanics.ArmatureNotModelledWarning, match=r"'j1' 0.01.*without it"):
-        mechanics.from_pinocchio(reflected)
+    armed = pin.buildModelFromUrdf(str(mimic_urdf))
+    armed.armature[:] = [0.02, 0.005, 0.01]
+    mech = mechanics.from_pinocchio(armed)
+    assert [link.armature.tolist() for link in mech.links] == [[0.02], [0.005], [0.01]]
+    data = armed.createData()
+    coupled = mech.with_constraints([Coupling.mimic("j3", "j2", -0.7, 0.2, name="mimic")])
+    for backend in BACKENDS:
+        q, v, tau = rng.uniform(-1, 1, 3), rng.normal(size=3), rng.normal(size=3)
+        result = mechanics.forward_dynamics(mech, q, v, tau, "aba", backend=backend)
+        assert relative(result.qdd, pin.aba(armed, data, q, v, tau)) < 1e-12, backend
+        qdd = rng.normal(size=3)
+        assert relative(mechanics.inverse_dynamics(mech, q, v, qdd, backend=backend),
+                        pin.rnea(armed, data, q, v, qdd)) < 1e-12, backend
+        reference = dense_solve(coupled, q, v, tau)[0]  # (Pinocchio's crba carries the armature)
+        for name in ALGORITHMS:
+            assert relative(_solved(coupled, q, v, tau, name, backend).qdd, reference) < 1e-10, (name, backend)
