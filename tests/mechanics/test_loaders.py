@@ -170,3 +170,17 @@ def test_an_mjcf_joint_equality_is_a_coupling_and_a_quadratic_one_is_refused_wit
     with pytest.raises(ValueError, match=r"coupled.xml line 10: <equality><joint joint1='jb'>: polycoef .* order "
                                          r"above 1"):
         mechanics.load_mjcf(path)
+
+
+def test_an_mjcf_joints_armature_is_kept_as_pinocchio_reads_it(tmp_path):
+    """MJCF's joint ``armature`` (what MuJoCo models of geared motors carry): the link's armature, and the
+    dynamics Pinocchio's ``aba`` with it."""
+    path = tmp_path / "armed.xml"
+    path.write_text(COUPLED_MJCF.replace('axis="0 0 1"/>', 'axis="0 0 1" armature="0.01"/>'))
+    mech = mechanics.load_mjcf(path)
+    assert mech.link("ja").armature.tolist() == [0.01] and mech.link("jb").armature.tolist() == [0.0]
+    model = pin.buildModelAndLegacyConstraintsFromMJCF(str(path))[0]
+    q, v, tau = np.array([0.3, -0.2]), np.array([0.5, 1.0]), np.array([0.2, -0.1])
+    tree = mech.without_constraints()
+    expected = pin.aba(model, model.createData(), q, v, tau)
+    assert np.abs(mechanics.forward_dynamics(tree, q, v, tau, "aba").qdd - expected).max() < 1e-12 * np.abs(expected).max()
