@@ -279,10 +279,10 @@ class Coupling:
 
     @property
     def links(self) -> tuple:
-        """The links whose accelerations ``K`` reaches: the joints' links, then their parents (the ground left
-        out: its acceleration is known)."""
-        around = self.joints + tuple(p for p in (self.parents or ()) if p != GROUND)
-        return tuple(dict.fromkeys(around))
+        """The links whose accelerations ``K`` reaches: the joints' links, then their parents -- the ground among
+        them where a joint is on it (its acceleration is known: a coupling of such a joint closes a loop through
+        the ground, as a contact does)."""
+        return tuple(dict.fromkeys(self.joints + (self.parents or ())))
 
 
 class PlanCache:
@@ -550,6 +550,20 @@ class Mechanism:
     def coupled(self, a: str, b: str) -> bool:
         """Two loops are coupled when they share a tree joint."""
         return bool(self.loop_joints(a) & self.loop_joints(b))
+
+    def clusters(self, max_joints: int | None = None) -> tuple:
+        """The groups of links closed by local loops, each hanging from one parent (003's clusters, what
+        constraint embedding eliminates as one block): :func:`mechanics.clusters.find_clusters`; couplings
+        always, loops off the ground of at most ``max_joints`` joints (default
+        :data:`~mechanics.clusters.LOCAL_JOINTS`).
+
+        >>> from mechanics import models
+        >>> [(c.links, c.parent, c.constraints) for c in models.tello_leg().clusters()][1]
+        (('hip_rotor_a', 'hip_rotor_b', 'hip_roll', 'hip_pitch'), 'hip_yaw', ('hip:differential',))
+        """
+        from .clusters import LOCAL_JOINTS, find_clusters
+
+        return find_clusters(self, LOCAL_JOINTS if max_joints is None else max_joints)
 
     @property
     def constraint_dim(self) -> int:

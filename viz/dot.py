@@ -88,15 +88,26 @@ def to_graphviz(view: nx.Graph, name: str = "view", positions: dict | None = Non
     """A ``graphviz.Graph`` (``Digraph`` for directed views) with the view's display attributes; with
     ``positions`` (node -> ``(x, y)`` in points, :func:`viz.layout.fixed_positions`) every node is pinned
     there, for :func:`render` with ``fixed=True``.  ``legend``, an HTML-like label (``<<TABLE>...</TABLE>>``,
-    e.g. :func:`viz.views.step_legend`), is one more node: with ``positions``, pinned right of the drawing."""
+    e.g. :func:`viz.views.step_legend`), is one more node: with ``positions``, pinned right of the drawing.  Nodes
+    with a ``cluster`` attribute are drawn in a box of that label, one per value."""
     cls = graphviz.Digraph if view.is_directed() else graphviz.Graph
     dot = cls(name=name, graph_attr=_graph_attributes({"fontname": "Helvetica", **graph_attr}),
               node_attr=FONT, edge_attr=FONT)
+    boxes: dict = {}  # a node's "cluster": the box it is drawn in, labelled so
     for node, data in view.nodes(data=True):
         if positions is not None:
             x, y = positions[node]
             data = {**data, "pos": f"{x:.1f},{y:.1f}!"}
-        dot.node(node_id(node), **_display(data))
+        box = data.get("cluster")
+        if box is None:
+            dot.node(node_id(node), **_display(data))
+        else:
+            boxes.setdefault(box, []).append((node, data))
+    for k, (box, nodes) in enumerate(boxes.items()):
+        with dot.subgraph(name=f"cluster_{k}", graph_attr={"label": dot_text(box), "style": "dashed", "labelloc": "b",
+                                                            "fontsize": "9", "fontname": "Helvetica"}) as sub:
+            for node, data in nodes:
+                sub.node(node_id(node), **_display(data))
     for u, v, data in view.edges(data=True):
         dot.edge(node_id(u), node_id(v), **_display(data))
     if legend is not None:

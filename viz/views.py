@@ -117,11 +117,15 @@ def constraint_label(constraint) -> str:
 
 def mechanism_view(mechanism: Mechanism, palette: Palette = PALETTE) -> nx.DiGraph:
     """000 Fig. 2/4: tree joints as directed edges, cut joints dashed and named (:func:`constraint_label`),
-    the ground marked."""
+    couplings dotted between their joints' links, the ground marked; each cluster's links (003's, what
+    embedding eliminates as one block: :meth:`mechanics.Mechanism.clusters`) in one box, their nodes'
+    ``cluster`` naming its loops."""
     view = nx.DiGraph()
     view.add_node(GROUND, label="ground", kind="ground", shape="box", style="filled", fillcolor=palette.ground)
+    cluster = {link: f"cluster {', '.join(c.constraints)}" for c in mechanism.clusters() for link in c.links}
     for link in mechanism.links:
-        view.add_node(link.name, label=link.name, kind="link", shape="circle")
+        view.add_node(link.name, label=link.name, kind="link", shape="circle",
+                      **({"cluster": cluster[link.name]} if link.name in cluster else {}))
         view.add_edge(link.parent, link.name, kind="tree joint", label=joint_label(link.joint), style="solid")
     for c in mechanism.constraints:
         if isinstance(c, Coupling):  # between the coupled joints' links, dotted
