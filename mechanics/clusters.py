@@ -4,10 +4,10 @@ Constraint embedding (003's C-ABA) eliminates a cluster as one block: its joints
 through independent ones, ``qdd_c = G y + g``.  Which loops are local is a choice: here a coupling always is
 (a rotor and its link, a belt, a differential, a mimic joint), and a Weld, Connect or General constraint is
 where neither of its ends is the ground and its loop has at most ``max_joints`` joints, none of them free (a
-four-bar knee: 3; a loop spanning the tree, a contact, a hand holding a floating object keep their multipliers).  A cluster's links are its loops' joints (the
-supporting links but the loop root, :meth:`Mechanism.loop_joints`), loops sharing a link merged; where the
-merged group hangs from more than one link outside it, the tree paths between those are added, so that every
-cluster has one parent.
+four-bar knee: 3; a loop spanning the tree, a contact, a hand holding a floating object keep their
+multipliers).  A cluster's links are its loops' joints (the supporting links but the loop root,
+:meth:`Mechanism.loop_joints`), loops sharing a link merged; where the merged group hangs from more than one
+link outside it, the tree paths between those are added, so that every cluster has one parent.
 """
 from __future__ import annotations
 

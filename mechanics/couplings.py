@@ -3,8 +3,9 @@ accelerations (003 Sec. IV's explicit constraint map, for the couplings alone: t
 ``G`` is too).
 
 The couplings' rows are ``C qdd = c`` (:class:`~mechanics.Coupling`, stacked in constraint order).  Their
-independent rows ``C_r`` (``C`` itself, or an orthonormal basis of its row space where rows are dependent) are split by columns into ``C_r =
-[C_d, C_i]`` with ``C_d`` square and invertible: ``qdd_d = C_d^-1 (c_r - C_i qdd_i)``.  The dependent
+independent rows ``C_r`` (``C`` itself, or an orthonormal basis of its row space where rows are dependent) are
+split by columns into ``C_r = [C_d, C_i]`` with ``C_d`` square and invertible: ``qdd_d = C_d^-1 (c_r - C_i
+qdd_i)``.  The dependent
 columns are chosen greedily, each coupling's first joint first -- a mimic joint, a gear's rotor -- so that
 a mimic's ``y`` are Pinocchio's reduced coordinates.
 """

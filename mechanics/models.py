@@ -322,7 +322,8 @@ def tello_leg(ratio: float = 6.0) -> Mechanism:
     spin = Rotor(N, ROTOR.inertia, ROTOR.mass).rotational_inertia
 
     def rotor(name, parent, axis, placement):
-        return Link(name, parent, Joint("revolute", axis), placement, ROTOR.mass, np.zeros(3), spin(Joint("revolute", axis).axis))
+        joint = Joint("revolute", axis)
+        return Link(name, parent, joint, placement, ROTOR.mass, np.zeros(3), spin(joint.axis))
 
     links = [
         rotor("hip_yaw_rotor", GROUND, "z", at(0.0, 0.0, 0.05)),
