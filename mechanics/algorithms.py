@@ -20,6 +20,11 @@ proxltl        prox     joint space: all a_i root to leaves, qdd leaves to root,
 min_degree     prox     a_i root to leaves, then minimum degree over qdd and multipliers
 min_fill       prox     a_i root to leaves, then minimum fill over qdd and multipliers
 ============== ======== ===========================================================
+
+Constraint embedding (003's C-ABA) is the pair ``"embed/clusters"``: the ``embed`` policy writes each group
+of coupled joints through independent coordinates ``y`` (:class:`~mechanics.policies.Embed`), and
+:func:`cluster_order` eliminates links leaves to root with each cluster's ``y`` after its top link, the other
+loops' multipliers as proxBBO's -- on the numpy path for now, and not yet in :data:`ALGORITHMS`.
 """
 from __future__ import annotations
 
@@ -30,7 +35,7 @@ from elimination import Ordering
 from elimination.ordering import Precedence
 
 from .gplc import GPLCLayout
-from .keys import JointAcceleration, LinkAcceleration, Multiplier
+from .keys import ClusterCoordinates, JointAcceleration, LinkAcceleration, Multiplier
 from .mechanism import GROUND, Mechanism
 from .policies import policy, policy_label, resolve_policies
 
@@ -74,20 +79,42 @@ def tree_min_degree(mechanism: Mechanism, graph) -> Ordering:
     return elimination.min_degree(graph, eligible=eligible, blocks=_link_blocks(mechanism), split_blocks=True)
 
 
+def _rooted_multipliers(mechanism: Mechanism, graph) -> dict:
+    """Loop root (a link, or the ground) -> the multipliers of the loops rooted there."""
+    present, rooted = set(_multipliers(graph)), {}
+    for c in mechanism.constraints:
+        if Multiplier(c.name) in present:
+            rooted.setdefault(mechanism.loop_root(c.name), []).append(Multiplier(c.name))
+    return rooted
+
+
 def early_multipliers(mechanism: Mechanism, graph) -> Ordering:
     """proxBBO (000 Sec. V): links leaves to root; the multipliers of the loops
     rooted at a link, as one block, right before that link; loops through the
     ground last."""
-    present = set(_multipliers(graph))
-    rooted = {}
-    for c in mechanism.constraints:
-        if Multiplier(c.name) in present:
-            rooted.setdefault(mechanism.loop_root(c.name), []).append(Multiplier(c.name))
-    blocks = []
+    rooted, blocks = _rooted_multipliers(mechanism, graph), []
     for link in reversed(mechanism.links):
         if link.name in rooted:
             blocks.append(tuple(rooted[link.name]))
         blocks += [(key,) for key in _link_keys(link)]
+    if GROUND in rooted:
+        blocks.append(tuple(rooted[GROUND]))
+    return Ordering(blocks)
+
+
+def cluster_order(mechanism: Mechanism, graph) -> Ordering:
+    """C-ABA (003) in proxBBO's order (000 Sec. V): links leaves to root, ``a_i`` then ``qdd_i``; an embedded
+    cluster's ``y`` right after its first link's ``a_i`` -- its links substituted, one pivot on ``y`` ends it,
+    leaving its parent a block; the other loops' multipliers right before their root link, as proxBBO's."""
+    present = {v.key for v in graph.variables}
+    coordinates = {key.name: key for key in present if isinstance(key, ClusterCoordinates)}
+    rooted, blocks = _rooted_multipliers(mechanism, graph), []
+    for link in reversed(mechanism.links):
+        if link.name in rooted:
+            blocks.append(tuple(rooted[link.name]))
+        blocks += [(key,) for key in _link_keys(link) if key in present]
+        if link.name in coordinates:
+            blocks.append((coordinates[link.name],))
     if GROUND in rooted:
         blocks.append(tuple(rooted[GROUND]))
     return Ordering(blocks)
@@ -216,8 +243,10 @@ ORDERING_POLICIES = {
     "joint_space": joint_space,
     "min_degree": any_min_degree,
     "min_fill": any_min_fill,
+    "clusters": cluster_order,
 }
-"""The ordering policies by name, for pairs written as text: ``"prox/tree_min_degree"``."""
+"""The ordering policies by name, for pairs written as text: ``"prox/tree_min_degree"``, ``"embed/clusters"``
+(constraint embedding, :class:`~mechanics.policies.Embed`: the numpy path, not yet one of :data:`ALGORITHMS`)."""
 
 
 def _check_policies(spec) -> None:

@@ -44,12 +44,12 @@ class CouplingMap:
         return (np.asarray(tau)[..., None, :] @ self.G)[..., 0, :]
 
 
-def coupling_rows(mechanism: Mechanism) -> tuple:
-    """``(C (m_c, nv), c (m_c,), names)``: the couplings' rows stacked in constraint order, and each row's
-    coupling."""
+def coupling_rows(mechanism: Mechanism, only=None) -> tuple:
+    """``(C (m_c, nv), c (m_c,), names)``: the couplings' rows stacked in constraint order (those named in
+    ``only`` where given), and each row's coupling."""
     rows, rhs, names = [np.zeros((0, mechanism.nv))], [np.zeros(0)], []
     for c in mechanism.constraints:
-        if isinstance(c, Coupling):
+        if isinstance(c, Coupling) and (only is None or c.name in only):
             C = np.zeros((c.dim, mechanism.nv))
             for joint, block in zip(c.joints, c.C):
                 C[:, mechanism.v_slices[joint]] += block
@@ -59,9 +59,9 @@ def coupling_rows(mechanism: Mechanism) -> tuple:
     return np.vstack(rows), np.concatenate(rhs), names
 
 
-def coupling_map(mechanism: Mechanism) -> CouplingMap:
-    """The explicit map ``qdd = G y + g`` of ``mechanism``'s couplings (module docstring); its loops (Welds,
-    Connects, General constraints) are not in it.
+def coupling_map(mechanism: Mechanism, only=None) -> CouplingMap:
+    """The explicit map ``qdd = G y + g`` of ``mechanism``'s couplings (those named in ``only`` where given;
+    module docstring); its loops (Welds, Connects, General constraints) are not in it.
 
     Raises
     ------
@@ -77,7 +77,7 @@ def coupling_map(mechanism: Mechanism) -> CouplingMap:
     >>> mimic.G.tolist(), mimic.independent.tolist()
     ([[1.0], [2.0]], [0])
     """
-    C, c, names = coupling_rows(mechanism)
+    C, c, names = coupling_rows(mechanism, only)
     nv = mechanism.nv
     U, sv, Vt = np.linalg.svd(C, full_matrices=False)
     rank = int(np.sum(sv > RANK_RTOL * sv[0])) if sv.size else 0
@@ -90,7 +90,7 @@ def coupling_map(mechanism: Mechanism) -> CouplingMap:
         rows, rhs = C, c
     else:  # C_r qdd = c_r on an orthonormal basis of C's rows
         rows, rhs = Vt[:rank], (U[:, :rank].T @ c) / sv[:rank]
-    dependent = _dependent_columns(mechanism, rows, rank)
+    dependent = _dependent_columns(mechanism, rows, rank, only)
     independent = np.setdiff1d(np.arange(nv), dependent)
     G, g = np.zeros((nv, independent.size)), np.zeros(nv)
     G[independent, np.arange(independent.size)] = 1.0
@@ -100,9 +100,10 @@ def coupling_map(mechanism: Mechanism) -> CouplingMap:
     return CouplingMap(G, g, independent, dependent)
 
 
-def _dependent_columns(mechanism: Mechanism, rows: np.ndarray, rank: int) -> np.ndarray:
+def _dependent_columns(mechanism: Mechanism, rows: np.ndarray, rank: int, only=None) -> np.ndarray:
     """``rank`` columns of ``rows`` that are independent, each coupling's first joint's columns preferred."""
-    first = [mechanism.v_slices[c.joints[0]] for c in mechanism.constraints if isinstance(c, Coupling)]
+    first = [mechanism.v_slices[c.joints[0]] for c in mechanism.constraints
+             if isinstance(c, Coupling) and (only is None or c.name in only)]
     preferred = [i for s in first for i in range(s.start, s.stop)]
     order = list(dict.fromkeys(preferred + list(range(mechanism.nv))))
     chosen = []
@@ -115,6 +116,56 @@ def _dependent_columns(mechanism: Mechanism, rows: np.ndarray, rank: int) -> np.
     if len(chosen) < rank:  # (not met on any coupling tried: a guard, not a path)
         raise ValueError(f"{mechanism.name!r}: no {rank} joint columns of its couplings are independent")
     return np.array(sorted(chosen), dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class EmbeddedCluster:
+    """Joints whose accelerations are written through independent ones, ``qdd_j = G_j y + g_j``: the joints of
+    couplings embedded together (:class:`~mechanics.policies.Embed`), those sharing a joint in one cluster.
+
+    Attributes
+    ----------
+    name : str
+        Its first joint's (topological order).
+    joints : tuple of str
+        In the mechanism's order.
+    G : dict
+        Joint -> ``G_j (nv_j, ny)``.
+    g : dict
+        Joint -> ``g_j (nv_j,)``.
+    """
+
+    name: str
+    joints: tuple
+    G: dict
+    g: dict
+
+    @property
+    def size(self) -> int:
+        """``ny``: the cluster's independent coordinates."""
+        return next(iter(self.G.values())).shape[1]
+
+
+def embedded_clusters(mechanism: Mechanism, names) -> list:
+    """The :class:`EmbeddedCluster` of the couplings ``names`` (embedded together where they share a joint)."""
+    couplings = [mechanism.constraint(name) for name in names]
+    group = {}
+    for c in couplings:  # (union of joint sets: a few couplings, a few joints each)
+        joined = set(c.joints).union(*(group[j] for j in c.joints if j in group))
+        for joint in joined:
+            group[joint] = joined
+    cmap = coupling_map(mechanism, set(names))
+    clusters, seen = [], set()
+    for link in mechanism.links:
+        if link.name not in group or link.name in seen:
+            continue
+        joints = tuple(l.name for l in mechanism.links if l.name in group[link.name])
+        seen |= set(joints)
+        columns = np.concatenate([np.arange(mechanism.v_slices[j].start, mechanism.v_slices[j].stop) for j in joints])
+        ys = [k for k, column in enumerate(cmap.independent) if column in set(columns.tolist())]
+        clusters.append(EmbeddedCluster(joints[0], joints, {j: cmap.G[mechanism.v_slices[j]][:, ys] for j in joints},
+                                        {j: cmap.g[mechanism.v_slices[j]] for j in joints}))
+    return clusters
 
 
 @dataclass(frozen=True)

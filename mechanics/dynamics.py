@@ -184,14 +184,27 @@ def algorithm_plan(mechanism: Mechanism, algorithm):
     return layout.structure(), plan_of(mechanism, algo, layout)
 
 
-def _qdd(mechanism: Mechanism, x: dict, batch: tuple) -> np.ndarray:
-    parts = [x[JointAcceleration(l.name)] for l in mechanism.links if l.joint.nv]
-    return np.concatenate([np.broadcast_to(p, batch + p.shape[-1:]) for p in parts], axis=-1)
-
-
 def _residuals(gplc, x: dict) -> dict:
     """``K a - k`` per constraint."""
     return {name: terms.residual({link: x[LinkAcceleration(link)] for link in terms.links}) for name, terms in gplc.terms.items()}
+
+
+def _embedded_forces(mechanism: Mechanism, policies: dict, q, v, tau, qdd, forces):
+    """``forces`` with the embedded couplings' rows filled in: with ``M qdd + b = tau + J' f`` (Pinocchio's sign),
+    their ``C' f_c = M qdd + b - tau - J_o' f_o`` (the other constraints' rows ``o`` known), least squares on the
+    constant ``C'`` (its rows independent: embedding refused them otherwise)."""
+    from .diagnosis import joint_space_constraints
+    from .inverse_dynamics import inverse_dynamics
+
+    embedded = np.concatenate([np.full(c.dim, policies[c.name].embeds(c)) for c in mechanism.constraints])
+    J = np.broadcast_to(joint_space_constraints(mechanism, q, v)[0], forces.shape[:-1] + embedded.shape + qdd.shape[-1:])
+    known = np.where(embedded, 0.0, forces)
+    left = inverse_dynamics(mechanism, q, v, qdd, backend="numpy") - tau - (known[..., None, :] @ J)[..., 0, :]
+    C = J[(0,) * (J.ndim - 2)][embedded]  # (constant: a coupling's rows do not depend on the state)
+    solved = left @ np.linalg.pinv(C.T).T
+    out = np.array(forces, dtype=float)
+    out[..., embedded] = solved
+    return out
 
 
 def _max_abs(arrays) -> float:
@@ -254,12 +267,13 @@ def outer_iterations(mechanism, gplc, fact, policies: dict, mu: float, lam: dict
     takes its ``refine`` steps, and an iterate that may be the answer is
     refined until the steps settle before it is judged.
     """
-    iterating = any(p.iterates for p in policies.values())
+    # (an embedded coupling has no multiplier to move: a mechanism of them alone is one solve)
+    iterating = any(p.iterates and not p.embeds(mechanism.constraint(c)) for c, p in policies.items())
     # refinement deferred to the iterates that may be the answer (a suspect factorization's first solve: verified)
     started = bool(refine and fact.startable())
     deferred = iterating and started and not np.any(fact.suspect())  # the first iterate's
     x = fact.solve(refine=0 if deferred else refine)
-    qdd, residual = _qdd(mechanism, x, batch), _residuals(gplc, x)
+    qdd, residual = gplc.layout.qdd(x, batch), _residuals(gplc, x)
     iterations, step = np.ones(batch, dtype=int), np.full(batch, np.inf)
     active, met = np.ones(batch, dtype=bool), np.zeros(batch, dtype=bool)
     while True:
@@ -267,7 +281,7 @@ def outer_iterations(mechanism, gplc, fact, policies: dict, mu: float, lam: dict
             final = (element_max(residual.values(), batch) < tol) | (iterations >= max_iter)
             if final.any():
                 refined = fact.solve(refine=refine, start=x)
-                x, qdd = _merge(final, refined, x), _merge(final, _qdd(mechanism, refined, batch), qdd)
+                x, qdd = _merge(final, refined, x), _merge(final, gplc.layout.qdd(refined, batch), qdd)
                 residual = _merge(final, _residuals(gplc, refined), residual)
             deferred = False
         updated = {c: p.update(lam[c], x, residual[c], mu, c) for c, p in policies.items()}
@@ -279,14 +293,14 @@ def outer_iterations(mechanism, gplc, fact, policies: dict, mu: float, lam: dict
         # from the last iterate: with refinement, one solve of the change (Factorization.solve's start)
         new_x = _resolve(fact, gplc, policies, mu, lam, refine, moving=lambda p: p.iterates, start=x,
                          finish=not started)
-        new_qdd, new_residual = _qdd(mechanism, new_x, batch), _residuals(gplc, new_x)
+        new_qdd, new_residual = gplc.layout.qdd(new_x, batch), _residuals(gplc, new_x)
         new_step = element_max([new_qdd - qdd], batch)
         final = active & ((np.minimum(new_step, element_max(new_residual.values(), batch)) < tol)
                           | (iterations + 1 >= max_iter))
         final &= fact.unfinished(new_x, x) if started else False
         if final.any():  # the iterate may be the answer and the change was large: one more step before it is judged
             finished = _finished(fact, gplc, policies, mu, lam, new_x)
-            new_x, new_qdd = _merge(final, finished, new_x), _merge(final, _qdd(mechanism, finished, batch), new_qdd)
+            new_x, new_qdd = _merge(final, finished, new_x), _merge(final, gplc.layout.qdd(finished, batch), new_qdd)
             new_residual = _merge(final, _residuals(gplc, finished), new_residual)
             new_step = element_max([new_qdd - qdd], batch)
         step = np.where(active, new_step, step)
@@ -482,6 +496,8 @@ class PreparedDynamics:
         cause = self._causes(q, v, converged, iterations, worst, stacklevel + 1)
         forces = [np.broadcast_to(-lam[c.name], batch + (c.dim,)) for c in mechanism.constraints]
         forces = np.concatenate(forces, axis=-1) if forces else np.zeros(batch + (0,))
+        if self.layout.clusters:
+            forces = _embedded_forces(mechanism, policies, q, v, tau, qdd, forces)
         accelerations = np.stack([np.broadcast_to(x[LinkAcceleration(l.name)], batch + (6,)) for l in mechanism.links],
                                  axis=-2)
         return self._result(qdd, forces, accelerations[..., LINEAR_FIRST], iterations, worst, converged, cause, batch)

@@ -29,7 +29,7 @@ import numpy as np
 from factorgraph import FactorGraph, FactorStructure, GraphStructure, LinearEquality, Quadratic, Variable
 
 from .checks import check_baumgarte, check_mu, check_multipliers, check_state
-from .keys import JointAcceleration, LinkAcceleration, Prior, Torque, TreeJoint
+from .keys import ClusterCoordinates, ClusterTorque, JointAcceleration, LinkAcceleration, Prior, Torque, TreeJoint
 from .kinematics import Kinematics, constraint_terms, kinematics
 from .mechanism import GROUND, Mechanism
 from .policies import POLICIES, Slot, resolve_policies
@@ -70,6 +70,44 @@ class GPLC:
 
 _EYE6, _MINUS_EYE6 = np.eye(6), -np.eye(6)
 _EYE6.flags.writeable = _MINUS_EYE6.flags.writeable = False
+
+
+def _cluster_slots(mechanism: Mechanism, link, cluster) -> list:
+    """Prior and tree joint of ``link``, a joint of an embedded ``cluster`` (003 Sec. IV): the tree joint on
+    ``(a_i, a_pi, y)``, ``a_i - a_pi - S_i G_i y = a_b,i + S_i g_i`` (``qdd_i = G_i y + g_i``); its torque is in
+    the cluster's (:func:`_cluster_torque`)."""
+    name, parent = link.name, link.parent
+    a, y, G, g = LinkAcceleration(name), ClusterCoordinates(cluster.name), cluster.G[name], cluster.g[name]
+    prior = _link_slots(mechanism, link)[0]
+    keys = (a,) + ((LinkAcceleration(parent),) if parent != GROUND else ()) + (y,)
+    units = (1,) + ((-1,) if parent != GROUND else ()) + (0,)
+
+    def tree_joint(s: State):
+        S = s.kin.S[name]
+        rhs = s.kin.bias_acceleration[name] + (S @ g[:, None])[..., 0]
+        if parent == GROUND:
+            rhs = rhs + s.kin.root_acceleration
+        blocks = [_EYE6] + ([] if parent == GROUND else [_MINUS_EYE6]) + [-(S @ G)]
+        return LinearEquality.trusted(keys, blocks, rhs, units)
+
+    return [prior, Slot(TreeJoint(name), keys, 6, tree_joint, units=units)]
+
+
+def _cluster_torque(mechanism: Mechanism, cluster) -> Slot:
+    """The torques and armature of an embedded cluster's joints on its ``y``: ``1/2 y' G'AG y - (G' tau - G'A
+    g)' y`` (``tau' qdd`` and ``1/2 qdd' A qdd`` with ``qdd = G y + g``, constants dropped)."""
+    y = ClusterCoordinates(cluster.name)
+    G = np.concatenate([cluster.G[j] for j in cluster.joints])
+    g = np.concatenate([cluster.g[j] for j in cluster.joints])
+    A = np.concatenate([mechanism.link(j).armature for j in cluster.joints])
+    columns = np.concatenate([np.arange(mechanism.v_slices[j].start, mechanism.v_slices[j].stop) for j in cluster.joints])
+    H = G.T @ (A[:, None] * G)
+    H.flags.writeable = False
+
+    def torque(s: State):
+        return Quadratic.trusted((y,), H, (s.tau[..., columns] - A * g) @ G)
+
+    return Slot(ClusterTorque(cluster.name), (y,), 0, torque)
 
 
 def _link_slots(mechanism: Mechanism, link) -> list:
@@ -136,12 +174,21 @@ class GPLCLayout:
 
     def __init__(self, mechanism: Mechanism, policies: dict):
         self.mechanism, self.policies = mechanism, policies
+        self.clusters = _embedded(mechanism, policies)
+        cluster_of = {joint: cluster for cluster in self.clusters for joint in cluster.joints}
         variables, slots = [], []
         for link in mechanism.links:
             variables.append(Variable(LinkAcceleration(link.name), 6))
-            if link.joint.nv:
-                variables.append(Variable(JointAcceleration(link.name), link.joint.nv))
-            slots += _link_slots(mechanism, link)
+            cluster = cluster_of.get(link.name)
+            if cluster is None:
+                if link.joint.nv:
+                    variables.append(Variable(JointAcceleration(link.name), link.joint.nv))
+                slots += _link_slots(mechanism, link)
+                continue
+            if link.name == cluster.name:  # (its first joint: the cluster's y and torque once)
+                variables.append(Variable(ClusterCoordinates(cluster.name), cluster.size))
+                slots.append(_cluster_torque(mechanism, cluster))
+            slots += _cluster_slots(mechanism, link, cluster)
         self.moving = {}
         for c in mechanism.constraints:
             policy = policies[c.name]
@@ -151,6 +198,21 @@ class GPLCLayout:
                     self.moving[c.name] = len(slots)
                 slots.append(slot)
         self.variables, self.slots = tuple(variables), tuple(slots)
+
+    def qdd(self, x: dict, batch: tuple) -> np.ndarray:
+        """``qdd (*batch, nv)`` from a solution ``x``: each joint's, or an embedded cluster's ``G_j y + g_j``."""
+        cluster_of = {joint: cluster for cluster in self.clusters for joint in cluster.joints}
+        parts = []
+        for link in self.mechanism.links:
+            if not link.joint.nv:
+                continue
+            cluster = cluster_of.get(link.name)
+            if cluster is None:
+                part = x[JointAcceleration(link.name)]
+            else:
+                part = (x[ClusterCoordinates(cluster.name)] @ cluster.G[link.name].T) + cluster.g[link.name]
+            parts.append(np.broadcast_to(part, batch + part.shape[-1:]))
+        return np.concatenate(parts, axis=-1) if parts else np.zeros(batch + (0,))
 
     def structure(self) -> GraphStructure:
         """The structure-only graph (roles attached) that plans are analysed from."""
@@ -168,6 +230,21 @@ class GPLCLayout:
         for slot in self.slots:
             graph.add(slot.fill(state), role=slot.role)
         return GPLC(graph, terms, dict(self.moving), self)
+
+
+def _embedded(mechanism: Mechanism, policies: dict) -> list:
+    """The embedded clusters of the couplings whose policy embeds them (:mod:`mechanics.couplings`)."""
+    names = [c.name for c in mechanism.constraints if policies[c.name].embeds(c)]
+    if not names:
+        return []
+    from .couplings import embedded_clusters
+
+    clusters = embedded_clusters(mechanism, names)
+    for cluster in clusters:
+        if cluster.size == 0:
+            raise ValueError(f"the couplings of joints {list(cluster.joints)} leave them no free motion: embedding "
+                             f"needs at least one independent coordinate; hold them with the prox policy instead")
+    return clusters
 
 
 def split_multipliers(mechanism: Mechanism, lam, batch: tuple) -> dict:

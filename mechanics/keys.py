@@ -75,6 +75,22 @@ class Multiplier(GPLCKey):
     tag, kind, symbol = "lam", "multiplier", "λ"
 
 
+class ClusterCoordinates(GPLCKey):
+    """``y``: the independent joint accelerations of an embedded cluster named ``name`` (003's ``qdd_c = G y +
+    g``; its first joint's name)."""
+
+    __slots__ = ()
+    tag, kind, symbol = "y", "cluster", "y"
+
+
+@dataclass(frozen=True)
+class ClusterTorque:
+    """``1/2 y' G'AG y - (G' tau - G'A g)' y``: an embedded cluster's joint torques and armature on ``y``."""
+
+    cluster: str
+    kind: ClassVar[str] = "torque"
+
+
 @dataclass(frozen=True)
 class Prior:
     """``1/2 a_i' H_i a_i - f_i' a_i``: link ``link``'s inertia and bias force."""

@@ -37,6 +37,7 @@ from elimination.driver import MultiplierRule
 from factorgraph import LeastSquares, Quadratic, Variable
 
 from .keys import LinkAcceleration, LoopTerm, Multiplier, Penalty, ProximalPrior
+from .mechanism import Coupling
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,10 @@ class ConstraintPolicy:
     def variables(self, constraint) -> list:
         """Variables the policy adds for ``constraint`` (a multiplier, or none)."""
         return []
+
+    def embeds(self, constraint) -> bool:
+        """Whether ``constraint`` is embedded (:class:`Embed`): written into its cluster's tree factors."""
+        return False
 
     def slots(self, constraint, links: tuple) -> list:
         """The factors added for ``constraint`` on its non-ground ``links``, as :class:`Slot`."""
@@ -254,8 +259,39 @@ class Prox(Hard):
         return super().slots(constraint, links) + [Slot(ProximalPrior(name), (lam,), 0, prior, moving=True)]
 
 
+class Embed(Prox):
+    """Constraint embedding (003's C-ABA) for couplings: their joints' accelerations written through independent
+    ones, ``qdd_c = G y + g`` (:func:`mechanics.coupling_map`), in their cluster's tree factors -- no multiplier,
+    no iterations for them; any other constraint keeps proximal multipliers (``prox``) in the same elimination
+    (004 Sec. VII's mixed algorithm).  The numpy path runs it (the compiled fill of a cluster's factors is not
+    written yet); loops' implicit maps are not built yet either."""
+
+    name = "embed"
+    description = "couplings embedded (qdd = G y + g in their clusters' tree factors), other constraints as prox"
+
+    def embeds(self, constraint) -> bool:
+        return isinstance(constraint, Coupling)
+
+    def variables(self, constraint) -> list:
+        return [] if self.embeds(constraint) else super().variables(constraint)
+
+    def slots(self, constraint, links: tuple) -> list:
+        return [] if self.embeds(constraint) else super().slots(constraint, links)
+
+    def update(self, lam: np.ndarray, x: dict, residual: np.ndarray, mu: float, constraint: str) -> np.ndarray:
+        """An embedded coupling has no multiplier to update (its force is recovered after the solve)."""
+        return lam if Multiplier(constraint) not in x else super().update(lam, x, residual, mu, constraint)
+
+    def lowered(self) -> str:
+        return "constraint embedding runs on the numpy path only, for now (its clusters' factors are not compiled)"
+
+
 POLICIES = {policy.name: policy for policy in (ALM(), Prox(), Hard(), Soft())}
 """The papers' constraint policies by name."""
+
+EMBED = Embed()
+"""Constraint embedding (:class:`Embed`): ``policy("embed")``, ``"embed/clusters"``; not yet one of the
+:data:`POLICIES` every algorithm comparison runs."""
 
 
 def policy(value) -> ConstraintPolicy:
@@ -264,6 +300,8 @@ def policy(value) -> ConstraintPolicy:
         return value
     if isinstance(value, str) and value in POLICIES:
         return POLICIES[value]
+    if value == EMBED.name:
+        return EMBED
     raise ValueError(f"unknown constraint policy {value!r}; use one of {sorted(POLICIES)} or a ConstraintPolicy")
 
 

@@ -33,7 +33,7 @@ class Palette:
     ground: str = "gray70"
     variable: dict = field(default_factory=lambda: {
         "link": ("ellipse", "lightblue"), "joint": ("ellipse", "palegreen"), "multiplier": ("diamond", "salmon"),
-        "min": ("ellipse", "white"), "max": ("diamond", "salmon"),
+        "cluster": ("box", "palegreen"), "min": ("ellipse", "white"), "max": ("diamond", "salmon"),
     })
     factor: dict = field(default_factory=lambda: {
         "prior": "lightblue", "torque": "palegreen", "tree joint": "black", "loop/contact": "red",

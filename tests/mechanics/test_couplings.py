@@ -62,9 +62,10 @@ def dense_solve(mech, q, v, tau, mu=None):
 
 
 @st.composite
-def coupled(draw, max_links: int = 6, max_loops: int = 1, redundant=st.booleans()):
+def coupled(draw, max_links: int = 6, max_loops: int = 1, redundant=st.booleans(), free: bool = False):
     """A random mechanism (every joint kind, up to ``max_loops`` Welds / Connects) with one or two random
-    couplings of one to three joints; optionally a third that repeats a combination of the first's rows."""
+    couplings of one to three joints; optionally a third that repeats a combination of the first's rows.
+    ``free``: each coupling leaves its joints some motion (fewer rows than their velocities)."""
     base = draw(mechanisms(max_links=max_links, max_constraints=max_loops))
     rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
     movable = [l for l in base.links if l.joint.nv]
@@ -72,7 +73,9 @@ def coupled(draw, max_links: int = 6, max_loops: int = 1, redundant=st.booleans(
     couplings = []
     for i in range(draw(st.integers(1, 2))):
         joints = draw(st.permutations(movable))[:draw(st.integers(1, min(3, len(movable))))]
-        m = draw(st.integers(1, min(2, sum(l.joint.nv for l in joints))))
+        width = sum(l.joint.nv for l in joints)
+        assume(not free or width > 1)
+        m = draw(st.integers(1, min(2, width - 1 if free else width)))
         couplings.append(Coupling([l.name for l in joints], [rng.normal(size=(m, l.joint.nv)) for l in joints],
                                   rng.normal(size=m), name=f"k{i}"))
     if draw(redundant):
@@ -360,3 +363,66 @@ def test_pinocchio_rotors_load_as_bodies_and_armature_as_armature(mimic_urdf):
         reference = dense_solve(coupled, q, v, tau)[0]  # (Pinocchio's crba carries the armature)
         for name in ALGORITHMS:
             assert relative(_solved(coupled, q, v, tau, name, backend).qdd, reference) < 1e-10, (name, backend)
+
+
+# -- constraint embedding (003's C-ABA) of couplings, mixed with proximal multipliers (issue 43) ------------------
+
+def _embedded(mech, q, v, tau, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", mechanics.NumpyPathWarning)
+        warnings.simplefilter("ignore", mechanics.ConvergenceWarning)
+        return mechanics.forward_dynamics(mech, q, v, tau, "embed/clusters", tol=1e-12, max_iter=300, **kwargs)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(coupled(free=True), st.integers(0, 2**31 - 1))
+def test_embedded_couplings_beside_prox_loops_equal_the_dense_solve(mech, seed):
+    """Couplings embedded (``qdd_c = G y + g`` in their clusters' tree factors), the loops beside them under
+    ``prox`` in the same elimination: qdd and the generalized constraint force ``A' f`` (the couplings' forces
+    recovered from inverse dynamics) are the dense KKT's wherever the rows are independent and it converged;
+    contradicting couplings are refused by name."""
+    q, v, tau = random_state(mech, np.random.default_rng(seed))
+    qdd, f, _, A = dense_solve(mech, q, v, tau)
+    C, c, _ = mechanics.couplings.coupling_rows(mech)
+    rank = np.linalg.matrix_rank(C, tol=1e-10 * np.abs(C).max())
+    if np.linalg.matrix_rank(np.column_stack([C, c]), tol=1e-10 * np.abs(C).max()) > rank:
+        event("couplings contradict: refused")
+        with pytest.raises(ValueError, match="contradict each other"):
+            _embedded(mech, q, v, tau)
+        return
+    if rank == mech.nv or any(cluster.size == 0 for cluster in _clusters(mech)):
+        event("a cluster without free motion: refused")
+        with pytest.raises(ValueError, match="no free motion"):
+            _embedded(mech, q, v, tau)
+        return
+    result = _embedded(mech, q, v, tau)
+    independent = np.linalg.matrix_rank(A, tol=1e-6 * max(1.0, np.abs(A).max())) == A.shape[0]
+    event(f"solved, rows {'independent' if independent else 'dependent'}, {'' if result.converged else 'not '}converged")
+    assert result.converged or not independent
+    if result.converged:
+        basis = np.linalg.svd(A, full_matrices=False)[2][:np.linalg.matrix_rank(A, tol=1e-6 * max(1.0, np.abs(A).max()))]
+        M = joint_space(mech, q, v)[0]
+        scale = max(1.0, np.linalg.cond(np.block([[M, -basis.T], [basis, np.zeros((len(basis), len(basis)))]])) / 1e6)
+        assert relative(result.qdd, qdd) < 1e-10 * scale, relative(result.qdd, qdd)
+        if independent:
+            assert relative(A.T @ result.forces, A.T @ f) < 1e-7 * scale
+
+
+def _clusters(mech):
+    names = [c.name for c in mech.constraints if isinstance(c, Coupling)]
+    return mechanics.couplings.embedded_clusters(mech, names)
+
+
+@pytest.mark.parametrize("model", ["geared_chain", "belt_chain", "mini_cheetah", "tello_leg"])
+def test_the_rotor_robots_embedded_equal_the_dense_solve_in_one_solve(model):
+    """003's robots with every coupling embedded: one solve, no multiplier (the plan's variables: no ``qdd`` of a
+    coupled joint, one ``y`` per cluster), qdd and the couplings' forces the dense KKT's."""
+    mech = mechanics.models.MODELS[model]()
+    q, v, tau = random_state(mech, np.random.default_rng(9))
+    qdd, f, _, _ = dense_solve(mech, q, v, tau)
+    result = _embedded(mech, q, v, tau)
+    assert result.converged and result.iterations == 1
+    assert relative(result.qdd, qdd) < 1e-10 and relative(result.forces, f) < 1e-9
+    structure, plan = mechanics.algorithm_plan(mech, "embed/clusters")
+    kinds = {v.key.kind for v in structure.variables}
+    assert "multiplier" not in kinds and sum(v.key.kind == "cluster" for v in structure.variables) == len(_clusters(mech))

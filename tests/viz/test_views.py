@@ -374,3 +374,13 @@ def test_hostile_names_draw_as_themselves_in_every_picture(tmp_path):
     assert any(any(t.startswith(f"step {k}: eliminate the multiplier") and HOSTILE in t for t in frame)
                for k, frame in enumerate(frames, 1))
     assert any(f"λ {HOSTILE}" in text for text in texts(tmp_path / "proxbbo" / "clique_tree.svg"))
+
+
+def test_an_embedded_clusters_coordinates_draw_as_one_box_variable():
+    """Under constraint embedding (``embed/clusters``) a cluster's ``y`` is one variable, drawn as a box; its
+    links' tree factors reach it and no multiplier is left."""
+    structure, plan = mechanics.algorithm_plan(models.tello_leg(), "embed/clusters")
+    view = factor_graph_view(structure)
+    boxes = [n for n, d in view.nodes(data=True) if d.get("shape") == "box" and "y " in str(d.get("label", ""))]
+    assert len(boxes) == 4 and "diamond" not in to_dot(view)
+    assert len(elimination_frames(structure, plan, group=link_group)) == len(plan.steps)
