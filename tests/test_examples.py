@@ -29,6 +29,7 @@ REFERENCES = {  # what each example prints its answer beside
     "allegro_cube.py": r"\|qdd - pinocchio\| \d",
     "digit_legs.py": r"deviation: .*against the dense KKT solve",
     "four_bar.py": r"the dense KKT solve's \[.*\], max difference",
+    "geared_robots.py": r"inverse dynamics of the answer against tau \+ J' f: max difference",
     "kalman_smoother.py": r"dense solve's final state \[.*\], max difference",
     "lqr.py": r"solve_discrete_are's gain \[.*\], max difference",
     "pose_graph.py": r"the posterior covariance says \d",
