@@ -446,6 +446,9 @@ class Factorization:
             except SingularProblemError as error:
                 raise _in_element(error, index) from None
             for key, value in solution.items():
+                if not index:  # (the whole problem re-planned: its solution as it comes, batched linear terms too)
+                    out[key] = np.array(value)
+                    continue
                 out[key][(Ellipsis,) + index + (slice(None),)] = value
         return out
 

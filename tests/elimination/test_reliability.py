@@ -295,3 +295,9 @@ def test_negative_refine_is_rejected():
 def test_analyze_of_a_non_graph_raises_type_error_naming_the_argument(bad):
     with pytest.raises(TypeError, match="graph"):
         elimination.analyze(bad, Ordering.from_keys(["x"]))
+
+
+def test_a_whole_problem_re_planned_with_batched_linear_terms_keeps_their_batch():
+    """Found by a fresh draw: a redundant graph whose matrices are one but whose linear terms are a batch of 3,
+    rank-deficient as a whole, is re-planned as one element; its solution keeps the 3 right-hand sides."""
+    _check_solvable(make_seeded("redundant", 1986415, n_vars=2, max_dim=3))
