@@ -175,7 +175,7 @@ class GPLCLayout:
     def __init__(self, mechanism: Mechanism, policies: dict):
         self.mechanism, self.policies = mechanism, policies
         self.clusters = _embedded(mechanism, policies)
-        cluster_of = {joint: cluster for cluster in self.clusters for joint in cluster.joints}
+        self._cluster_of = cluster_of = {joint: cluster for cluster in self.clusters for joint in cluster.joints}
         variables, slots = [], []
         for link in mechanism.links:
             variables.append(Variable(LinkAcceleration(link.name), 6))
@@ -201,8 +201,7 @@ class GPLCLayout:
 
     def qdd(self, x: dict, batch: tuple) -> np.ndarray:
         """``qdd (*batch, nv)`` from a solution ``x``: each joint's, or an embedded cluster's ``G_j y + g_j``."""
-        cluster_of = {joint: cluster for cluster in self.clusters for joint in cluster.joints}
-        parts = []
+        cluster_of, parts = self._cluster_of, []
         for link in self.mechanism.links:
             if not link.joint.nv:
                 continue
