@@ -203,7 +203,10 @@ class Interruption:
     solve or a compiled loop would keep Ctrl-C waiting for minutes.  The signal
     also wakes a watcher thread (``signal.set_wakeup_fd``); if the main thread
     has not said the line ``GRACE`` seconds later, the watcher says it and ends
-    the process.  Whichever comes first speaks: the line is printed once.
+    the process.  Whichever comes first speaks: the line is printed once.  A
+    ``KeyboardInterrupt`` raised where Python cannot propagate it (inside a C
+    callback, e.g. numba's compiler caching an object) would print "Exception
+    ignored ..."; it is dropped instead and the watcher ends the process.
     """
 
     GRACE = 1.0
@@ -228,6 +231,7 @@ class Interruption:
         writer.setblocking(False)
         self._previous = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
         self._wakeup = writer
+        self._unraisable, sys.unraisablehook = sys.unraisablehook, self._drop_interrupt
         threading.Thread(target=self._watch, args=(reader,), name="gaussgraph-interrupt", daemon=True).start()
         return self
 
@@ -247,9 +251,14 @@ class Interruption:
         sys.stderr.flush()
         os._exit(self.STATUS)
 
+    def _drop_interrupt(self, unraisable) -> None:
+        if not issubclass(unraisable.exc_type, KeyboardInterrupt):
+            self._unraisable(unraisable)
+
     def __exit__(self, *exc) -> None:
         self._done.set()
         if self._wakeup is not None:
+            sys.unraisablehook = self._unraisable
             signal.set_wakeup_fd(self._previous)
             self._wakeup.close()
             self._wakeup = None

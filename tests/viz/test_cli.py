@@ -431,6 +431,28 @@ def test_ctrl_c_ends_with_one_line_and_status_130():
     assert (proc.returncode, stdout, stderr) == (130, "", "gaussgraph: interrupted\n")
 
 
+CTRL_C_IN_A_C_CALLBACK = """
+import ctypes, signal, time
+from viz.cli import Interruption
+
+def callback():
+    signal.raise_signal(signal.SIGINT)  # Ctrl-C lands while C code runs this callback (as in numba's compiler)
+    time.sleep(0.01)  # the handler raises here, inside the callback, where Python cannot propagate it
+
+with Interruption():
+    ctypes.CFUNCTYPE(None)(callback)()
+    time.sleep(30)
+"""
+
+
+def test_ctrl_c_inside_a_c_callback_still_ends_with_one_line_and_status_130():
+    """A KeyboardInterrupt raised inside a C callback is 'unraisable': Python would print 'Exception ignored ...'
+    and go on. The watcher ends the process instead, with the one line (CI caught this during a numba compile)."""
+    result = subprocess.run([sys.executable, "-c", CTRL_C_IN_A_C_CALLBACK], capture_output=True, text=True,
+                            timeout=60, preexec_fn=_sigint_default, cwd=Path(__file__).parents[2])
+    assert (result.returncode, result.stdout, result.stderr) == (130, "", "gaussgraph: interrupted\n")
+
+
 def test_ctrl_c_while_planning_on_a_terminal_clears_the_bar_and_says_one_line():
     status, stdout, stderr = gaussgraph_on_a_terminal("compare", "chain_of_loops:loops=20,links_per_loop=7", "--repeat", "1",
                                                       interrupt_after="planning")
