@@ -12,7 +12,6 @@ dynamics (the recursive Newton-Euler pass, a different algorithm): ``M qdd + b =
 from __future__ import annotations
 
 import dataclasses
-import warnings
 
 import numpy as np
 
@@ -55,9 +54,7 @@ def main() -> None:
     print(mech, f"({len(mech.clusters())} clusters: each rotor with its joint)")
 
     prox = mechanics.forward_dynamics(mech, q, v, tau, "proxbbo", tol=1e-12)
-    with warnings.catch_warnings():  # (embedding runs on the numpy path for now: it says so)
-        warnings.simplefilter("ignore", mechanics.NumpyPathWarning)
-        embedded = mechanics.forward_dynamics(mech, q, v, tau, "embed/clusters", tol=1e-12)
+    embedded = mechanics.forward_dynamics(mech, q, v, tau, "embed/clusters", tol=1e-12)
     print(f"proxBBO: {prox.iterations} solves; embedded: {embedded.iterations} solves (the couplings have no "
           f"multipliers, the feet keep theirs); qdd max difference {np.abs(prox.qdd - embedded.qdd).max():.1e}")
 

@@ -77,8 +77,8 @@ from elimination.program import F
 
 from .policies import EXACT, HOLDS
 from .compiled_tables import (
-    _constraint_tables, _factor_tables, _model_tables, _output_columns, _own_factors, _unsupported, link_index,
-    unit_columns,
+    _cluster_maps, _constraint_tables, _factor_tables, _model_tables, _output_columns, _own_factors, _unsupported,
+    link_index, unit_columns,
 )
 from . import compiled_iterations, compiled_lanes
 from .compiled_iterations import _workspace_parts, dynamics_kernel
@@ -116,9 +116,11 @@ class CompiledDynamics:
             return
         index = link_index(mechanism)
         self.model = _model_tables(mechanism, index, program)
-        self.constraints, pairs, self.general = _constraint_tables(mechanism, layout, index, program, baumgarte or {})
+        constraints, pairs, self.general = _constraint_tables(mechanism, layout, index, program, baumgarte or {})
+        # (the embedded couplings' maps with the constraints: the fill and qdd(x) read them)
+        self.constraints = (*constraints, _cluster_maps(self.model[0], index, program, layout.clusters))
         self.factors, self.scope = _factor_tables(layout, program, self.constraints, pairs, mechanism, index)
-        _own_factors(self.model[0], self.factors)
+        _own_factors(self.model[0], self.factors, layout.clusters, index)
         steps = program.steps
         self.factorize_maps = factorize_maps(program)
         self.solve_maps = solve_maps(program)
@@ -126,13 +128,15 @@ class CompiledDynamics:
         self.sizes = np.array([program.factor_size, program.conditional_size, program.linear_size, program.cache_size,
                                program.value_size, program.dropped_size, max_front(program), int(program.check_rank)],
                               dtype=np.int64)
-        self.iterating = any(p.iterates for p in layout.policies.values())
-        self.soft = any(p.numbers.test == HOLDS for p in layout.policies.values())
-        # a batch of a program of tree pairs runs LANES states at a time (lanes_kernel), bit for bit as one by one
-        self.lanes = lanes_pairs.covers_pairs(program)
+        numbers = [layout.policies[c.name].numbers_of(c) for c in mechanism.constraints]
+        self.iterating = any(n.iterates for n in numbers)
+        self.soft = any(n.test == HOLDS for n in numbers)
+        # a batch of a program of tree pairs runs LANES states at a time (lanes_kernel), bit for bit as one by
+        # one; an embedded cluster's joints (their qdd = G y + g) run state by state
+        self.lanes = lanes_pairs.covers_pairs(program) and not layout.clusters
         self.refill, self.patience = REFILL, PATIENCE
-        hard = np.concatenate([np.full(c.dim, layout.policies[c.name].numbers.test == EXACT)
-                               for c in mechanism.constraints] or [np.zeros(0, bool)])
+        hard = np.concatenate([np.full(c.dim, n.test == EXACT) for c, n in zip(mechanism.constraints, numbers)]
+                              or [np.zeros(0, bool)])
         self.hard_rows = hard if hard.any() else None  # constraint rows under the hard policy (None: no such rows)
         self.unit = unit_columns(mechanism)
         self.columns = _output_columns(mechanism)
@@ -145,7 +149,8 @@ class CompiledDynamics:
         self.tables = (*packed([*self.factorize_maps, *self.solve_maps[1:], self.model[0], *self.constraints[:3],
                                 self.factors, self.scope, self.drops, self.sizes, self.unit, self.parts,
                                 self.constraints[4]]),
-                       *packed([*self.model[1:], *self.general, self.constraints[3], self.constraints[5]]))
+                       *packed([*self.model[1:], *self.general, self.constraints[3], self.constraints[5],
+                                self.constraints[6]]))
         # the kernel's workspaces, kept: numba holds the GIL, so no two calls share them at once
         self.data = self.make_data()
 

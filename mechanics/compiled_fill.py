@@ -13,8 +13,9 @@ from elimination.compiled_front import UNCOUNTED, ix
 
 from .policies import INFORMATION
 from .compiled_tables import (
-    drop_stale_kernels, ACC, ARMATURE, CDIM, FIRST, FKIND, FN, JOINT0, JOINT_ONLY, LIN, LOOP, MAT, MOVES, MOVING, NPAIR, NV, PAIR,
-    PAIR0, PARENT, PENALTY, PRIOR, PRIOR_F, QDD, ROW0, SC0, SCL, STIFFNESS, TORQUE, TORQUE_F, TREE, TREE_F, V0, WHO,
+    drop_stale_kernels, ACC, ARMATURE, CDIM, CLUSTER_TORQUE, FIRST, FKIND, FN, GMAP, JOINT0, JOINT_ONLY, LIN, LOOP, MAT,
+    MOVES, MOVING, NPAIR, NV, NY, PAIR, PAIR0, PARENT, PENALTY, PRIOR, PRIOR_F, QDD, ROW0, SC0, SCL, STIFFNESS, TORQUE,
+    TORQUE_F, TREE, TREE_F, V0, WHO,
 )
 from .compiled_kinematics import PENALTY_ROWS
 
@@ -30,9 +31,10 @@ def _mu(constraints, j, mu):
 
 
 @njit(cache=True, **UNCOUNTED)
-def _fill_links(model, factors, KL, parts, TAU, states, Fw, Lin, Lmag):
+def _fill_links(model, maps, factors, KL, parts, TAU, states, Fw, Lin, Lmag):
     """The links' own factors (prior, tree joint, torque), as the slots of :class:`mechanics.gplc.GPLCLayout`
-    build them, from the kinematics in ``KL`` (:func:`mechanics.compiled_kinematics._kinematic_parts`), for
+    build them (an embedded cluster's joints through their ``maps``: :func:`mechanics.compiled_tables._cluster_maps`),
+    from the kinematics in ``KL`` (:func:`mechanics.compiled_kinematics._kinematic_parts`), for
     the lanes that take a new state (``KL``'s mask; ``states``: each lane's state, its ``tau`` a row of
     ``TAU``), into their columns of ``Fw``, ``Lin``, ``Lmag``; the other lanes' columns keep their values.
     Each lane's largest diagonal magnitude (the scale floor's reference) into ``KL``'s row for it.  Every
@@ -56,12 +58,12 @@ def _fill_links(model, factors, KL, parts, TAU, states, Fw, Lin, Lmag):
             vectors.largest(KL, TOP, KL, T)
         nv, f, on_ground = links[ix(l), NV], links[ix(l), TREE_F], links[ix(l), PARENT] == ground
         mat, scl, lin, n = factors[ix(f), MAT], factors[ix(f), SCL], factors[ix(f), LIN], factors[ix(f), FN]
-        c0, whole = factors[ix(f), JOINT0], not factors[ix(f), JOINT_ONLY]
+        c0, whole, at, ny = factors[ix(f), JOINT0], not factors[ix(f), JOINT_ONLY], links[ix(l), GMAP], links[ix(l), NY]
         for r in range(6):  # the tree joint: [I, -I, -S] (a_i, a_parent, qdd_i) = a_b,i (+ a_0 on the ground)
             vectors.fill(KL, T, 1.0 if on_ground else 2.0)  # the row's squared norm
             norm2 = g(T)
-            for j in range(nv):
-                s = g(S + 36 * l + 6 * r + j)
+            for j in range(ny):  # (in an embedded cluster: -S_i G_i on y, a_b,i + S_i g_i)
+                s = g(S + 36 * l + 6 * r + j) if at < 0 else _mapped(KL, S + 36 * l + 6 * r, maps, at, nv, ny, j)
                 vectors.set_where(Fw, mat + r * n + c0 + j, -1.0 * s, KL, MASK)
                 norm2 = norm2 + s * s
             if whole:  # the identity blocks and row scales only where a generic step gathers them
@@ -74,11 +76,17 @@ def _fill_links(model, factors, KL, parts, TAU, states, Fw, Lin, Lmag):
                 vectors.sqrt(KL, T, KL, T)
                 vectors.inverse(KL, T, KL, T)
                 vectors.put(Fw, scl + r, KL, T, KL, MASK)
-            b = g(BIAS + 6 * l + r) + root[r] if on_ground else g(BIAS + 6 * l + r)
+            b = g(BIAS + 6 * l + r)
+            if at >= 0:
+                b = b + _mapped(KL, S + 36 * l + 6 * r, maps, at + nv * ny, nv, 1, 0)
+            if on_ground:
+                b = b + root[r]
             vectors.set_where(Lin, lin + r, b, KL, MASK)
             vectors.set_where(Lmag, lin + r, abs(b), KL, MASK)
         f = links[ix(l), TORQUE_F]
-        if f >= 0:  # tau_i, on the armature's diagonal (its scales)
+        if f >= 0 and at >= 0:
+            _cluster_torque(links, body, maps, factors, l, TAU, states, Fw, Lin, KL, MASK)
+        elif f >= 0:  # tau_i, on the armature's diagonal (its scales)
             mat, scl, lin, v0 = factors[ix(f), MAT], factors[ix(f), SCL], factors[ix(f), LIN], links[ix(l), V0]
             for i in range(nv):
                 a = body[ix(l), ARMATURE + i]
@@ -93,6 +101,41 @@ def _fill_links(model, factors, KL, parts, TAU, states, Fw, Lin, Lmag):
 
 
 @njit(cache=True, inline="always")
+def _mapped(KL, row0, maps, at, nv, ny, j):
+    """``sum_k KL[row0 + k] maps[at + k ny + j]`` over ``k < nv``: row ``r`` of ``S_i`` times column ``j`` of an
+    embedded joint's ``G_i`` (``G_i (nv, ny)`` row-major at ``at``; ``g_i`` as its one column after it)."""
+    s = vectors.get(KL, row0) * maps[ix(at + j)]
+    for k in range(1, nv):
+        s = s + vectors.get(KL, row0 + k) * maps[ix(at + k * ny + j)]
+    return s
+
+
+@njit(cache=True, inline="always")
+def _cluster_torque(links, body, maps, factors, l, TAU, states, Fw, Lin, KL, MASK):
+    """Link ``l``'s share of its embedded cluster's torque factor ``1/2 y' G'AG y - (G' tau - G'A g)' y``
+    (:func:`mechanics.gplc._cluster_torque`), added joint by joint, the factor zeroed at its first link; its
+    scales are written with the constraints' (:func:`_fill_constraints`), after every link's share."""
+    f, nv, ny, at, v0 = links[ix(l), TORQUE_F], links[ix(l), NV], links[ix(l), NY], links[ix(l), GMAP], links[ix(l), V0]
+    mat, lin = factors[ix(f), MAT], factors[ix(f), LIN]
+    if factors[ix(f), WHO] == l:
+        for i in range(ny):
+            vectors.set_where(Lin, lin + i, 0.0, KL, MASK)
+            for j in range(ny):
+                vectors.set_where(Fw, mat + i * ny + j, 0.0, KL, MASK)
+    for k in range(nv):
+        a, gk = body[ix(l), ARMATURE + k], maps[ix(at + nv * ny + k)]
+        for i in range(ny):
+            G_ki = maps[ix(at + k * ny + i)]
+            for j in range(ny):
+                h = vectors.get(Fw, mat + i * ny + j) + G_ki * a * maps[ix(at + k * ny + j)]
+                vectors.set_where(Fw, mat + i * ny + j, h, KL, MASK)
+            for w in range(vectors.width(KL)):
+                if vectors.lane(KL, MASK, w) != 0.0:
+                    t = vectors.lane(Lin, lin + i, w) + G_ki * (TAU[ix(states[w]), ix(v0 + k)] - a * gk)
+                    vectors.set_lane(Lin, lin + i, w, t)
+
+
+@njit(cache=True, inline="always")
 def _link_residuals(links, factors, l, Fw, Lin, X, Lres):
     """``g - H x`` of link ``l``'s prior and torque, ``b - A x`` of its tree joint (``[I, -I, -S]`` read as what
     it is: the joint columns from ``Fw``), at ``X`` into ``Lres``."""
@@ -101,13 +144,13 @@ def _link_residuals(links, factors, l, Fw, Lin, X, Lres):
     mat, lin = factors[ix(f), MAT], factors[ix(f), LIN]
     vectors.sub_matvec6(Lres, lin, Lin, lin, Fw, mat, 6, X, acc, 6)
     f = links[ix(l), TORQUE_F]
-    for i in range(nv if f >= 0 else 0):  # tau - A qdd, the armature A diagonal
+    for i in range(nv if f >= 0 and links[ix(l), GMAP] < 0 else 0):  # tau - A qdd, A diagonal (a cluster's: generic)
         vectors.copy(Lres, factors[ix(f), LIN] + i, Lin, factors[ix(f), LIN] + i)
         vectors.sub_mul(Lres, factors[ix(f), LIN] + i, Fw, factors[ix(f), MAT] + i * (nv + 1), X, links[ix(l), QDD] + i)
     f, parent = links[ix(l), TREE_F], links[ix(l), PARENT]
     mat, lin, n, c0, qdd = factors[ix(f), MAT], factors[ix(f), LIN], factors[ix(f), FN], factors[ix(f), JOINT0], links[ix(l), QDD]
     parent_acc = links[ix(parent), ACC] if parent != ground else -1
-    vectors.joint_rows(Lres, lin, Lin, lin, X, acc, parent_acc, Fw, mat + c0, n, qdd, nv)
+    vectors.joint_rows(Lres, lin, Lin, lin, X, acc, parent_acc, Fw, mat + c0, n, qdd, links[ix(l), NY])
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -164,6 +207,9 @@ def _fill_constraints(constraints, factors, KK, MEAS, Kk, LAM, E, mu, Fw, Lin, K
         kind, who, n = factors[ix(f), FKIND], factors[ix(f), WHO], factors[ix(f), FN]
         if kind == PRIOR or kind == TORQUE or kind == TREE:  # (_fill_links)
             continue
+        if kind == CLUSTER_TORQUE:  # (filled by _fill_links: its scales, now that every link's share is in)
+            _diagonal_scales(Fw, factors[ix(f), MAT], factors[ix(f), SCL], n, E, T, KL, MASK, TOP)
+            continue
         mat, scl, lin, mu_s = factors[ix(f), MAT], factors[ix(f), SCL], factors[ix(f), LIN], _mu(constraints, who, mu)
         vectors.fill(E, T, 0.0)
         for i in range(n):
@@ -194,10 +240,17 @@ def _fill_constraints(constraints, factors, KK, MEAS, Kk, LAM, E, mu, Fw, Lin, K
             for i in range(n):
                 vectors.put(Fw, mat + i * n + i, E, T, KL, MASK)
             _moving_term(table, who, lin, KK, Kk, LAM, MEAS, E, mu_s, Lin, KL, MASK)
-        for i in range(n):
-            vectors.absolute(E, T, Fw, mat + i * n + i)
-            vectors.put(Fw, scl + i, E, T, KL, MASK)
-            vectors.largest(KL, TOP, E, T)
+        _diagonal_scales(Fw, mat, scl, n, E, T, KL, MASK, TOP)
+
+
+@njit(cache=True, inline="always")
+def _diagonal_scales(Fw, mat, scl, n, E, T, KL, MASK, TOP):
+    """A factor's scales, ``|H_ii|`` of its ``(n, n)`` matrix at ``mat``, into ``scl`` in the lanes of ``KL``'s
+    row ``MASK``, and each lane's largest into ``KL``'s row ``TOP`` (``E``'s row ``T``: scratch)."""
+    for i in range(n):
+        vectors.absolute(E, T, Fw, mat + i * n + i)
+        vectors.put(Fw, scl + i, E, T, KL, MASK)
+        vectors.largest(KL, TOP, E, T)
 
 
 @njit(cache=True, **UNCOUNTED)  # (compiled once and called: each caller's compile is shorter)

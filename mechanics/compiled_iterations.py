@@ -20,8 +20,8 @@ from elimination.numeric import SCALE_FLOOR
 from .convergence import RESIDUAL_RTOL, SOFT_CONTRACTION
 from .policies import EXACT, HOLDS
 from .compiled_tables import (
-    drop_stale_kernels, ACC, BAD_INPUT, CDIM, CONVERGED, FALLBACK, ITERATES, ITERATIONS, KEEP, MULT, NV, OK, PUSH, QDD, ROW0, STATUS,
-    TAKE, TEST, V0, _unpacked_tables,
+    drop_stale_kernels, ACC, BAD_INPUT, CDIM, CONVERGED, FALLBACK, GMAP, ITERATES, ITERATIONS, KEEP, MULT, NV, NY, OK,
+    PUSH, QDD, ROW0, STATUS, TAKE, TEST, V0, _unpacked_tables,
 )
 from .compiled_kinematics import (
     PENALTY_ROWS, _constraint_parts, _constraint_residual, _constraint_terms, _kinematic_parts, _kinematics,
@@ -108,11 +108,11 @@ def _settles(change, previous, ratio, verified):
 
 
 @njit(cache=True, inline="always")
-def _may_be_answer(links, x, qdd, res, iterations, tol, max_iter):
+def _may_be_answer(links, maps, x, qdd, res, iterations, tol, max_iter):
     """Whether the iterate ``x`` (its residual ``res``; the last iterate's ``qdd``) may be the answer: it meets
     the tolerance, or ``iterations`` reach ``max_iter``.  A re-solve's one more step where its change is large
     (:func:`_started_solve`'s) waits for this (:func:`mechanics.dynamics.outer_iterations`)."""
-    return iterations >= max_iter or min(_qdd_step(links, x, qdd, False), _largest(res)) < tol
+    return iterations >= max_iter or min(_qdd_step(links, maps, x, qdd, False), _largest(res)) < tol
 
 
 @njit(cache=True, inline="always")
@@ -186,15 +186,24 @@ def _update(constraints, X, RES, LAM, mu, T, t, M, mask):
 
 
 @njit(cache=True, **UNCOUNTED)
-def _qdd_step(links, x, qdd, set_qdd):
-    """``max |qdd(x) - qdd|``; with ``set_qdd`` also ``qdd = qdd(x)``."""
+def _qdd_step(links, maps, x, qdd, set_qdd):
+    """``max |qdd(x) - qdd|``; with ``set_qdd`` also ``qdd = qdd(x)``: each joint's value, or its embedded
+    cluster's ``G_j y + g_j`` (``maps``: :func:`mechanics.compiled_tables._cluster_maps`)."""
     step = 0.0
     for l in range(links.shape[0]):
-        v0, off = links[ix(l), V0], links[ix(l), QDD]
-        for i in range(links[ix(l), NV]):
-            step = max(step, abs(x[ix(off + i)] - qdd[ix(v0 + i)]))
+        v0, off, at = links[ix(l), V0], links[ix(l), QDD], links[ix(l), GMAP]
+        nv, ny = links[ix(l), NV], links[ix(l), NY]
+        for i in range(nv):
+            if at < 0:
+                value = x[ix(off + i)]
+            else:
+                value = 0.0
+                for j in range(ny):
+                    value += maps[ix(at + i * ny + j)] * x[ix(off + j)]
+                value += maps[ix(at + nv * ny + i)]
+            step = max(step, abs(value - qdd[ix(v0 + i)]))
             if set_qdd:
-                qdd[ix(v0 + i)] = x[ix(off + i)]
+                qdd[ix(v0 + i)] = value
     return step
 
 
@@ -289,13 +298,13 @@ def _answer(b, ratio, solved, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows
     presolved = solved and not suspect and (deferred or refine == 0) and drops.shape[0] == 0
     if not presolved and not _solve(solve_maps, drops, sscr, work, C, Lmag, x, ratio, 0 if deferred else refine):
         return
-    _qdd_step(links, x, qdd, True)
+    _qdd_step(links, constraints[6], x, qdd, True)
     _constraint_residual(constraints, Kbuf, k, links, x, res)
     iterations, step, ok = np.int64(1), np.inf, True  # (not a literal: one compiled _conclude)
     while True:  # outer_iterations, for one element
         if deferred and (_largest(res) < tol or iterations >= max_iter):  # it may be the answer: refined
             _started_solve(solve_maps, sscr, work, C, Lmag, x, refine, ratio)
-            _qdd_step(links, x, qdd, True)
+            _qdd_step(links, constraints[6], x, qdd, True)
             _constraint_residual(constraints, Kbuf, k, links, x, res)
         deferred = False
         _update(constraints, x, res, lam, mu, e, 0, e, _mask_row(e))
@@ -306,13 +315,13 @@ def _answer(b, ratio, solved, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows
             _copy(x, xn)
             if started_error(_refine_steps(solve_maps, sscr, work, C, Lmag, xn, refine), ratio) > WARM_RTOL:
                 _constraint_residual(constraints, Kbuf, k, links, xn, res)
-                if _may_be_answer(links, xn, qdd, res, iterations + 1, tol, max_iter):
+                if _may_be_answer(links, constraints[6], xn, qdd, res, iterations + 1, tol, max_iter):
                     ok = _finished(solve_maps, sscr, work, C, Lmag, xn, ratio)
         elif not _solve(solve_maps, drops, sscr, work, C, Lmag, xn, ratio, refine):
             ok = False
         if not ok:  # the numpy path answers, or refuses
             break
-        step = _qdd_step(links, xn, qdd, True)
+        step = _qdd_step(links, constraints[6], xn, qdd, True)
         iterations += 1
         _copy(xn, x)
         _constraint_residual(constraints, Kbuf, k, links, x, res)
@@ -399,7 +408,7 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
         for i in range(nv):
             KL[ix(VV + i)] = V[ix(b), ix(i)]
         _kinematics(model, KL, kparts)
-        _fill_links(model, factors, KL, kparts, TAU, state, Fw, Lin, Lmag)
+        _fill_links(model, constraints[6], factors, KL, kparts, TAU, state, Fw, Lin, Lmag)
         _constraint_terms(constraints, general, model[6], n, KL, kparts, Kbuf, k)
         _fill_constraints(constraints, factors, Kbuf, meas, k, lam, E, mu, Fw, Lin, KL, MASK, TOP)
         _copy(Lin, Lin0)

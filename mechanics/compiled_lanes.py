@@ -243,7 +243,8 @@ def _lane_steps(links, X, RES, IT):
     """Every lane's iterate ``X``: its ``qdd`` step ``max |qdd(X) - qdd|`` from the ``qdd`` its iterations kept
     (``IT``'s rows from ``ITERATION_ROWS``; :func:`_qdd_step`'s operations) and its residual's ``max |RES|``
     (:func:`_largest`'s) into ``IT``'s rows ``QDD_STEP``, ``RES_TOP``; :func:`_advance`'s marks cleared.
-    Lanes that advance none get numbers nothing reads."""
+    Lanes that advance none get numbers nothing reads.  (Joints of embedded clusters, whose ``qdd`` is a map of
+    their cluster's values, run state by state: :attr:`~mechanics.compiled.CompiledDynamics.lanes`.)"""
     vectors.fill(IT, QDD_STEP, 0.0)
     for l in range(links.shape[0]):
         v0, off = links[ix(l), V0], links[ix(l), QDD]
@@ -437,7 +438,7 @@ def _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, uni
         for i in range(V.shape[1]):
             KL[ix(VV + i), w] = V[ix(b), ix(i)]
     _kinematics(model, KL, kparts)
-    _fill_links(model, factors, KL, kparts, TAU, li[STATE], Fw, Lin, Lmag)
+    _fill_links(model, constraints[6], factors, KL, kparts, TAU, li[STATE], Fw, Lin, Lmag)
     KK, MEAS, Kk, LAM, _, _, E = _constraint_parts(KC, pairs, m)
     _constraint_terms(constraints, general, model[6], n, KL, kparts, KK, Kk)
     for w in range(LANES):

@@ -30,7 +30,8 @@ from elimination.program import F, Op
 
 from .kinematics import coupling_weights
 from .keys import (
-    JointAcceleration, LinkAcceleration, LoopTerm, Multiplier, Penalty, Prior, ProximalPrior, Torque, TreeJoint,
+    ClusterCoordinates, ClusterTorque, JointAcceleration, LinkAcceleration, LoopTerm, Multiplier, Penalty, Prior,
+    ProximalPrior, Torque, TreeJoint,
 )
 from .mechanism import GROUND, Connect, Coupling, Weld
 
@@ -50,13 +51,17 @@ def drop_stale_kernels(module: str) -> None:
 drop_stale_kernels(__file__)
 
 JOINTS = {"fixed": 0, "revolute": 1, "revolute_unbounded": 2, "prismatic": 3, "spherical": 4, "planar": 5, "free": 6}
-PRIOR, TORQUE, TREE, PENALTY, LOOP, PROXIMAL = range(6)  # factor kinds
+PRIOR, TORQUE, TREE, PENALTY, LOOP, PROXIMAL, CLUSTER_TORQUE = range(7)  # factor kinds
 WELD, CONNECT, GENERAL, COUPLING = range(4)  # constraint kinds
-ROLES = {Prior: PRIOR, Torque: TORQUE, TreeJoint: TREE, Penalty: PENALTY, LoopTerm: LOOP, ProximalPrior: PROXIMAL}
+ROLES = {Prior: PRIOR, Torque: TORQUE, TreeJoint: TREE, Penalty: PENALTY, LoopTerm: LOOP, ProximalPrior: PROXIMAL,
+         ClusterTorque: CLUSTER_TORQUE}
 
 ARMATURE = 13  # the first column of a link's armature in its row of the body table (mass, com, inertia first)
-# columns of the link table (PRIOR_F, TORQUE_F, TREE_F: the link's own factors' rows of the factor table, -1: none)
-PARENT, JOINT, Q0, V0, NV, ACC, QDD, PRIOR_F, TORQUE_F, TREE_F = range(10)
+# columns of the link table (PRIOR_F, TORQUE_F, TREE_F: the link's own factors' rows of the factor table, -1: none;
+# TORQUE_F of a link in an embedded cluster: its cluster's torque factor).  QDD, NY: where the joint columns of its
+# tree factor are among the values and how many -- its qdd (nv), or its embedded cluster's y (ny), the joint's map
+# qdd = G y + g then at GMAP in the maps table (G (nv, ny) row-major, g (nv)); GMAP -1: no map
+PARENT, JOINT, Q0, V0, NV, ACC, QDD, PRIOR_F, TORQUE_F, TREE_F, NY, GMAP = range(12)
 # columns of the constraint table (MOVES, ITERATES, TEST: its policy's PolicyNumbers), and of its float table
 CKIND, L1, L2, CDIM, ROW0, PAIR0, NPAIR, MULT, MOVING, MOVES, ITERATES, TEST = range(12)
 STIFFNESS, KEEP, PUSH, TAKE = range(4)
@@ -116,10 +121,11 @@ def model_tables(mechanism, program=None) -> tuple:
 
 
 def _model_tables(mechanism, index: dict, program) -> tuple:
-    """Links (``PARENT ... QDD`` columns; their own factors' columns left -1 for :func:`_own_factors`) and
-    their constant geometry, inertia and armature (``body``: mass, com, inertia, armature from ``ARMATURE``)."""
+    """Links (``PARENT ... GMAP`` columns; their own factors' columns left -1 for :func:`_own_factors`, their
+    joints' maps none: :func:`_cluster_maps`) and their constant geometry, inertia and armature (``body``: mass,
+    com, inertia, armature from ``ARMATURE``)."""
     n = len(mechanism.links)
-    table = np.full((n, 10), -1, dtype=np.int64)
+    table = np.full((n, 12), -1, dtype=np.int64)
     axis, place_R, place_p = np.zeros((n, 3)), np.zeros((n, 3, 3)), np.zeros((n, 3))
     body, S_local = np.zeros((n, 19)), np.zeros((n, 6, 6))
     from .joints import motion_subspace
@@ -137,8 +143,24 @@ def _model_tables(mechanism, index: dict, program) -> tuple:
         body[i, :13] = (link.mass, *link.com, *np.asarray(link.inertia).ravel())
         body[i, ARMATURE:ARMATURE + joint.nv] = link.armature
         S_local[i, :, : joint.nv] = motion_subspace(joint)
+    table[:, NY] = table[:, NV]
     root = np.concatenate([np.zeros(3), -np.asarray(mechanism.gravity, dtype=float)])
     return table, axis, place_R, place_p, body, S_local, root
+
+
+def _cluster_maps(links: np.ndarray, index: dict, program, clusters) -> np.ndarray:
+    """The embedded ``clusters``' joint maps ``qdd_j = G_j y + g_j`` (:class:`~mechanics.couplings.EmbeddedCluster`),
+    flat (``G_j`` row-major, then ``g_j``), their joints' ``QDD`` (``y``'s values), ``NY``, ``GMAP`` into
+    ``links``."""
+    value = {key: offset for key, (offset, _) in program.plan.layout().variables.items()}
+    maps = [np.zeros(0)]
+    for cluster in clusters:
+        for joint in cluster.joints:
+            i = index[joint]
+            links[i, QDD], links[i, NY] = value[ClusterCoordinates(cluster.name)], cluster.size
+            links[i, GMAP] = sum(m.size for m in maps)
+            maps += [cluster.G[joint].ravel(), cluster.g[joint]]
+    return np.concatenate(maps)
 
 
 def _constraint_tables(mechanism, layout, index: dict, program, baumgarte: dict) -> tuple:
@@ -163,7 +185,7 @@ def _constraint_tables(mechanism, layout, index: dict, program, baumgarte: dict)
         kind = {Weld: WELD, Connect: CONNECT, Coupling: COUPLING}.get(type(c), GENERAL)
         mult = program.plan.layout().variables.get(Multiplier(c.name), (-1,))[0]
         l1, l2 = (index[c.link1], index[c.link2]) if kind in (WELD, CONNECT) else (-1, -1)
-        codes, numbers[j] = policy.numbers.row()
+        codes, numbers[j] = policy.numbers_of(c).row()
         table[j] = (kind, l1, l2, c.dim, row, len(pairs), len(links), mult, layout.moving.get(c.name, -1), *codes)
         blocks = dict(zip(c.links, c.K)) if kind == GENERAL else {}
         pair_of = {link: len(pairs) + q for q, link in enumerate(links)}
@@ -200,10 +222,13 @@ def _factor_tables(layout, program, constraints: tuple, pairs: np.ndarray, mecha
     steps = program.steps
     paired = np.isin(steps[:, F["op"]], (Op.TREE_PAIR, Op.REVOLUTE_PAIR, Op.WIDE_REVOLUTE))
     joint_columns = steps[paired, F["tq"]]  # where the pair kernels read their tree factors (elimination.compiled)
+    joints = {index[l.name]: l.joint.nv for l in mechanism.links}  # a tree factor's joint columns: qdd's, or y's
+    joints.update({index[j]: cluster.size for cluster in layout.clusters for j in cluster.joints})
     rows, scope, start = [], [], 0
     for f, slot in enumerate(layout.slots):
         kind, role = ROLES[type(slot.role)], slot.role
-        who = index[role.link] if kind in (PRIOR, TORQUE, TREE) else cidx[role.constraint]
+        who = (index[role.link] if kind in (PRIOR, TORQUE, TREE) else index[role.cluster] if kind == CLUSTER_TORQUE
+               else cidx[role.constraint])
         pair, first = -1, 0
         if kind == LOOP:
             j = cidx[role.constraint]
@@ -214,19 +239,25 @@ def _factor_tables(layout, program, constraints: tuple, pairs: np.ndarray, mecha
         scope.append(values)
         mat, scl, lin = places.factors[f].matrix, places.factors[f].scales, places.factors[f].linear
         n = len(values)
-        joint0 = n - mechanism.links[who].joint.nv if kind == TREE else -1
+        joint0 = n - joints[who] if kind == TREE else -1
         joint_only = kind == TREE and bool(np.any((joint_columns >= mat) & (joint_columns < mat + 6 * n)))
         rows.append((kind, who, pair, first, mat, scl, lin, start, start + n, n, joint0, int(joint_only)))
         start += n
     return np.asarray(rows, dtype=np.int64).reshape(len(rows), 12), np.concatenate(scope).astype(np.int64)
 
 
-def _own_factors(links: np.ndarray, factors: np.ndarray) -> None:
-    """Each link's prior, torque and tree factor (their rows of ``factors``) into its columns of ``links``."""
+def _own_factors(links: np.ndarray, factors: np.ndarray, clusters=(), index=None) -> None:
+    """Each link's prior, torque and tree factor (their rows of ``factors``) into its columns of ``links``; a
+    link of an embedded cluster's torque factor is its cluster's (``clusters``, links by ``index``)."""
     column = {PRIOR: PRIOR_F, TORQUE: TORQUE_F, TREE: TREE_F}
     for f, (kind, who) in enumerate(factors[:, [FKIND, WHO]]):
         if kind in column:
             links[who, column[kind]] = f
+    for cluster in clusters:
+        f = next(f for f, (kind, who) in enumerate(factors[:, [FKIND, WHO]])
+                 if kind == CLUSTER_TORQUE and who == index[cluster.name])
+        for joint in cluster.joints:
+            links[index[joint], TORQUE_F] = f
 
 
 @njit(cache=True, inline="always")
@@ -235,7 +266,7 @@ def _unpacked_tables(TI, II, TF, IF):
     factors, scope, drops, sizes, unit, parts, model, general)``."""
     k0 = FACTORIZE_MAPS + SOLVE_MAPS
     constraints = (unpacked2(TI, II, k0 + 1), unpacked2(TI, II, k0 + 2), unpacked2(TI, II, k0 + 3),
-                   unpacked2(TF, IF, 11), unpacked2(TI, II, k0 + 10), unpacked4(TF, IF, 12))
+                   unpacked2(TF, IF, 11), unpacked2(TI, II, k0 + 10), unpacked4(TF, IF, 12), unpacked1(TF, IF, 13))
     model = (unpacked2(TI, II, k0), unpacked2(TF, IF, 0), unpacked3(TF, IF, 1), unpacked2(TF, IF, 2),
              unpacked2(TF, IF, 3), unpacked3(TF, IF, 4), unpacked1(TF, IF, 5))
     general = (unpacked4(TF, IF, 6), unpacked3(TF, IF, 7), unpacked3(TF, IF, 8), unpacked2(TF, IF, 9),

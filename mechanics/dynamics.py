@@ -189,21 +189,26 @@ def _residuals(gplc, x: dict) -> dict:
     return {name: terms.residual({link: x[LinkAcceleration(link)] for link in terms.links}) for name, terms in gplc.terms.items()}
 
 
-def _embedded_forces(mechanism: Mechanism, policies: dict, q, v, tau, qdd, forces):
+def _embedded_forces(mechanism: Mechanism, policies: dict, q, v, tau, qdd, forces, backend: str = "numpy"):
     """``forces`` with the embedded couplings' rows filled in: with ``M qdd + b = tau + J' f`` (Pinocchio's sign),
-    their ``C' f_c = M qdd + b - tau - J_o' f_o`` (the other constraints' rows ``o`` known), least squares on the
-    constant ``C'`` (its rows independent: embedding refused them otherwise)."""
-    from .diagnosis import joint_space_constraints
+    their ``C' f_c = M qdd + b - tau - J_o' f_o`` (the other constraints' rows ``o`` known; their Jacobians only
+    where some are there), least squares on the constant ``C'`` (its rows independent: embedding refused them
+    otherwise); ``M qdd + b`` by inverse dynamics on ``backend``."""
+    from .couplings import coupling_rows
     from .inverse_dynamics import inverse_dynamics
 
     embedded = np.concatenate([np.full(c.dim, policies[c.name].embeds(c)) for c in mechanism.constraints])
-    J = np.broadcast_to(joint_space_constraints(mechanism, q, v)[0], forces.shape[:-1] + embedded.shape + qdd.shape[-1:])
-    known = np.where(embedded, 0.0, forces)
-    left = inverse_dynamics(mechanism, q, v, qdd, backend="numpy") - tau - (known[..., None, :] @ J)[..., 0, :]
-    C = J[(0,) * (J.ndim - 2)][embedded]  # (constant: a coupling's rows do not depend on the state)
-    solved = left @ np.linalg.pinv(C.T).T
+    left = inverse_dynamics(mechanism, q, v, qdd, backend=backend) - tau
+    if not embedded.all():
+        from .diagnosis import joint_space_constraints
+
+        J = joint_space_constraints(mechanism, q, v)[0]
+        left = left - (np.where(embedded, 0.0, forces)[..., None, :] @ J)[..., 0, :]
+    names = frozenset(c.name for c in mechanism.constraints if policies[c.name].embeds(c))
+    solve = mechanism.derived.get(("embedded forces", names),
+                                  lambda: np.linalg.pinv(coupling_rows(mechanism, names)[0].T).T)
     out = np.array(forces, dtype=float)
-    out[..., embedded] = solved
+    out[..., embedded] = left @ solve
     return out
 
 
@@ -506,9 +511,9 @@ class PreparedDynamics:
         """:meth:`_run_compiled` of one plain state (:func:`mechanics.checks.plain_state`): no copies, no batch,
         the settings as set now."""
         row, flags = self.compiled.run_one(q, v, tau, self.mu, self.tol, self.max_iter, self.refine)
-        return self._answer_one(row, flags, q, v, stacklevel + 1)
+        return self._answer_one(row, flags, q, v, tau, stacklevel + 1)
 
-    def _answer_one(self, row: np.ndarray, flags: np.ndarray, q, v, stacklevel: int) -> DynamicsResult | None:
+    def _answer_one(self, row: np.ndarray, flags: np.ndarray, q, v, tau, stacklevel: int) -> DynamicsResult | None:
         """One state's row of the kernel's output and of its flags as a result: the row's parts as they are,
         Python scalars for the flags and the residual, the result made here (a single call's Python is most
         of a small robot's time: numpy's reductions, even a helper's frame, cost as much as a link's
@@ -521,6 +526,8 @@ class PreparedDynamics:
         cause = "" if converged else self._causes(q, v, np.asarray(False), np.asarray(iterations),
                                                   np.asarray(worst), stacklevel + 1)
         forces = row[forces_columns]
+        if self.layout.clusters:
+            forces = _embedded_forces(self.mechanism, self.policies, q, v, tau, row[qdd_columns], forces, "numba")
         return DynamicsResult(row[qdd_columns], forces, iterations, worst, NamedParts(link_parts, row), self.name,
                               converged == 1, NamedParts(self._constraint_parts, forces), cause)
 
@@ -563,7 +570,7 @@ class PreparedDynamics:
         batch, rows = self._compiled_rows(q, v, tau, forces0)
         out, flags = compiled.run(*rows, self.mu, self.tol, self.max_iter, self.refine)
         if batch == ():
-            return self._answer_one(out[0], flags[0], rows[0][0], rows[1][0], stacklevel + 1)
+            return self._answer_one(out[0], flags[0], rows[0][0], rows[1][0], rows[2][0], stacklevel + 1)
         iterations, converged = flags[:, ITERATIONS].reshape(batch), flags[:, CONVERGED].astype(bool).reshape(batch)
         columns = compiled.columns
         if flags[:, STATUS].any() or _beyond_round_off(float(np.max(out[:, columns["hard_worst"]], initial=0.0)),
@@ -572,8 +579,10 @@ class PreparedDynamics:
         row = out.reshape(batch + out.shape[-1:])
         worst = row[..., columns["worst"]]
         qdd, forces = np.ascontiguousarray(row[..., columns["qdd"]]), np.ascontiguousarray(row[..., columns["forces"]])
-        cause = self._causes(rows[0].reshape(batch + (-1,)), rows[1].reshape(batch + (-1,)), converged, iterations,
-                             worst, stacklevel + 1)
+        q, v, tau = (a.reshape(batch + (-1,)) for a in rows[:3])
+        if self.layout.clusters:
+            forces = _embedded_forces(self.mechanism, self.policies, q, v, tau, qdd, forces, "numba")
+        cause = self._causes(q, v, converged, iterations, worst, stacklevel + 1)
         accelerations = row[..., columns["accelerations"]].reshape(batch + (len(self.mechanism.links), 6))
         return self._result(qdd, forces, accelerations, iterations, worst, converged, cause, batch)
 

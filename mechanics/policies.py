@@ -100,6 +100,11 @@ class PolicyNumbers:
         return (self.moves, int(self.iterates), self.test), (self.stiffness, self.keep, self.push, self.take)
 
 
+EMBEDDED = PolicyNumbers(stiffness=0.0, moves=NONE, keep=1.0, push=0.0, take=0.0, iterates=False, test=RESIDUAL)
+"""An embedded constraint's numbers: nothing moves, ``lambda`` kept as it came (no multiplier to take: its
+force is recovered after the solve), no iterations, its residual round-off."""
+
+
 class ConstraintPolicy:
     """Base class: a policy is a small stateless object, its structure (:meth:`slots`) and its
     :class:`PolicyNumbers`; two compare equal when both agree (same class, same numbers)."""
@@ -127,6 +132,11 @@ class ConstraintPolicy:
     def embeds(self, constraint) -> bool:
         """Whether ``constraint`` is embedded (:class:`Embed`): written into its cluster's tree factors."""
         return False
+
+    def numbers_of(self, constraint) -> PolicyNumbers:
+        """The numbers the outer iterations read for ``constraint``: :attr:`numbers` (an embedded constraint's
+        are :data:`EMBEDDED`'s)."""
+        return EMBEDDED if self.embeds(constraint) else self.numbers
 
     def slots(self, constraint, links: tuple) -> list:
         """The factors added for ``constraint`` on its non-ground ``links``, as :class:`Slot`."""
@@ -263,8 +273,7 @@ class Embed(Prox):
     """Constraint embedding (003's C-ABA) for couplings: their joints' accelerations written through independent
     ones, ``qdd_c = G y + g`` (:func:`mechanics.coupling_map`), in their cluster's tree factors -- no multiplier,
     no iterations for them; any other constraint keeps proximal multipliers (``prox``) in the same elimination
-    (004 Sec. VII's mixed algorithm).  The numpy path runs it (the compiled fill of a cluster's factors is not
-    written yet); loops' implicit maps are not built yet either."""
+    (004 Sec. VII's mixed algorithm).  Both executors run it; loops' implicit maps are not built yet."""
 
     name = "embed"
     description = "couplings embedded (qdd = G y + g in their clusters' tree factors), other constraints as prox"
@@ -283,7 +292,9 @@ class Embed(Prox):
         return lam if Multiplier(constraint) not in x else super().update(lam, x, residual, mu, constraint)
 
     def lowered(self) -> str:
-        return "constraint embedding runs on the numpy path only, for now (its clusters' factors are not compiled)"
+        """"": its :meth:`update` is :data:`EMBEDDED`'s numbers for an embedded coupling (:meth:`numbers_of`),
+        ``prox``'s for the others; the compiled kernels fill a cluster's factors (:mod:`mechanics.compiled_fill`)."""
+        return ""
 
 
 POLICIES = {policy.name: policy for policy in (ALM(), Prox(), Hard(), Soft())}

@@ -377,11 +377,11 @@ def test_pinocchio_rotors_load_as_bodies_and_armature_as_armature(mimic_urdf):
 
 # -- constraint embedding (003's C-ABA) of couplings, mixed with proximal multipliers (issue 43) ------------------
 
-def _embedded(mech, q, v, tau, **kwargs):
+def _embedded(mech, q, v, tau, backend="numba", **kwargs):
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", mechanics.NumpyPathWarning)
         warnings.simplefilter("ignore", mechanics.ConvergenceWarning)
-        return mechanics.forward_dynamics(mech, q, v, tau, "embed/clusters", tol=1e-12, max_iter=300, **kwargs)
+        return mechanics.forward_dynamics(mech, q, v, tau, "embed/clusters", tol=1e-12, max_iter=300,
+                                          backend=backend, **kwargs)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -405,23 +405,26 @@ def test_embedded_couplings_beside_prox_loops_equal_the_dense_solve(mech, seed):
         with pytest.raises(ValueError, match="no free motion"):
             _embedded(mech, q, v, tau)
         return
-    result = _embedded(mech, q, v, tau)
     independent = np.linalg.matrix_rank(A, tol=1e-6 * max(1.0, np.abs(A).max())) == A.shape[0]
-    event(f"solved, rows {'independent' if independent else 'dependent'}, {'' if result.converged else 'not '}converged")
-    assert result.converged or not independent
-    if result.converged:
-        if cond > 1e14:  # (rows dependent to round-off: the KKT of A's row space)
-            basis = np.linalg.svd(A, full_matrices=False)[2][:np.linalg.matrix_rank(A, tol=1e-10 * max(1.0, np.abs(A).max()))]
-            M = joint_space(mech, q, v)[0]
-            cond = np.linalg.cond(np.block([[M, -basis.T], [basis, np.zeros((len(basis), len(basis)))]]))
-        # (embedding solves G'MG y = ...: its round-off follows that matrix's condition too)
-        G = mechanics.coupling_map(mech).G
-        scale = max(1.0, cond / 1e6, np.linalg.cond(G.T @ joint_space(mech, q, v)[0] @ G) / 1e6)
-        # (1e-8, not 1e-10: a draw beside a prox loop lost 6.1e-10 where both conditions are below 1e6 -- the
-        # accuracy of embedding beside multipliers is not yet understood; issue 43's note)
-        assert relative(result.qdd, qdd) < 1e-8 * scale, relative(result.qdd, qdd)
-        if independent:
-            assert relative(A.T @ result.forces, A.T @ f) < 1e-7 * scale
+    for backend in BACKENDS:
+        result = _embedded(mech, q, v, tau, backend)
+        event(f"solved, rows {'independent' if independent else 'dependent'}, "
+              f"{'' if result.converged else 'not '}converged")
+        assert result.converged or not independent, backend
+        if result.converged:
+            if cond > 1e14:  # (rows dependent to round-off: the KKT of A's row space)
+                rows = np.linalg.matrix_rank(A, tol=1e-10 * max(1.0, np.abs(A).max()))
+                basis = np.linalg.svd(A, full_matrices=False)[2][:rows]
+                M = joint_space(mech, q, v)[0]
+                cond = np.linalg.cond(np.block([[M, -basis.T], [basis, np.zeros((len(basis), len(basis)))]]))
+            # (embedding solves G'MG y = ...: its round-off follows that matrix's condition too)
+            G = mechanics.coupling_map(mech).G
+            scale = max(1.0, cond / 1e6, np.linalg.cond(G.T @ joint_space(mech, q, v)[0] @ G) / 1e6)
+            # (1e-8, not 1e-10: a draw beside a prox loop lost 6.1e-10 where both conditions are below 1e6 -- the
+            # accuracy of embedding beside multipliers is not yet understood; issue 43's note)
+            assert relative(result.qdd, qdd) < 1e-8 * scale, (backend, relative(result.qdd, qdd))
+            if independent:
+                assert relative(A.T @ result.forces, A.T @ f) < 1e-7 * scale, backend
 
 
 def _clusters(mech):
@@ -436,9 +439,29 @@ def test_the_rotor_robots_embedded_equal_the_dense_solve_in_one_solve(model):
     mech = mechanics.models.MODELS[model]()
     q, v, tau = random_state(mech, np.random.default_rng(9))
     qdd, f, _, _ = dense_solve(mech, q, v, tau)
-    result = _embedded(mech, q, v, tau)
-    assert result.converged and result.iterations == 1
-    assert relative(result.qdd, qdd) < 1e-10 and relative(result.forces, f) < 1e-9
+    for backend in BACKENDS:
+        result = _embedded(mech, q, v, tau, backend)
+        assert result.converged and result.iterations == 1, backend
+        assert relative(result.qdd, qdd) < 1e-10 and relative(result.forces, f) < 1e-9, backend
     structure, plan = mechanics.algorithm_plan(mech, "embed/clusters")
     kinds = {v.key.kind for v in structure.variables}
     assert "multiplier" not in kinds and sum(v.key.kind == "cluster" for v in structure.variables) == len(_clusters(mech))
+
+
+def test_embedded_couplings_run_compiled_in_a_batch_each_state_its_dense_solve():
+    """The compiled kernel fills a cluster's factors (``-S_i G_i`` on ``y``, its torque ``G'(tau - A g)``) and
+    answers ``qdd = G y + g`` itself: a batch of Mini Cheetah states with contacts under ``prox`` beside the
+    embedded rotors runs compiled (no numpy path), each state the dense solve's."""
+    mech = mechanics.models.mini_cheetah(contacts=True)
+    mech = mech.with_constraints(sorted(mech.constraints, key=lambda c: isinstance(c, Coupling)))  # (oracle's order)
+    q, v, tau = random_state(mech, np.random.default_rng(3), (18,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", mechanics.NumpyPathWarning)
+        prepared = mechanics.prepare(mech, "embed/clusters", tol=1e-12, max_iter=300, backend="numba")
+        result = prepared(q, v, tau)
+    assert prepared.compiled.states_run["one_by_one"] == 18 and result.converged.all()
+    for i in (0, 9, 17):
+        qdd, f, _, A = dense_solve(mech, q[i], v[i], tau[i])
+        assert relative(result.qdd[i], qdd) < 1e-9 and relative(A.T @ result.forces[i], A.T @ f) < 1e-8, i
+        one = prepared(q[i], v[i], tau[i])
+        assert relative(one.qdd, result.qdd[i]) < 1e-12 and relative(one.forces, result.forces[i]) < 1e-10, i
