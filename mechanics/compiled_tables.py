@@ -99,6 +99,10 @@ def _unsupported(mechanism, layout) -> str:
     for slot in layout.slots:
         if type(slot.role) not in ROLES:
             return f"factor role {slot.role!r} runs on the numpy path only"
+    for cluster in layout.clusters:
+        if not cluster.constant:
+            return (f"cluster {cluster.name!r} embeds the loop(s) {list(cluster.constraints)}: their map qdd = G y + g "
+                    f"is computed per state on the numpy path only, for now")
     return ""
 
 
@@ -157,7 +161,7 @@ def _cluster_maps(links: np.ndarray, index: dict, program, clusters) -> np.ndarr
     for cluster in clusters:
         for joint in cluster.joints:
             i = index[joint]
-            links[i, QDD], links[i, NY] = value[ClusterCoordinates(cluster.name)], cluster.size
+            links[i, QDD], links[i, NY] = value.get(ClusterCoordinates(cluster.name), -1), cluster.size
             links[i, GMAP] = sum(m.size for m in maps)
             maps += [cluster.G[joint].ravel(), cluster.g[joint]]
     return np.concatenate(maps)
@@ -253,7 +257,7 @@ def _own_factors(links: np.ndarray, factors: np.ndarray, clusters=(), index=None
     for f, (kind, who) in enumerate(factors[:, [FKIND, WHO]]):
         if kind in column:
             links[who, column[kind]] = f
-    for cluster in clusters:
+    for cluster in (c for c in clusters if c.size):  # (one with no free motion has no torque factor)
         f = next(f for f, (kind, who) in enumerate(factors[:, [FKIND, WHO]])
                  if kind == CLUSTER_TORQUE and who == index[cluster.name])
         for joint in cluster.joints:

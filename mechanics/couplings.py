@@ -120,8 +120,9 @@ def _dependent_columns(mechanism: Mechanism, rows: np.ndarray, rank: int, only=N
 
 @dataclass(frozen=True)
 class EmbeddedCluster:
-    """Joints whose accelerations are written through independent ones, ``qdd_j = G_j y + g_j``: the joints of
-    couplings embedded together (:class:`~mechanics.policies.Embed`), those sharing a joint in one cluster.
+    """Joints whose accelerations are written through independent coordinates, ``qdd_j = G_j y + g_j``: the joints
+    of constraints embedded together (:class:`~mechanics.policies.Embed`; a coupling's joints, a local loop's
+    :meth:`~mechanics.Mechanism.loop_joints`), those sharing a joint in one cluster.
 
     Attributes
     ----------
@@ -129,43 +130,170 @@ class EmbeddedCluster:
         Its first joint's (topological order).
     joints : tuple of str
         In the mechanism's order.
-    G : dict
-        Joint -> ``G_j (nv_j, ny)``.
-    g : dict
-        Joint -> ``g_j (nv_j,)``.
+    G : dict or None
+        Joint -> ``G_j (nv_j, ny)``: couplings alone have a constant map (:func:`coupling_map`; ``y`` are their
+        independent joints' accelerations).  ``None`` where a loop is in the cluster: its map depends on the
+        state (:func:`state_maps`).
+    g : dict or None
+        Joint -> ``g_j (nv_j,)``, as ``G``.
+    constraints : tuple of str
+        The constraints embedded in it.
+    ny : int
+        ``y``'s size: the cluster's velocities less the generic rank of its rows.
     """
 
     name: str
     joints: tuple
-    G: dict
-    g: dict
+    G: dict | None
+    g: dict | None
+    constraints: tuple = ()
+    ny: int = -1
 
     @property
     def size(self) -> int:
         """``ny``: the cluster's independent coordinates."""
-        return next(iter(self.G.values())).shape[1]
+        return self.ny if self.G is None else next(iter(self.G.values())).shape[1]
+
+    @property
+    def constant(self) -> bool:
+        """Whether its map is constant (couplings alone)."""
+        return self.G is not None
 
 
 def embedded_clusters(mechanism: Mechanism, names) -> list:
-    """The :class:`EmbeddedCluster` of the couplings ``names`` (embedded together where they share a joint)."""
-    couplings = [mechanism.constraint(name) for name in names]
+    """The :class:`EmbeddedCluster` of the constraints ``names`` (couplings and local loops, embedded together
+    where they share a joint)."""
+    constraints = [mechanism.constraint(name) for name in names]
     group = {}
-    for c in couplings:  # (union of joint sets: a few couplings, a few joints each)
-        joined = set(c.joints).union(*(group[j] for j in c.joints if j in group))
+    for c in constraints:  # (union of joint sets: a few constraints, a few joints each)
+        own = set(c.joints) if isinstance(c, Coupling) else mechanism.loop_joints(c.name)
+        joined = own.union(*(group[j] for j in own if j in group))
         for joint in joined:
             group[joint] = joined
-    cmap = coupling_map(mechanism, set(names))
+    couplings = {c.name for c in constraints if isinstance(c, Coupling)}
+    cmap = coupling_map(mechanism, couplings) if couplings else None
     clusters, seen = [], set()
     for link in mechanism.links:
         if link.name not in group or link.name in seen:
             continue
         joints = tuple(l.name for l in mechanism.links if l.name in group[link.name])
         seen |= set(joints)
-        columns = np.concatenate([np.arange(mechanism.v_slices[j].start, mechanism.v_slices[j].stop) for j in joints])
-        ys = [k for k, column in enumerate(cmap.independent) if column in set(columns.tolist())]
-        clusters.append(EmbeddedCluster(joints[0], joints, {j: cmap.G[mechanism.v_slices[j]][:, ys] for j in joints},
-                                        {j: cmap.g[mechanism.v_slices[j]] for j in joints}))
+        inside = tuple(c.name for c in constraints if _joints_of(mechanism, c) <= set(joints))
+        if set(inside) <= couplings:
+            columns = set(_columns(mechanism, joints).tolist())
+            ys = [k for k, column in enumerate(cmap.independent) if column in columns]
+            clusters.append(EmbeddedCluster(joints[0], joints, {j: cmap.G[mechanism.v_slices[j]][:, ys] for j in joints},
+                                            {j: cmap.g[mechanism.v_slices[j]] for j in joints}, inside))
+        else:
+            columns = _columns(mechanism, joints)
+            clusters.append(EmbeddedCluster(joints[0], joints, None, None, inside,
+                                            columns.size - _generic_rank(mechanism, inside, columns)))
     return clusters
+
+
+def _joints_of(mechanism: Mechanism, c) -> set:
+    return set(c.joints) if isinstance(c, Coupling) else mechanism.loop_joints(c.name)
+
+
+def _columns(mechanism: Mechanism, joints) -> np.ndarray:
+    """The velocity columns of ``joints``, in their order."""
+    return np.concatenate([np.arange(mechanism.v_slices[j].start, mechanism.v_slices[j].stop) for j in joints])
+
+
+def _generic_rank(mechanism: Mechanism, names: tuple, columns: np.ndarray) -> int:
+    """The rank of constraints ``names``' joint-space rows on ``columns``, their loops closed (an open loop's
+    rows may have more): a structural property (a planar four-bar's Connect has rank 2 anywhere but at its
+    singular configurations), read off the neutral configuration and two random ones (seeded), each closed
+    (:meth:`~mechanics.Mechanism.project`) where it can be -- the largest, as a singular configuration has less."""
+    from .kinematics import kinematics
+
+    loops = [mechanism.constraint(n) for n in names if not isinstance(mechanism.constraint(n), Coupling)]
+    own = mechanism.with_constraints(loops)
+    rng = np.random.default_rng(0)
+    ranks = []
+    for q in (mechanism.neutral_configuration(), mechanism.random_configuration(rng), mechanism.random_configuration(rng)):
+        try:
+            q = own.project(q) if loops else q
+        except ValueError:  # (this one does not close: another may)
+            continue
+        J = _cluster_rows(mechanism, kinematics(mechanism, q, rng.normal(size=mechanism.nv)), names)[0][:, columns]
+        sv = np.linalg.svd(J, compute_uv=False)
+        ranks.append(int(np.sum(sv > RANK_RTOL * sv[0])) if sv.size and sv[0] > 0 else 0)
+    if not ranks:
+        raise ValueError(f"the loops {[c.name for c in loops]} of {mechanism.name!r} close at none of the "
+                         f"configurations tried (the neutral one, two random ones): embedding reads their rank at a "
+                         f"closed one; check them, or hold them with the prox policy")
+    return max(ranks)
+
+
+def _cluster_rows(mechanism: Mechanism, kin, names: tuple, terms: dict | None = None) -> tuple:
+    """``(J (..., m, nv), c (..., m))``: constraints ``names``' rows on the joint accelerations (a coupling's
+    ``C``, ``c``; a loop's from its terms ``K a = k``, :func:`mechanics.diagnosis.joint_space_constraints`)."""
+    from .diagnosis import _joint_space
+    from .kinematics import constraint_terms
+
+    constraints = [mechanism.constraint(name) for name in names]
+    terms = terms or {}
+    J, c, _ = _joint_space(mechanism, kin, [terms.get(x.name) or constraint_terms(kin, x) for x in constraints],
+                           inertia=False)
+    return J, c
+
+
+SINGULAR_RTOL = 1e-8
+"""A cluster's rows whose ``ny``-th smallest kept singular value falls below this, relative to the largest, are a
+singular configuration of it (a four-bar folded flat): its map is refused there."""
+CLOSED_RTOL = 1e-8
+"""A loop embedded in its cluster must not move with joints outside it: rows there below this, relative to the
+largest, else its ends are apart (the loop is not closed at this configuration)."""
+
+
+def state_maps(mechanism: Mechanism, clusters, kin, terms: dict) -> dict:
+    """Cluster name -> ``(G, g)`` (joint -> ``(..., nv_j, ny)``, ``(..., nv_j)``) at the state of ``kin``: the
+    constant map of couplings, or the null space of a cluster's rows ``A qdd_c = c`` (``G``: an orthonormal
+    basis of it, from the SVD -- any basis embeds; ``g = A^+ c``, the least-norm solution).
+
+    Raises
+    ------
+    ValueError
+        A loop not closed at this configuration (its rows move joints outside its cluster), or a singular
+        configuration of a cluster (its rows lose rank), the cluster and its constraints named.
+    """
+    maps = {}
+    for cluster in clusters:
+        if cluster.constant:
+            maps[cluster.name] = (cluster.G, cluster.g)
+            continue
+        J, c = _cluster_rows(mechanism, kin, cluster.constraints, terms)
+        columns = _columns(mechanism, cluster.joints)
+        A, outside = J[..., columns], np.delete(J, columns, axis=-1)
+        top = np.max(np.abs(A), initial=0.0)
+        gap = np.max(np.abs(outside), initial=0.0)
+        if gap > CLOSED_RTOL * max(1.0, top):
+            raise ValueError(f"cluster {cluster.name!r} ({', '.join(cluster.constraints)}): its loop is not closed "
+                             f"at this configuration -- its rows move joints outside the cluster ({gap:.1e}): "
+                             f"embedding writes the loop through the cluster's joints alone; close it first "
+                             f"(mechanism.project(q)) or hold it with the prox policy")
+        U, sv, Vt = np.linalg.svd(A)
+        rank = columns.size - cluster.ny
+        if rank < sv.shape[-1] and np.any(sv[..., rank] > SINGULAR_RTOL * sv[..., 0]):
+            extra = float(np.max(sv[..., rank] / sv[..., 0]))
+            raise ValueError(f"cluster {cluster.name!r} ({', '.join(cluster.constraints)}): its rows have rank "
+                             f"above {rank} here (the next singular value ratio {extra:.1e}) -- the rank embedding "
+                             f"read at closed configurations is lower (a singular one, or a loop that does not close "
+                             f"here); close the loops here (mechanism.project(q)), or hold them with the prox policy")
+        if rank and np.any(sv[..., rank - 1] <= SINGULAR_RTOL * sv[..., 0]):
+            worst = float(np.min(sv[..., rank - 1] / sv[..., 0]))
+            raise ValueError(f"cluster {cluster.name!r} ({', '.join(cluster.constraints)}) is at a singular "
+                             f"configuration: its rows lose rank there (singular value ratio {worst:.1e}), so no "
+                             f"map qdd = G y + g is well defined; move away from it, or hold the cluster's loops "
+                             f"with the prox policy")
+        G = np.swapaxes(Vt[..., rank:, :], -1, -2)
+        g = (np.swapaxes(Vt[..., :rank, :], -1, -2) @ ((np.swapaxes(U[..., :, :rank], -1, -2) @ c[..., None])
+                                                        / sv[..., :rank, None]))[..., 0]
+        bounds = np.cumsum([0] + [mechanism.link(j).joint.nv for j in cluster.joints])
+        maps[cluster.name] = ({j: G[..., a:b, :] for j, a, b in zip(cluster.joints, bounds, bounds[1:])},
+                              {j: g[..., a:b] for j, a, b in zip(cluster.joints, bounds, bounds[1:])})
+    return maps
 
 
 @dataclass(frozen=True)

@@ -96,8 +96,9 @@ def link_jacobians(mechanism: Mechanism, kin: Kinematics) -> dict:
     return jacobian
 
 
-def _joint_space(mechanism: Mechanism, kin: Kinematics, terms: list) -> tuple:
-    """:func:`joint_space_constraints` from the kinematics and each constraint's terms."""
+def _joint_space(mechanism: Mechanism, kin: Kinematics, terms: list, inertia: bool = True) -> tuple:
+    """:func:`joint_space_constraints` from the kinematics and each constraint's terms (``M`` None without
+    ``inertia``)."""
     batch, nv = kin.batch_shape, mechanism.nv
     jacobian = link_jacobians(mechanism, kin)
     bias = {GROUND: np.broadcast_to(kin.root_acceleration, batch + (6,))}  # link acceleration at qdd = 0
@@ -105,11 +106,12 @@ def _joint_space(mechanism: Mechanism, kin: Kinematics, terms: list) -> tuple:
     for link in mechanism.links:
         name = link.name
         bias[name] = bias[link.parent] + kin.bias_acceleration[name]
-        M += np.swapaxes(jacobian[name], -1, -2) @ kin.inertia[name] @ jacobian[name]
-    M += np.diag(np.concatenate([link.armature for link in mechanism.links] or [np.zeros(0)]))  # (the armature)
+        if inertia:
+            M += np.swapaxes(jacobian[name], -1, -2) @ kin.inertia[name] @ jacobian[name]
+    M = M + np.diag(np.concatenate([link.armature for link in mechanism.links] or [np.zeros(0)]))  # (the armature)
     J = [sum((K @ jacobian[name] for name, K in t.K.items()), np.zeros(batch + t.k.shape[-1:] + (nv,))) for t in terms]
     c = [t.k - sum((K @ bias[name][..., None])[..., 0] for name, K in t.K.items()) for t in terms]
-    return np.concatenate(J, axis=-2), np.concatenate(c, axis=-1), M
+    return np.concatenate(J, axis=-2), np.concatenate(c, axis=-1), M if inertia else None
 
 
 @dataclass(frozen=True)

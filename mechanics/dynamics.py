@@ -43,7 +43,7 @@ from .diagnosis import diagnose
 from .gplc import GPLCLayout, split_multipliers
 from .keys import JointAcceleration, LinkAcceleration, Multiplier
 from .kinematics import LINEAR_FIRST, kinematics
-from .mechanism import Mechanism, PlanCache
+from .mechanism import Coupling, Mechanism, PlanCache
 from .policies import EXACT, HOLDS, resolve_policies
 
 HARD_RESIDUAL_RTOL = RESIDUAL_RTOL  # a hard solution must satisfy its constraints; anything else is a singular problem
@@ -190,25 +190,27 @@ def _residuals(gplc, x: dict) -> dict:
 
 
 def _embedded_forces(mechanism: Mechanism, policies: dict, q, v, tau, qdd, forces, backend: str = "numpy"):
-    """``forces`` with the embedded couplings' rows filled in: with ``M qdd + b = tau + J' f`` (Pinocchio's sign),
-    their ``C' f_c = M qdd + b - tau - J_o' f_o`` (the other constraints' rows ``o`` known; their Jacobians only
-    where some are there), least squares on the constant ``C'`` (its rows independent: embedding refused them
-    otherwise); ``M qdd + b`` by inverse dynamics on ``backend``."""
+    """``forces`` with the embedded constraints' rows filled in: with ``M qdd + b = tau + J' f`` (Pinocchio's
+    sign), their ``J_e' f_e = M qdd + b - tau - J_o' f_o`` (the other constraints' rows ``o`` known), least
+    squares on ``J_e'`` (least norm where an embedded loop is redundant); ``M qdd + b`` by inverse dynamics on
+    ``backend``.  Couplings alone: their constant ``C`` and no Jacobian."""
     from .couplings import coupling_rows
     from .inverse_dynamics import inverse_dynamics
 
     embedded = np.concatenate([np.full(c.dim, policies[c.name].embeds(c)) for c in mechanism.constraints])
-    left = inverse_dynamics(mechanism, q, v, qdd, backend=backend) - tau
-    if not embedded.all():
-        from .diagnosis import joint_space_constraints
-
-        J = joint_space_constraints(mechanism, q, v)[0]
-        left = left - (np.where(embedded, 0.0, forces)[..., None, :] @ J)[..., 0, :]
     names = frozenset(c.name for c in mechanism.constraints if policies[c.name].embeds(c))
-    solve = mechanism.derived.get(("embedded forces", names),
-                                  lambda: np.linalg.pinv(coupling_rows(mechanism, names)[0].T).T)
+    left = inverse_dynamics(mechanism, q, v, qdd, backend=backend) - tau
     out = np.array(forces, dtype=float)
-    out[..., embedded] = left @ solve
+    if embedded.all() and all(isinstance(mechanism.constraint(n), Coupling) for n in names):
+        solve = mechanism.derived.get(("embedded forces", names),
+                                      lambda: np.linalg.pinv(coupling_rows(mechanism, names)[0].T).T)
+        out[..., embedded] = left @ solve
+        return out
+    from .diagnosis import joint_space_constraints
+
+    J = joint_space_constraints(mechanism, q, v)[0]
+    left = left - (np.where(embedded, 0.0, forces)[..., None, :] @ J)[..., 0, :]
+    out[..., embedded] = (np.linalg.pinv(np.swapaxes(J[..., embedded, :], -1, -2)) @ left[..., None])[..., 0]
     return out
 
 
@@ -278,7 +280,7 @@ def outer_iterations(mechanism, gplc, fact, policies: dict, mu: float, lam: dict
     started = bool(refine and fact.startable())
     deferred = iterating and started and not np.any(fact.suspect())  # the first iterate's
     x = fact.solve(refine=0 if deferred else refine)
-    qdd, residual = gplc.layout.qdd(x, batch), _residuals(gplc, x)
+    qdd, residual = gplc.qdd(x, batch), _residuals(gplc, x)
     iterations, step = np.ones(batch, dtype=int), np.full(batch, np.inf)
     active, met = np.ones(batch, dtype=bool), np.zeros(batch, dtype=bool)
     while True:
@@ -286,7 +288,7 @@ def outer_iterations(mechanism, gplc, fact, policies: dict, mu: float, lam: dict
             final = (element_max(residual.values(), batch) < tol) | (iterations >= max_iter)
             if final.any():
                 refined = fact.solve(refine=refine, start=x)
-                x, qdd = _merge(final, refined, x), _merge(final, gplc.layout.qdd(refined, batch), qdd)
+                x, qdd = _merge(final, refined, x), _merge(final, gplc.qdd(refined, batch), qdd)
                 residual = _merge(final, _residuals(gplc, refined), residual)
             deferred = False
         updated = {c: p.update(lam[c], x, residual[c], mu, c) for c, p in policies.items()}
@@ -298,14 +300,14 @@ def outer_iterations(mechanism, gplc, fact, policies: dict, mu: float, lam: dict
         # from the last iterate: with refinement, one solve of the change (Factorization.solve's start)
         new_x = _resolve(fact, gplc, policies, mu, lam, refine, moving=lambda p: p.iterates, start=x,
                          finish=not started)
-        new_qdd, new_residual = gplc.layout.qdd(new_x, batch), _residuals(gplc, new_x)
+        new_qdd, new_residual = gplc.qdd(new_x, batch), _residuals(gplc, new_x)
         new_step = element_max([new_qdd - qdd], batch)
         final = active & ((np.minimum(new_step, element_max(new_residual.values(), batch)) < tol)
                           | (iterations + 1 >= max_iter))
         final &= fact.unfinished(new_x, x) if started else False
         if final.any():  # the iterate may be the answer and the change was large: one more step before it is judged
             finished = _finished(fact, gplc, policies, mu, lam, new_x)
-            new_x, new_qdd = _merge(final, finished, new_x), _merge(final, gplc.layout.qdd(finished, batch), new_qdd)
+            new_x, new_qdd = _merge(final, finished, new_x), _merge(final, gplc.qdd(finished, batch), new_qdd)
             new_residual = _merge(final, _residuals(gplc, finished), new_residual)
             new_step = element_max([new_qdd - qdd], batch)
         step = np.where(active, new_step, step)
@@ -449,6 +451,8 @@ class PreparedDynamics:
             compiled = mechanism.derived.get(key, lambda: CompiledDynamics(mechanism, self.layout, self.plan,
                                                                            self.baumgarte))
             self.compiled = None if compiled.unsupported else compiled
+            if any(not cluster.constant for cluster in self.layout.clusters):
+                self._say(compiled.unsupported, backend, _stacklevel if _stacklevel is not None else 6)
             if self.compiled is not None:
                 self._row_parts = mechanism.derived.get(("row parts",), lambda: _row_parts(mechanism, compiled.columns))
 
@@ -456,11 +460,17 @@ class PreparedDynamics:
         """A policy the compiled kernels cannot run from its numbers: refused under ``backend="numba"``, a
         :class:`~mechanics.convergence.NumpyPathWarning` under ``"auto"``."""
         own = [(c, p) for c, p in self.policies.items() if p.lowered()]
-        if not own or backend == "numpy":
+        if own:
+            c, p = own[0]
+            self._say(f"constraint {c!r}'s policy {p!r} runs on the numpy path -- {p.lowered()}; a policy whose "
+                      f"arithmetic is its PolicyNumbers runs compiled", backend, stacklevel + 1)
+
+    def _say(self, why: str, backend: str, stacklevel: int) -> None:
+        """The numpy path, for ``why``: refused under ``backend="numba"``, a :class:`NumpyPathWarning` under
+        ``"auto"``."""
+        if backend == "numpy":
             return
-        c, p = own[0]
-        text = (f"{self._context}: constraint {c!r}'s policy {p!r} runs on the numpy path -- {p.lowered()}; a policy "
-                f"whose arithmetic is its PolicyNumbers runs compiled")
+        text = f"{self._context}: {why}"
         if backend == "numba":
             raise ValueError(f"{text} (backend='numba' asks for compiled code: use backend='auto' or 'numpy')")
         warnings.warn(text, NumpyPathWarning, stacklevel=stacklevel + 1)

@@ -29,6 +29,7 @@ import numpy as np
 from factorgraph import FactorGraph, FactorStructure, GraphStructure, LinearEquality, Quadratic, Variable
 
 from .checks import check_baumgarte, check_mu, check_multipliers, check_state
+from .couplings import embedded_clusters, state_maps
 from .keys import ClusterCoordinates, ClusterTorque, JointAcceleration, LinkAcceleration, Prior, Torque, TreeJoint
 from .kinematics import Kinematics, constraint_terms, kinematics
 from .mechanism import GROUND, Mechanism
@@ -37,13 +38,16 @@ from .policies import POLICIES, Slot, resolve_policies
 
 @dataclass
 class State:
-    """What the slots of a layout are filled from: kinematics, torques, constraint terms, ``mu`` and ``lambda^k``."""
+    """What the slots of a layout are filled from: kinematics, torques, constraint terms, ``mu``, ``lambda^k``,
+    and the embedded clusters' maps ``qdd_c = G y + g`` (cluster name -> ``(G, g)`` by joint,
+    :func:`mechanics.couplings.state_maps`)."""
 
     kin: Kinematics
     tau: np.ndarray
     terms: dict
     mu: float
     lam: dict
+    maps: dict
 
 
 @dataclass
@@ -60,12 +64,31 @@ class GPLC:
         penalty for ``alm``, the proximal prior for ``prox``); absent for
         policies that do not iterate it.
     layout : GPLCLayout
+    maps : dict
+        The embedded clusters' maps at this state (:class:`State`).
     """
 
     graph: FactorGraph
     terms: dict
     moving: dict
     layout: "GPLCLayout"
+    maps: dict
+
+    def qdd(self, x: dict, batch: tuple) -> np.ndarray:
+        """``qdd (*batch, nv)`` from a solution ``x``: each joint's, or an embedded cluster's ``G_j y + g_j``."""
+        cluster_of, parts = self.layout.cluster_of, []
+        for link in self.layout.mechanism.links:
+            if not link.joint.nv:
+                continue
+            cluster = cluster_of.get(link.name)
+            if cluster is None:
+                part = x[JointAcceleration(link.name)]
+            else:
+                G, g = (m[link.name] for m in self.maps[cluster.name])
+                part = g if not cluster.size else (
+                    (x[ClusterCoordinates(cluster.name)][..., None, :] @ np.swapaxes(G, -1, -2))[..., 0, :] + g)
+            parts.append(np.broadcast_to(part, batch + part.shape[-1:]))
+        return np.concatenate(parts, axis=-1) if parts else np.zeros(batch + (0,))
 
 
 _EYE6, _MINUS_EYE6 = np.eye(6), -np.eye(6)
@@ -77,17 +100,18 @@ def _cluster_slots(mechanism: Mechanism, link, cluster) -> list:
     ``(a_i, a_pi, y)``, ``a_i - a_pi - S_i G_i y = a_b,i + S_i g_i`` (``qdd_i = G_i y + g_i``); its torque is in
     the cluster's (:func:`_cluster_torque`)."""
     name, parent = link.name, link.parent
-    a, y, G, g = LinkAcceleration(name), ClusterCoordinates(cluster.name), cluster.G[name], cluster.g[name]
+    a, y = LinkAcceleration(name), ClusterCoordinates(cluster.name)
     prior = _link_slots(mechanism, link)[0]
-    keys = (a,) + ((LinkAcceleration(parent),) if parent != GROUND else ()) + (y,)
-    units = (1,) + ((-1,) if parent != GROUND else ()) + (0,)
+    free = (y,) if cluster.size else ()  # (a cluster with no free motion: qdd_c = g, no y)
+    keys = (a,) + ((LinkAcceleration(parent),) if parent != GROUND else ()) + free
+    units = (1,) + ((-1,) if parent != GROUND else ()) + (0,) * len(free)
 
     def tree_joint(s: State):
-        S = s.kin.S[name]
-        rhs = s.kin.bias_acceleration[name] + (S @ g[:, None])[..., 0]
+        S, (G, g) = s.kin.S[name], (m[name] for m in s.maps[cluster.name])
+        rhs = s.kin.bias_acceleration[name] + (S @ g[..., None])[..., 0]
         if parent == GROUND:
             rhs = rhs + s.kin.root_acceleration
-        blocks = [_EYE6] + ([] if parent == GROUND else [_MINUS_EYE6]) + [-(S @ G)]
+        blocks = [_EYE6] + ([] if parent == GROUND else [_MINUS_EYE6]) + ([-(S @ G)] if free else [])
         return LinearEquality.trusted(keys, blocks, rhs, units)
 
     return [prior, Slot(TreeJoint(name), keys, 6, tree_joint, units=units)]
@@ -97,15 +121,24 @@ def _cluster_torque(mechanism: Mechanism, cluster) -> Slot:
     """The torques and armature of an embedded cluster's joints on its ``y``: ``1/2 y' G'AG y - (G' tau - G'A
     g)' y`` (``tau' qdd`` and ``1/2 qdd' A qdd`` with ``qdd = G y + g``, constants dropped)."""
     y = ClusterCoordinates(cluster.name)
-    G = np.concatenate([cluster.G[j] for j in cluster.joints])
-    g = np.concatenate([cluster.g[j] for j in cluster.joints])
     A = np.concatenate([mechanism.link(j).armature for j in cluster.joints])
     columns = np.concatenate([np.arange(mechanism.v_slices[j].start, mechanism.v_slices[j].stop) for j in cluster.joints])
-    H = G.T @ (A[:, None] * G)
-    H.flags.writeable = False
+
+    def stacked(s: State):
+        G, g = s.maps[cluster.name]
+        return (np.concatenate([G[j] for j in cluster.joints], axis=-2),
+                np.concatenate([g[j] for j in cluster.joints], axis=-1))
+
+    constant = None
+    if cluster.constant:  # (its G'AG made once, shared by every state's factor)
+        G = np.concatenate([cluster.G[j] for j in cluster.joints])
+        constant = G.T @ (A[:, None] * G)
+        constant.flags.writeable = False
 
     def torque(s: State):
-        return Quadratic.trusted((y,), H, (s.tau[..., columns] - A * g) @ G)
+        G, g = stacked(s)
+        H = constant if constant is not None else np.swapaxes(G, -1, -2) @ (A[:, None] * G)
+        return Quadratic.trusted((y,), H, ((s.tau[..., columns] - A * g)[..., None, :] @ G)[..., 0, :])
 
     return Slot(ClusterTorque(cluster.name), (y,), 0, torque)
 
@@ -175,7 +208,7 @@ class GPLCLayout:
     def __init__(self, mechanism: Mechanism, policies: dict):
         self.mechanism, self.policies = mechanism, policies
         self.clusters = _embedded(mechanism, policies)
-        self._cluster_of = cluster_of = {joint: cluster for cluster in self.clusters for joint in cluster.joints}
+        self.cluster_of = cluster_of = {joint: cluster for cluster in self.clusters for joint in cluster.joints}
         variables, slots = [], []
         for link in mechanism.links:
             variables.append(Variable(LinkAcceleration(link.name), 6))
@@ -185,7 +218,7 @@ class GPLCLayout:
                     variables.append(Variable(JointAcceleration(link.name), link.joint.nv))
                 slots += _link_slots(mechanism, link)
                 continue
-            if link.name == cluster.name:  # (its first joint: the cluster's y and torque once)
+            if link.name == cluster.name and cluster.size:  # (its first joint: the cluster's y and torque once)
                 variables.append(Variable(ClusterCoordinates(cluster.name), cluster.size))
                 slots.append(_cluster_torque(mechanism, cluster))
             slots += _cluster_slots(mechanism, link, cluster)
@@ -199,20 +232,6 @@ class GPLCLayout:
                 slots.append(slot)
         self.variables, self.slots = tuple(variables), tuple(slots)
 
-    def qdd(self, x: dict, batch: tuple) -> np.ndarray:
-        """``qdd (*batch, nv)`` from a solution ``x``: each joint's, or an embedded cluster's ``G_j y + g_j``."""
-        cluster_of, parts = self._cluster_of, []
-        for link in self.mechanism.links:
-            if not link.joint.nv:
-                continue
-            cluster = cluster_of.get(link.name)
-            if cluster is None:
-                part = x[JointAcceleration(link.name)]
-            else:
-                part = (x[ClusterCoordinates(cluster.name)] @ cluster.G[link.name].T) + cluster.g[link.name]
-            parts.append(np.broadcast_to(part, batch + part.shape[-1:]))
-        return np.concatenate(parts, axis=-1) if parts else np.zeros(batch + (0,))
-
     def structure(self) -> GraphStructure:
         """The structure-only graph (roles attached) that plans are analysed from."""
         return GraphStructure(self.variables, tuple(FactorStructure(s.keys, s.rows, s.role, s.units) for s in self.slots))
@@ -222,13 +241,14 @@ class GPLCLayout:
         constraint name -> ``(Kp, Kd)`` (:func:`~mechanics.checks.check_baumgarte`)."""
         gains = baumgarte or {}
         terms = {c.name: constraint_terms(kin, c, gains.get(c.name)) for c in self.mechanism.constraints}
-        state = State(kin, tau, terms, mu, lam)
+        maps = state_maps(self.mechanism, self.clusters, kin, terms) if self.clusters else {}
+        state = State(kin, tau, terms, mu, lam, maps)
         graph = FactorGraph()
         for var in self.variables:
             graph.add_variable(var)
         for slot in self.slots:
             graph.add(slot.fill(state), role=slot.role)
-        return GPLC(graph, terms, dict(self.moving), self)
+        return GPLC(graph, terms, dict(self.moving), self, maps)
 
 
 def _embedded(mechanism: Mechanism, policies: dict) -> list:
@@ -236,14 +256,7 @@ def _embedded(mechanism: Mechanism, policies: dict) -> list:
     names = [c.name for c in mechanism.constraints if policies[c.name].embeds(c)]
     if not names:
         return []
-    from .couplings import embedded_clusters
-
-    clusters = embedded_clusters(mechanism, names)
-    for cluster in clusters:
-        if cluster.size == 0:
-            raise ValueError(f"the couplings of joints {list(cluster.joints)} leave them no free motion: embedding "
-                             f"needs at least one independent coordinate; hold them with the prox policy instead")
-    return clusters
+    return embedded_clusters(mechanism, names)
 
 
 def split_multipliers(mechanism: Mechanism, lam, batch: tuple) -> dict:

@@ -270,30 +270,32 @@ class Prox(Hard):
 
 
 class Embed(Prox):
-    """Constraint embedding (003's C-ABA) for couplings: their joints' accelerations written through independent
-    ones, ``qdd_c = G y + g`` (:func:`mechanics.coupling_map`), in their cluster's tree factors -- no multiplier,
-    no iterations for them; any other constraint keeps proximal multipliers (``prox``) in the same elimination
-    (004 Sec. VII's mixed algorithm).  Both executors run it; loops' implicit maps are not built yet."""
+    """Constraint embedding (003's C-ABA): the joints of couplings and local loops written through independent
+    coordinates, ``qdd_c = G y + g`` (:func:`mechanics.couplings.embedded_clusters`), in their cluster's tree
+    factors -- no multiplier, no iterations for them.  ``"embed"`` for every constraint embeds the local ones
+    (:func:`mechanics.clusters.local`) and keeps proximal multipliers (``prox``) for the others in the same
+    elimination (004 Sec. VII's mixed algorithm; :func:`resolve_policies`).  Couplings' maps are constant and run
+    on both executors; a loop's depends on the state and runs on the numpy path, for now."""
 
     name = "embed"
-    description = "couplings embedded (qdd = G y + g in their clusters' tree factors), other constraints as prox"
+    description = "couplings and local loops embedded (qdd = G y + g in their clusters' tree factors), others as prox"
 
     def embeds(self, constraint) -> bool:
-        return isinstance(constraint, Coupling)
+        return True
 
     def variables(self, constraint) -> list:
-        return [] if self.embeds(constraint) else super().variables(constraint)
+        return []
 
     def slots(self, constraint, links: tuple) -> list:
-        return [] if self.embeds(constraint) else super().slots(constraint, links)
+        return []
 
     def update(self, lam: np.ndarray, x: dict, residual: np.ndarray, mu: float, constraint: str) -> np.ndarray:
-        """An embedded coupling has no multiplier to update (its force is recovered after the solve)."""
-        return lam if Multiplier(constraint) not in x else super().update(lam, x, residual, mu, constraint)
+        """An embedded constraint has no multiplier to update (its force is recovered after the solve)."""
+        return lam
 
     def lowered(self) -> str:
-        """"": its :meth:`update` is :data:`EMBEDDED`'s numbers for an embedded coupling (:meth:`numbers_of`),
-        ``prox``'s for the others; the compiled kernels fill a cluster's factors (:mod:`mechanics.compiled_fill`)."""
+        """"": its :meth:`update` is :data:`EMBEDDED`'s numbers (:meth:`numbers_of`); the compiled kernels fill
+        a cluster's factors where its map is constant (:mod:`mechanics.compiled_fill`)."""
         return ""
 
 
@@ -332,15 +334,30 @@ def resolve_policies(spec, mechanism) -> dict:
     """
     names = [c.name for c in mechanism.constraints]
     if not isinstance(spec, dict):
-        one = policy(spec)
-        return {name: one for name in names}
+        return _embeddable({name: policy(spec) for name in names}, mechanism, ())
     unknown = sorted(set(spec) - set(names) - {"default"})
     if unknown:
         raise ValueError(f"policies name constraint(s) {unknown} that {mechanism.name!r} does not have (it has {names})")
     missing = [name for name in names if name not in spec and "default" not in spec]
     if missing:
         raise ValueError(f"no policy for constraint(s) {missing}: name them, or give a 'default' entry")
-    return {name: policy(spec.get(name, spec.get("default"))) for name in names}
+    return _embeddable({name: policy(spec.get(name, spec.get("default"))) for name in names}, mechanism, spec)
+
+
+def _embeddable(chosen: dict, mechanism, named) -> dict:
+    """``chosen`` with ``embed`` kept where a constraint closes a local loop (:func:`mechanics.clusters.local`)
+    and ``prox`` where ``embed`` came as everyone's policy; ``embed`` named for a loop that is not local is
+    refused."""
+    from .clusters import local
+
+    for name, chosen_policy in chosen.items():
+        if isinstance(chosen_policy, Embed) and not local(mechanism, name):
+            if name in named:
+                raise ValueError(f"constraint {name!r} of {mechanism.name!r} does not close a local loop (it spans "
+                                 f"the ground, a free joint or more than a few joints): embedding needs one; give it "
+                                 f"'prox' (the 'embed' policy for every constraint does so by itself)")
+            chosen[name] = POLICIES["prox"]
+    return chosen
 
 
 def policy_label(spec) -> str:
