@@ -201,29 +201,26 @@ def _columns(mechanism: Mechanism, joints) -> np.ndarray:
 
 
 def _generic_rank(mechanism: Mechanism, names: tuple, columns: np.ndarray) -> int:
-    """The rank of constraints ``names``' joint-space rows on ``columns``, their loops closed (an open loop's
-    rows may have more): a structural property (a planar four-bar's Connect has rank 2 anywhere but at its
-    singular configurations), read off the neutral configuration and two random ones (seeded), each closed
-    (:meth:`~mechanics.Mechanism.project`) where it can be -- the largest, as a singular configuration has less."""
+    """The rank of constraints ``names``' joint-space rows on ``columns``, their loops closed: a structural
+    property (a planar four-bar's Connect has rank 2 anywhere but at its singular configurations), read off the
+    neutral configuration and three random ones (seeded), each closed (:meth:`~mechanics.Mechanism.project`)
+    where it can be -- the largest, as a singular configuration has less.  Where none closes, the open ones'
+    (an open loop's rows may have more: the states then say so, :func:`state_maps`)."""
     from .kinematics import kinematics
 
     loops = [mechanism.constraint(n) for n in names if not isinstance(mechanism.constraint(n), Coupling)]
     own = mechanism.with_constraints(loops)
     rng = np.random.default_rng(0)
-    ranks = []
-    for q in (mechanism.neutral_configuration(), mechanism.random_configuration(rng), mechanism.random_configuration(rng)):
+    closed, open_ = [], []
+    for q in [mechanism.neutral_configuration()] + [mechanism.random_configuration(rng) for _ in range(3)]:
         try:
-            q = own.project(q) if loops else q
+            q, ranks = (own.project(q) if loops else q), closed
         except ValueError:  # (this one does not close: another may)
-            continue
+            ranks = open_
         J = _cluster_rows(mechanism, kinematics(mechanism, q, rng.normal(size=mechanism.nv)), names)[0][:, columns]
         sv = np.linalg.svd(J, compute_uv=False)
         ranks.append(int(np.sum(sv > RANK_RTOL * sv[0])) if sv.size and sv[0] > 0 else 0)
-    if not ranks:
-        raise ValueError(f"the loops {[c.name for c in loops]} of {mechanism.name!r} close at none of the "
-                         f"configurations tried (the neutral one, two random ones): embedding reads their rank at a "
-                         f"closed one; check them, or hold them with the prox policy")
-    return max(ranks)
+    return max(closed or open_)
 
 
 def _cluster_rows(mechanism: Mechanism, kin, names: tuple, terms: dict | None = None) -> tuple:

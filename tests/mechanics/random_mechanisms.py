@@ -71,3 +71,32 @@ def _depth_first(links: list) -> list:
 
 def random_state(mech: Mechanism, rng: np.random.Generator, batch: tuple = ()):
     return mech.random_configuration(rng, batch), rng.normal(size=batch + (mech.nv,)), rng.normal(size=batch + (mech.nv,))
+
+
+@st.composite
+def closed_loops(draw, max_links: int = 6, max_loops: int = 2):
+    """``(mechanism, q)``: a random tree (every joint kind) with one to ``max_loops`` Welds / Connects between two
+    of its links, each closed at the random configuration ``q`` by construction (both ends at one world frame
+    drawn near them) -- local loops, redundant and rigid ones among them; optionally a loop twice."""
+    base = draw(mechanisms(max_links=max_links, max_constraints=0))
+    names = [l.name for l in base.links]
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    q = base.random_configuration(rng)
+    from mechanics.kinematics import kinematics
+
+    kin = kinematics(base, q, np.zeros(base.nv))
+    loops = []
+    for j in range(draw(st.integers(1, max_loops))):
+        a, b = draw(st.permutations(names))[:2] if len(names) > 1 else (names[0], GROUND)
+        R, p = _rotation(rng), kin.position[a] + rng.uniform(-0.3, 0.3, 3)  # the frame both ends meet at
+        ends = []
+        for link in (a, b):
+            Rl, pl = (np.eye(3), np.zeros(3)) if link == GROUND else (kin.rotation[link], kin.position[link])
+            ends.append(Pose(Rl.T @ R, Rl.T @ (p - pl)))
+        loops.append(draw(st.sampled_from([Connect, Weld]))(a, b, ends[0], ends[1], None, f"c{j}"))
+    if draw(st.booleans()):
+        first = loops[0]
+        loops.append(type(first)(first.link1, first.link2, first.placement1, first.placement2, None, "c_again"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IncompatibleConstraintsWarning)
+        return Mechanism(list(base.links), loops, name="random"), q

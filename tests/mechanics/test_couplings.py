@@ -1,5 +1,6 @@
 """Joint couplings (gears, belts, differentials, mimic joints): every algorithm on both executors against a dense
 solve of the joint-space equations written here, and against Pinocchio's mimic models (``crba`` / ``rnea``)."""
+import re
 import warnings
 
 import numpy as np
@@ -12,8 +13,10 @@ import elimination
 import mechanics
 from mechanics import GROUND, Coupling, Joint, Link, Mechanism, at
 from mechanics.algorithms import cluster_order
+from mechanics.closure import project_velocity
+from mechanics.clusters import local
 from tests.mechanics.pinocchio_oracle import ALM_MU, _drift, constraint_jacobian, pinocchio_model_of
-from tests.mechanics.random_mechanisms import mechanisms, random_state
+from tests.mechanics.random_mechanisms import closed_loops, mechanisms, random_state
 
 ALGORITHMS = ("pv", "proxpv", "proxbbo", "lcaba", "proxltl", "min_degree", "min_fill")
 BACKENDS = ("numpy", "numba")
@@ -486,7 +489,7 @@ def _closed_state(mech, seed: int, spread: float = 0.3):
     torques."""
     rng = np.random.default_rng(seed)
     q = mech.project(mech.integrate(mech.neutral_configuration(), spread * rng.normal(size=mech.nv)))
-    return q, mechanics.closure.project_velocity(mech, q, rng.normal(size=mech.nv)), rng.normal(size=mech.nv)
+    return q, project_velocity(mech, q, rng.normal(size=mech.nv)), rng.normal(size=mech.nv)
 
 
 @pytest.mark.parametrize("model", ["four_bar", "digit_leg", "chain_of_loops", "fig4", "ladder"])
@@ -498,7 +501,7 @@ def test_local_loops_embedded_equal_the_dense_solve(model):
     mech = mechanics.models.MODELS[model]()
     policies = mechanics.policies.resolve_policies("embed", mech)
     embedded = {name for name, p in policies.items() if p.embeds(mech.constraint(name))}
-    assert embedded and embedded == {c.name for c in mech.constraints if mechanics.clusters.local(mech, c.name)}
+    assert embedded and embedded == {c.name for c in mech.constraints if local(mech, c.name)}
     pinocchio = depth_first(mech) and all(c.dim == (3 if isinstance(c, mechanics.Connect) else 6)
                                           for c in mech.constraints)
     for seed in range(2):
@@ -518,6 +521,41 @@ def test_local_loops_embedded_equal_the_dense_solve(model):
     structure, _ = mechanics.algorithm_plan(mech, "embed/clusters")
     multipliers = {v.key.name for v in structure.variables if v.key.kind == "multiplier"}
     assert not multipliers & embedded
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(closed_loops(), st.integers(0, 2**31 - 1))
+def test_random_local_loops_embedded_equal_the_dense_solve(closed, seed):
+    """Random mechanisms (every joint kind) with one or two Welds / Connects closed at the drawn configuration,
+    redundant and rigid ones included: every local loop embedded, the others under prox -- qdd and ``A' f`` the
+    dense KKT's (scaled by its condition), or a refusal that names the cluster and says why (a singular
+    configuration)."""
+    mech, q = closed
+    embedded = [c.name for c in mech.constraints if local(mech, c.name)]
+    assume(embedded)
+    rng = np.random.default_rng(seed)
+    v = project_velocity(mech, q, rng.normal(size=mech.nv))
+    tau = rng.normal(size=mech.nv)
+    qdd, f, cond, A = dense_solve(mech, q, v, tau)
+    try:
+        result = _embedded(mech, q, v, tau, "auto", couplings_only=False)
+    except ValueError as error:
+        assert re.search(r"cluster '\w+' \(.*\)(:| is at a singular configuration)", str(error)), str(error)
+        assert "singular configuration" in str(error) or "rank above" in str(error), str(error)
+        event("refused: singular configuration")
+        return
+    independent = np.linalg.matrix_rank(A, tol=1e-6 * max(1.0, np.abs(A).max())) == A.shape[0]
+    event(f"embedded {len(embedded)} of {len(mech.constraints)}, rows {'independent' if independent else 'dependent'}")
+    assert result.converged or not independent
+    if result.converged:
+        if cond > 1e14:  # (rows dependent to round-off: the KKT of A's row space)
+            rows = np.linalg.matrix_rank(A, tol=1e-10 * max(1.0, np.abs(A).max()))
+            basis = np.linalg.svd(A, full_matrices=False)[2][:rows]
+            M = joint_space(mech, q, v)[0]
+            cond = np.linalg.cond(np.block([[M, -basis.T], [basis, np.zeros((len(basis), len(basis)))]]))
+        scale = max(1.0, cond / 1e6)
+        assert relative(result.qdd, qdd) < 1e-10 * scale, (relative(result.qdd, qdd), cond)
+        assert relative(A.T @ result.forces, A.T @ f) < 1e-9 * scale, (relative(A.T @ result.forces, A.T @ f), cond)
 
 
 def test_embedding_a_loop_is_refused_open_at_a_singular_configuration_not_local_or_compiled():
