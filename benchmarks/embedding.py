@@ -1,13 +1,14 @@
-"""Constraint embedding of couplings (``embed/clusters``) against the same robots' couplings as multipliers
-(``proxbbo``): where the time of a compiled batch goes.
+"""Constraint embedding (``embed/clusters``) against the same constraints as multipliers (``proxbbo``).
 
-Per state, interleaved in one process on the same random states (best of ``--repeats``): the whole prepared call
-on a batch, the compiled kernel alone on that batch as it runs (sixteen states side by side where the program
-is tree pairs, else state by state), the kernel state by state for both, and the plans' flops and steps by
-opcode.  Ratios: embedded / proxBBO.  Run with ``OPENBLAS_NUM_THREADS=1``.
+Couplings (``--models``): per state, interleaved in one process on the same random states (best of
+``--repeats``), the whole prepared call on a batch, the compiled kernel alone on that batch as it runs (sixteen
+states side by side where the program is tree pairs, else state by state), the kernel state by state for both,
+and the plans' flops and steps by opcode.  Local loops (``--loops``: their maps per state run on the numpy path
+for now): flops, and the numpy path's time per state on a batch of closed states, both algorithms there.
+Ratios: embedded / proxBBO.  Run with ``OPENBLAS_NUM_THREADS=1``.
 
-    python benchmarks/embedding.py [--models geared_chain,belt_chain,mini_cheetah,tello_leg] [--batch 1024]
-        [--json out.json]
+    python benchmarks/embedding.py [--models geared_chain,belt_chain,mini_cheetah,tello_leg]
+        [--loops four_bar,digit_leg,fig4,chain_of_loops,ladder] [--batch 1024] [--json out.json]
 """
 from __future__ import annotations
 
@@ -63,9 +64,31 @@ def measure(name: str, batch: int, repeats: int) -> list:
     return list(rows.values())
 
 
+def measure_loops(name: str, batch: int, repeats: int) -> list:
+    """Flops and the numpy path's time per state, at ``batch`` closed states near the neutral one."""
+    mech = mechanics.models.MODELS[name]()
+    rng = np.random.default_rng(0)
+    Q = np.stack([mech.project(mech.integrate(mech.neutral_configuration(), 0.3 * rng.normal(size=mech.nv)))
+                  for _ in range(batch)])
+    V = np.stack([mechanics.closure.project_velocity(mech, q, rng.normal(size=mech.nv)) for q in Q])
+    T = rng.normal(size=(batch, mech.nv))
+    prepared = {a: mechanics.prepare(mech, a, tol=1e-10, backend="numpy") for a in ALGORITHMS}
+    answers = {a: p(Q, V, T) for a, p in prepared.items()}
+    rows = {a: {"model": name, "algorithm": a, "numpy": np.inf} for a in ALGORITHMS}
+    for _ in range(repeats):
+        for a, p in prepared.items():
+            rows[a]["numpy"] = min(rows[a]["numpy"], _best(lambda: p(Q, V, T), 1, batch))
+    base = answers[ALGORITHMS[0]].qdd
+    for a, p in prepared.items():
+        rows[a].update(flops=p.plan.flops, iterations=float(np.mean(answers[a].iterations)),
+                       deviation=float(np.max(np.abs(answers[a].qdd - base)) / max(1.0, np.max(np.abs(base)))))
+    return list(rows.values())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="geared_chain,belt_chain,mini_cheetah,tello_leg")
+    parser.add_argument("--loops", default="four_bar,digit_leg,fig4,chain_of_loops,ladder")
     parser.add_argument("--batch", type=int, default=1024)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json")
@@ -81,8 +104,18 @@ def main() -> None:
         print(f"| {r['model']} | {r['algorithm']} | {r['batch']:.2f} | {r['kernel']:.2f} | {r['states']:.2f} | "
               f"{'yes' if r['lanes'] else 'no'} | {r['flops']:.0f} | {steps} | {r['batch'] / b['batch']:.2f}, "
               f"{r['states'] / b['states']:.2f}, {r['flops'] / b['flops']:.2f} | {r['deviation']:.1e} |")
+    loops = [r for name in filter(None, args.loops.split(",")) for r in measure_loops(name, 64, args.repeats)]
+    print()
+    print("| model (local loops) | algorithm | numpy path, batch of 64 (us/state) | mean iterations | flops | "
+          "vs proxbbo: time, flops | deviation |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    base = {r["model"]: r for r in loops if r["algorithm"] == ALGORITHMS[0]}
+    for r in loops:
+        b = base[r["model"]]
+        print(f"| {r['model']} | {r['algorithm']} | {r['numpy']:.1f} | {r['iterations']:.1f} | {r['flops']:.0f} | "
+              f"{r['numpy'] / b['numpy']:.2f}, {r['flops'] / b['flops']:.2f} | {r['deviation']:.1e} |")
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
+        Path(args.json).write_text(json.dumps(rows + loops, indent=1))
 
 
 if __name__ == "__main__":
