@@ -153,9 +153,12 @@ def test_four_bar_simulation_stays_on_the_dense_solution():
 
 
 def test_digit_leg_table_agrees_with_the_dense_solve():
-    rows = load("digit_legs").main()["rows"]
+    out = load("digit_legs").main()
+    rows = out["rows"]
     assert {r.algorithm for r in rows} >= {"pv", "proxbbo", "lcaba", "proxltl"}
     assert all(r.deviation < (1e-5 if r.policy == "soft" else 1e-8) for r in rows)
+    assert set(out["embedded_deviation"]) == {"proxbbo", "embed/clusters"}
+    assert all(d < 1e-9 for d in out["embedded_deviation"].values()), out["embedded_deviation"]
 
 
 def test_allegro_cube_equals_pinocchio():
