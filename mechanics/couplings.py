@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .mechanism import Coupling, Mechanism
+from .mechanism import GROUND, Coupling, Mechanism, Weld
 
 RANK_RTOL = 1e-10  # singular values of the stacked C below this, relative to the largest, are dependence
 
@@ -140,6 +140,12 @@ class EmbeddedCluster:
         The constraints embedded in it.
     ny : int
         ``y``'s size: the cluster's velocities less the generic rank of its rows.
+    parent : str
+        The link it hangs from (or ``"ground"``): its joints' parents are its joints or it.
+    moving_parent : bool
+        Whether its map moves with the parent's acceleration, ``qdd_c = G y + g - P a_parent``: a Connect's or
+        General constraint's rows do where the loop is not closed (its two ends' points apart), a Weld's and a
+        coupling's never; none on the ground (``a_0`` is known: folded into ``g``).
     """
 
     name: str
@@ -148,6 +154,8 @@ class EmbeddedCluster:
     g: dict | None
     constraints: tuple = ()
     ny: int = -1
+    parent: str = GROUND
+    moving_parent: bool = False
 
     @property
     def size(self) -> int:
@@ -184,10 +192,16 @@ def embedded_clusters(mechanism: Mechanism, names) -> list:
             ys = [k for k, column in enumerate(cmap.independent) if column in columns]
             clusters.append(EmbeddedCluster(joints[0], joints, {j: cmap.G[mechanism.v_slices[j]][:, ys] for j in joints},
                                             {j: cmap.g[mechanism.v_slices[j]] for j in joints}, inside))
-        else:
+        else:  # (closed under the tree: one parent, which its map may move with)
+            from .clusters import _closed_under_tree
+
+            joints = tuple(l.name for l in mechanism.links if l.name in _closed_under_tree(mechanism, set(joints)))
+            seen |= set(joints)
+            parent = next(mechanism.parent(j) for j in joints if mechanism.parent(j) not in joints)
+            moving = parent != GROUND and any(not isinstance(mechanism.constraint(n), (Coupling, Weld)) for n in inside)
             columns = _columns(mechanism, joints)
             clusters.append(EmbeddedCluster(joints[0], joints, None, None, inside,
-                                            columns.size - _generic_rank(mechanism, inside, columns)))
+                                            columns.size - _generic_rank(mechanism, inside, joints), parent, moving))
     return clusters
 
 
@@ -200,8 +214,9 @@ def _columns(mechanism: Mechanism, joints) -> np.ndarray:
     return np.concatenate([np.arange(mechanism.v_slices[j].start, mechanism.v_slices[j].stop) for j in joints])
 
 
-def _generic_rank(mechanism: Mechanism, names: tuple, columns: np.ndarray) -> int:
-    """The rank of constraints ``names``' joint-space rows on ``columns``, their loops closed: a structural
+def _generic_rank(mechanism: Mechanism, names: tuple, joints: tuple) -> int:
+    """The rank of constraints ``names``' rows on the joints ``joints`` (:func:`_relative_rows`), their loops
+    closed: a structural
     property (a planar four-bar's Connect has rank 2 anywhere but at its singular configurations), read off the
     neutral configuration and three random ones (seeded), each closed (:meth:`~mechanics.Mechanism.project`)
     where it can be -- the largest, as a singular configuration has less.  Where none closes, the open ones'
@@ -217,79 +232,101 @@ def _generic_rank(mechanism: Mechanism, names: tuple, columns: np.ndarray) -> in
             q, ranks = (own.project(q) if loops else q), closed
         except ValueError:  # (this one does not close: another may)
             ranks = open_
-        J = _cluster_rows(mechanism, kinematics(mechanism, q, rng.normal(size=mechanism.nv)), names)[0][:, columns]
+        kin = kinematics(mechanism, q, rng.normal(size=mechanism.nv))
+        J = _relative_rows(mechanism, joints, names, kin, {})[0]
         sv = np.linalg.svd(J, compute_uv=False)
         ranks.append(int(np.sum(sv > RANK_RTOL * sv[0])) if sv.size and sv[0] > 0 else 0)
     return max(closed or open_)
 
 
-def _cluster_rows(mechanism: Mechanism, kin, names: tuple, terms: dict | None = None) -> tuple:
-    """``(J (..., m, nv), c (..., m))``: constraints ``names``' rows on the joint accelerations (a coupling's
-    ``C``, ``c``; a loop's from its terms ``K a = k``, :func:`mechanics.diagnosis.joint_space_constraints`)."""
-    from .diagnosis import _joint_space
+def _relative_rows(mechanism: Mechanism, joints: tuple, names: tuple, kin, terms: dict) -> tuple:
+    """``(A (..., m, n_c), c (..., m), K_p (..., m, 6))``: constraints ``names``' rows ``K a = k`` written on the
+    cluster's joints ``joints`` and its parent's acceleration, ``A qdd_c + K_p a_p = c`` -- each link of the
+    cluster ``a_l = a_p + sum_j S_j qdd_j + b_l`` over its joints from the parent (world-frame spatial
+    accelerations add along a branch), ``K_p`` the blocks on the parent and its cluster's summed."""
     from .kinematics import constraint_terms
 
-    constraints = [mechanism.constraint(name) for name in names]
-    terms = terms or {}
-    J, c, _ = _joint_space(mechanism, kin, [terms.get(x.name) or constraint_terms(kin, x) for x in constraints],
-                           inertia=False)
-    return J, c
+    inside, batch = set(joints), kin.batch_shape
+    bounds = dict(zip(joints, np.cumsum([0] + [mechanism.link(j).joint.nv for j in joints])))
+    path, bias = {}, {}
+    for j in joints:  # (topological order: a joint's parent in the cluster comes first)
+        up = mechanism.parent(j)
+        path[j] = (path[up] if up in inside else []) + [j]
+        bias[j] = (bias[up] if up in inside else 0.0) + kin.bias_acceleration[j]
+    parent = next(mechanism.parent(j) for j in joints if mechanism.parent(j) not in inside)
+    A, c, Kp = [], [], []
+    for name in names:
+        t = terms.get(name) or constraint_terms(kin, mechanism.constraint(name))
+        m = t.k.shape[-1]
+        rows, k, on_parent = np.zeros(batch + (m, bounds[joints[-1]] + mechanism.link(joints[-1]).joint.nv)), t.k, 0.0
+        for link, K in t.K.items():
+            if link == parent:
+                on_parent = on_parent + K
+                continue
+            for j in path[link]:
+                start = bounds[j]
+                rows[..., start:start + mechanism.link(j).joint.nv] += K @ kin.S[j]
+            k = k - (K @ bias[link][..., None])[..., 0]
+            on_parent = on_parent + K
+        A.append(rows)
+        c.append(np.broadcast_to(k, batch + (m,)))
+        Kp.append(np.broadcast_to(on_parent, batch + (m, 6)))
+    return np.concatenate(A, axis=-2), np.concatenate(c, axis=-1), np.concatenate(Kp, axis=-2)
 
 
 SINGULAR_RTOL = 1e-8
 """A cluster's rows whose ``ny``-th smallest kept singular value falls below this, relative to the largest, are a
 singular configuration of it (a four-bar folded flat): its map is refused there."""
-CLOSED_RTOL = 1e-8
-"""A loop embedded in its cluster must not move with joints outside it: rows there below this, relative to the
-largest, else its ends are apart (the loop is not closed at this configuration)."""
-
-
 def state_maps(mechanism: Mechanism, clusters, kin, terms: dict) -> dict:
-    """Cluster name -> ``(G, g)`` (joint -> ``(..., nv_j, ny)``, ``(..., nv_j)``) at the state of ``kin``: the
-    constant map of couplings, or the null space of a cluster's rows ``A qdd_c = c`` (``G``: an orthonormal
-    basis of it, from the SVD -- any basis embeds; ``g = A^+ c``, the least-norm solution).
+    """Cluster name -> ``(G, g, P)`` (joint -> ``(..., nv_j, ny)``, ``(..., nv_j)``, ``(..., nv_j, 6)``) at the
+    state of ``kin``: ``qdd_c = G y + g - P a_parent``.  The constant map of couplings (``P`` None), or from a
+    cluster's rows ``A qdd_c + K_p a_p = c`` (:func:`_relative_rows`): ``G`` an orthonormal basis of ``A``'s null
+    space (from the SVD -- any basis embeds), ``g = A^+ c`` and ``P = A^+ K_p`` (least norm; ``P`` None where
+    the cluster's parent does not move it: :attr:`EmbeddedCluster.moving_parent`, its ``a_0`` folded into ``g``
+    on the ground).
 
     Raises
     ------
     ValueError
-        A loop not closed at this configuration (its rows move joints outside its cluster), or a singular
-        configuration of a cluster (its rows lose rank), the cluster and its constraints named.
+        A singular configuration of a cluster: its rows lose rank (or have more than the rank read at closed
+        configurations); or rows that hold the cluster's parent (a dependent combination of them, harmless where
+        the loop is closed, moves with the parent where it has drifted open) -- the cluster and its
+        constraints named.
     """
     maps = {}
     for cluster in clusters:
         if cluster.constant:
-            maps[cluster.name] = (cluster.G, cluster.g)
+            maps[cluster.name] = (cluster.G, cluster.g, None)
             continue
-        J, c = _cluster_rows(mechanism, kin, cluster.constraints, terms)
-        columns = _columns(mechanism, cluster.joints)
-        A, outside = J[..., columns], np.delete(J, columns, axis=-1)
-        top = np.max(np.abs(A), initial=0.0)
-        gap = np.max(np.abs(outside), initial=0.0)
-        if gap > CLOSED_RTOL * max(1.0, top):
-            raise ValueError(f"cluster {cluster.name!r} ({', '.join(cluster.constraints)}): its loop is not closed "
-                             f"at this configuration -- its rows move joints outside the cluster ({gap:.1e}): "
-                             f"embedding writes the loop through the cluster's joints alone; close it first "
-                             f"(mechanism.project(q)) or hold it with the prox policy")
+        A, c, Kp = _relative_rows(mechanism, cluster.joints, cluster.constraints, kin, terms)
         U, sv, Vt = np.linalg.svd(A)
-        rank = columns.size - cluster.ny
+        rank = A.shape[-1] - cluster.ny
+        named = f"cluster {cluster.name!r} ({', '.join(cluster.constraints)})"
         if rank < sv.shape[-1] and np.any(sv[..., rank] > SINGULAR_RTOL * sv[..., 0]):
             extra = float(np.max(sv[..., rank] / sv[..., 0]))
-            raise ValueError(f"cluster {cluster.name!r} ({', '.join(cluster.constraints)}): its rows have rank "
-                             f"above {rank} here (the next singular value ratio {extra:.1e}) -- the rank embedding "
-                             f"read at closed configurations is lower (a singular one, or a loop that does not close "
-                             f"here); close the loops here (mechanism.project(q)), or hold them with the prox policy")
+            raise ValueError(f"{named}: its rows have rank above {rank} here (the next singular value ratio "
+                             f"{extra:.1e}) -- the rank embedding read at closed configurations is lower (a singular "
+                             f"one); move away from this configuration, or hold the cluster's loops with the prox "
+                             f"policy")
         if rank and np.any(sv[..., rank - 1] <= SINGULAR_RTOL * sv[..., 0]):
             worst = float(np.min(sv[..., rank - 1] / sv[..., 0]))
-            raise ValueError(f"cluster {cluster.name!r} ({', '.join(cluster.constraints)}) is at a singular "
-                             f"configuration: its rows lose rank there (singular value ratio {worst:.1e}), so no "
-                             f"map qdd = G y + g is well defined; move away from it, or hold the cluster's loops "
-                             f"with the prox policy")
-        G = np.swapaxes(Vt[..., rank:, :], -1, -2)
-        g = (np.swapaxes(Vt[..., :rank, :], -1, -2) @ ((np.swapaxes(U[..., :, :rank], -1, -2) @ c[..., None])
-                                                        / sv[..., :rank, None]))[..., 0]
+            raise ValueError(f"{named} is at a singular configuration: its rows lose rank there (singular value "
+                             f"ratio {worst:.1e}), so no map qdd = G y + g is well defined; move away from it, or "
+                             f"hold the cluster's loops with the prox policy")
+        leak = np.swapaxes(U[..., :, rank:], -1, -2) @ Kp  # (rows the cluster's joints cannot move)
+        if np.max(np.abs(leak), initial=0.0) > SINGULAR_RTOL * max(1.0, float(np.max(np.abs(Kp), initial=0.0))):
+            raise ValueError(f"{named}: here its rows also hold its parent {cluster.parent!r} (a combination of "
+                             f"them moves no joint of the cluster but moves with the parent, by "
+                             f"{float(np.max(np.abs(leak))):.1e}): the loop has drifted open, so it is not local at "
+                             f"this configuration; close it (mechanism.project(q)), or hold it with the prox policy")
+        pinv = np.swapaxes(Vt[..., :rank, :], -1, -2) @ (np.swapaxes(U[..., :, :rank], -1, -2) / sv[..., :rank, None])
+        G, g, P = np.swapaxes(Vt[..., rank:, :], -1, -2), (pinv @ c[..., None])[..., 0], pinv @ Kp
+        if cluster.parent == GROUND:
+            g = g - (P @ kin.root_acceleration[..., None])[..., 0]
         bounds = np.cumsum([0] + [mechanism.link(j).joint.nv for j in cluster.joints])
-        maps[cluster.name] = ({j: G[..., a:b, :] for j, a, b in zip(cluster.joints, bounds, bounds[1:])},
-                              {j: g[..., a:b] for j, a, b in zip(cluster.joints, bounds, bounds[1:])})
+        split = lambda X: {j: X[..., a:b, :] if X.ndim > g.ndim else X[..., a:b]  # noqa: E731
+                           for j, a, b in zip(cluster.joints, bounds, bounds[1:])}
+        maps[cluster.name] = (split(G), split(g), split(P) if cluster.moving_parent else None)
     return maps
 
 

@@ -84,9 +84,11 @@ class GPLC:
             if cluster is None:
                 part = x[JointAcceleration(link.name)]
             else:
-                G, g = (m[link.name] for m in self.maps[cluster.name])
+                G, g, P = (None if m is None else m[link.name] for m in self.maps[cluster.name])
                 part = g if not cluster.size else (
                     (x[ClusterCoordinates(cluster.name)][..., None, :] @ np.swapaxes(G, -1, -2))[..., 0, :] + g)
+                if P is not None:
+                    part = part - (P @ x[LinkAcceleration(cluster.parent)][..., None])[..., 0]
             parts.append(np.broadcast_to(part, batch + part.shape[-1:]))
         return np.concatenate(parts, axis=-1) if parts else np.zeros(batch + (0,))
 
@@ -97,21 +99,34 @@ _EYE6.flags.writeable = _MINUS_EYE6.flags.writeable = False
 
 def _cluster_slots(mechanism: Mechanism, link, cluster) -> list:
     """Prior and tree joint of ``link``, a joint of an embedded ``cluster`` (003 Sec. IV): the tree joint on
-    ``(a_i, a_pi, y)``, ``a_i - a_pi - S_i G_i y = a_b,i + S_i g_i`` (``qdd_i = G_i y + g_i``); its torque is in
-    the cluster's (:func:`_cluster_torque`)."""
-    name, parent = link.name, link.parent
+    ``(a_i, a_pi, y)``, ``a_i - a_pi - S_i G_i y = a_b,i + S_i g_i`` (``qdd_i = G_i y + g_i``); where the
+    cluster's map moves with its parent's acceleration (``qdd_i = G_i y + g_i - P_i a_p``), on ``a_p`` too
+    (``+S_i P_i``, with the ``-I`` of a joint on the parent).  Its torque is in the cluster's
+    (:func:`_cluster_torque`)."""
+    name, parent, top = link.name, link.parent, cluster.parent
     a, y = LinkAcceleration(name), ClusterCoordinates(cluster.name)
     prior = _link_slots(mechanism, link)[0]
     free = (y,) if cluster.size else ()  # (a cluster with no free motion: qdd_c = g, no y)
-    keys = (a,) + ((LinkAcceleration(parent),) if parent != GROUND else ()) + free
-    units = (1,) + ((-1,) if parent != GROUND else ()) + (0,) * len(free)
+    moving = cluster.moving_parent
+    keys = (a,) + ((LinkAcceleration(parent),) if parent != GROUND else ())
+    units = (1,) + ((0 if moving and parent == top else -1,) if parent != GROUND else ())
+    if moving and parent != top:
+        keys, units = keys + (LinkAcceleration(top),), units + (0,)
+    keys, units = keys + free, units + (0,) * len(free)
 
     def tree_joint(s: State):
-        S, (G, g) = s.kin.S[name], (m[name] for m in s.maps[cluster.name])
+        S, (G, g, P) = s.kin.S[name], (None if m is None else m[name] for m in s.maps[cluster.name])
         rhs = s.kin.bias_acceleration[name] + (S @ g[..., None])[..., 0]
         if parent == GROUND:
             rhs = rhs + s.kin.root_acceleration
-        blocks = [_EYE6] + ([] if parent == GROUND else [_MINUS_EYE6]) + ([-(S @ G)] if free else [])
+        blocks = [_EYE6] + ([] if parent == GROUND else [_MINUS_EYE6])
+        if moving:
+            on_top = S @ P
+            if parent == top:
+                blocks[-1] = on_top - np.eye(6)
+            else:
+                blocks.append(on_top)
+        blocks += [-(S @ G)] if free else []
         return LinearEquality.trusted(keys, blocks, rhs, units)
 
     return [prior, Slot(TreeJoint(name), keys, 6, tree_joint, units=units)]
@@ -119,15 +134,21 @@ def _cluster_slots(mechanism: Mechanism, link, cluster) -> list:
 
 def _cluster_torque(mechanism: Mechanism, cluster) -> Slot:
     """The torques and armature of an embedded cluster's joints on its ``y``: ``1/2 y' G'AG y - (G' tau - G'A
-    g)' y`` (``tau' qdd`` and ``1/2 qdd' A qdd`` with ``qdd = G y + g``, constants dropped)."""
-    y = ClusterCoordinates(cluster.name)
+    g)' y`` (``tau' qdd`` and ``1/2 qdd' A qdd`` with ``qdd = G y + g``, constants dropped); on ``(y, a_p)`` with
+    ``[G, -P]`` for ``G`` where the map moves with the parent (``qdd = G y + g - P a_p``; on ``a_p`` alone
+    where the cluster has no free motion)."""
+    keys = (((ClusterCoordinates(cluster.name),) if cluster.size else ())
+            + ((LinkAcceleration(cluster.parent),) if cluster.moving_parent else ()))
     A = np.concatenate([mechanism.link(j).armature for j in cluster.joints])
     columns = np.concatenate([np.arange(mechanism.v_slices[j].start, mechanism.v_slices[j].stop) for j in cluster.joints])
 
     def stacked(s: State):
-        G, g = s.maps[cluster.name]
-        return (np.concatenate([G[j] for j in cluster.joints], axis=-2),
-                np.concatenate([g[j] for j in cluster.joints], axis=-1))
+        """``(Z, g)``: ``G`` (``[G, -P]`` on a moving parent) and ``g`` of the cluster's joints, stacked."""
+        G, g, P = s.maps[cluster.name]
+        Z = np.concatenate([G[j] for j in cluster.joints], axis=-2)
+        if P is not None:
+            Z = np.concatenate([Z, -np.concatenate([P[j] for j in cluster.joints], axis=-2)], axis=-1)
+        return Z, np.concatenate([g[j] for j in cluster.joints], axis=-1)
 
     constant = None
     if cluster.constant:  # (its G'AG made once, shared by every state's factor)
@@ -136,11 +157,11 @@ def _cluster_torque(mechanism: Mechanism, cluster) -> Slot:
         constant.flags.writeable = False
 
     def torque(s: State):
-        G, g = stacked(s)
-        H = constant if constant is not None else np.swapaxes(G, -1, -2) @ (A[:, None] * G)
-        return Quadratic.trusted((y,), H, ((s.tau[..., columns] - A * g)[..., None, :] @ G)[..., 0, :])
+        Z, g = stacked(s)
+        H = constant if constant is not None else np.swapaxes(Z, -1, -2) @ (A[:, None] * Z)
+        return Quadratic.trusted(keys, H, ((s.tau[..., columns] - A * g)[..., None, :] @ Z)[..., 0, :])
 
-    return Slot(ClusterTorque(cluster.name), (y,), 0, torque)
+    return Slot(ClusterTorque(cluster.name), keys, 0, torque)
 
 
 def _link_slots(mechanism: Mechanism, link) -> list:
@@ -218,9 +239,11 @@ class GPLCLayout:
                     variables.append(Variable(JointAcceleration(link.name), link.joint.nv))
                 slots += _link_slots(mechanism, link)
                 continue
-            if link.name == cluster.name and cluster.size:  # (its first joint: the cluster's y and torque once)
-                variables.append(Variable(ClusterCoordinates(cluster.name), cluster.size))
-                slots.append(_cluster_torque(mechanism, cluster))
+            if link.name == cluster.name:  # (its first joint: the cluster's y and torque once)
+                if cluster.size:
+                    variables.append(Variable(ClusterCoordinates(cluster.name), cluster.size))
+                if cluster.size or cluster.moving_parent:
+                    slots.append(_cluster_torque(mechanism, cluster))
             slots += _cluster_slots(mechanism, link, cluster)
         self.moving = {}
         for c in mechanism.constraints:
