@@ -93,7 +93,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json")
     args = parser.parse_args()
-    rows = [r for name in args.models.split(",") for r in measure(name, args.batch, args.repeats)]
+    rows = [r for name in filter(None, args.models.split(",")) for r in measure(name, args.batch, args.repeats)]
     print("| model | algorithm | batch (us/state) | kernel (us/state) | kernel state by state (us/state) | lanes | "
           "flops | steps | vs proxbbo: batch, state by state, flops | deviation |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
