@@ -235,7 +235,7 @@ def _generic_rank(mechanism: Mechanism, names: tuple, joints: tuple) -> int:
         kin = kinematics(mechanism, q, rng.normal(size=mechanism.nv))
         J = _relative_rows(mechanism, joints, names, kin, {})[0]
         sv = np.linalg.svd(J, compute_uv=False)
-        ranks.append(int(np.sum(sv > RANK_RTOL * sv[0])) if sv.size and sv[0] > 0 else 0)
+        ranks.append(int(np.sum(sv > LOOP_RANK_RTOL * sv[0])) if sv.size and sv[0] > 0 else 0)
     return max(closed or open_)
 
 
@@ -274,6 +274,10 @@ def _relative_rows(mechanism: Mechanism, joints: tuple, names: tuple, kin, terms
     return np.concatenate(A, axis=-2), np.concatenate(c, axis=-1), np.concatenate(Kp, axis=-2)
 
 
+LOOP_RANK_RTOL = 1e-5
+"""A loop's rows' singular values below this, relative to the largest, are dependence when a cluster's rank is
+read: rows dependent where a loop closes exactly keep singular values of the order of the square root of the
+closure's error (fig4's two loops: 1e-6 at 1e-10 m), which a tighter threshold would count as constraints."""
 SINGULAR_RTOL = 1e-8
 """A cluster's rows whose ``ny``-th smallest kept singular value falls below this, relative to the largest, are a
 singular configuration of it (a four-bar folded flat): its map is refused there."""
@@ -285,13 +289,15 @@ def state_maps(mechanism: Mechanism, clusters, kin, terms: dict) -> dict:
     the cluster's parent does not move it: :attr:`EmbeddedCluster.moving_parent`, its ``a_0`` folded into ``g``
     on the ground).
 
+    The rows' directions past the rank read at closed configurations (:func:`_generic_rank`) are left out, least
+    squares: rows dependent where the loop closes, which a drifted-open loop may make hold the parent or ask
+    the impossible; where that is more than round-off the constraint residual says so (the result does not
+    converge, as proximal multipliers do not there).
+
     Raises
     ------
     ValueError
-        A singular configuration of a cluster: its rows lose rank (or have more than the rank read at closed
-        configurations); or rows that hold the cluster's parent (a dependent combination of them, harmless where
-        the loop is closed, moves with the parent where it has drifted open) -- the cluster and its
-        constraints named.
+        A singular configuration of a cluster: its rows lose rank -- the cluster and its constraints named.
     """
     maps = {}
     for cluster in clusters:
@@ -302,23 +308,11 @@ def state_maps(mechanism: Mechanism, clusters, kin, terms: dict) -> dict:
         U, sv, Vt = np.linalg.svd(A)
         rank = A.shape[-1] - cluster.ny
         named = f"cluster {cluster.name!r} ({', '.join(cluster.constraints)})"
-        if rank < sv.shape[-1] and np.any(sv[..., rank] > SINGULAR_RTOL * sv[..., 0]):
-            extra = float(np.max(sv[..., rank] / sv[..., 0]))
-            raise ValueError(f"{named}: its rows have rank above {rank} here (the next singular value ratio "
-                             f"{extra:.1e}) -- the rank embedding read at closed configurations is lower (a singular "
-                             f"one); move away from this configuration, or hold the cluster's loops with the prox "
-                             f"policy")
         if rank and np.any(sv[..., rank - 1] <= SINGULAR_RTOL * sv[..., 0]):
             worst = float(np.min(sv[..., rank - 1] / sv[..., 0]))
             raise ValueError(f"{named} is at a singular configuration: its rows lose rank there (singular value "
                              f"ratio {worst:.1e}), so no map qdd = G y + g is well defined; move away from it, or "
                              f"hold the cluster's loops with the prox policy")
-        leak = np.swapaxes(U[..., :, rank:], -1, -2) @ Kp  # (rows the cluster's joints cannot move)
-        if np.max(np.abs(leak), initial=0.0) > SINGULAR_RTOL * max(1.0, float(np.max(np.abs(Kp), initial=0.0))):
-            raise ValueError(f"{named}: here its rows also hold its parent {cluster.parent!r} (a combination of "
-                             f"them moves no joint of the cluster but moves with the parent, by "
-                             f"{float(np.max(np.abs(leak))):.1e}): the loop has drifted open, so it is not local at "
-                             f"this configuration; close it (mechanism.project(q)), or hold it with the prox policy")
         pinv = np.swapaxes(Vt[..., :rank, :], -1, -2) @ (np.swapaxes(U[..., :, :rank], -1, -2) / sv[..., :rank, None])
         G, g, P = np.swapaxes(Vt[..., rank:, :], -1, -2), (pinv @ c[..., None])[..., 0], pinv @ Kp
         if cluster.parent == GROUND:
