@@ -37,7 +37,6 @@ from elimination.driver import MultiplierRule
 from factorgraph import LeastSquares, Quadratic, Variable
 
 from .keys import LinkAcceleration, LoopTerm, Multiplier, Penalty, ProximalPrior
-from .mechanism import Coupling
 
 
 @dataclass(frozen=True)
