@@ -8,7 +8,7 @@ for now): flops, and the numpy path's time per state on a batch of closed states
 Ratios: embedded / proxBBO.  Run with ``OPENBLAS_NUM_THREADS=1``.
 
     python benchmarks/embedding.py [--models geared_chain,belt_chain,mini_cheetah,tello_leg]
-        [--loops four_bar,digit_leg,fig4,chain_of_loops,ladder] [--batch 1024] [--json out.json]
+        [--loops four_bar,digit_leg,fig4,chain_of_loops,ladder,cassie] [--batch 1024] [--json out.json]
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ import mechanics  # noqa: E402
 from elimination.program import F, Op  # noqa: E402
 
 ALGORITHMS = ("proxbbo", "embed/clusters")
+CASSIE = "cassie_description/robots/cassie_v2.sdf"
 
 
 def _best(call, repeats: int, per: int) -> float:
@@ -66,10 +67,14 @@ def measure(name: str, batch: int, repeats: int) -> list:
 
 def measure_loops(name: str, batch: int, repeats: int) -> list:
     """Flops and the numpy path's time per state, at ``batch`` closed states near the neutral one."""
-    mech = mechanics.models.MODELS[name]()
     rng = np.random.default_rng(0)
-    Q = np.stack([mech.project(mech.integrate(mech.neutral_configuration(), 0.3 * rng.normal(size=mech.nv)))
-                  for _ in range(batch)])
+    if name == "cassie":  # (its file's pose moved by 0.1 rad at each joint, as examples/simulate_loops.py)
+        mech = mechanics.load_sdf(mechanics.pinocchio_io.example_robot_data_dir() / CASSIE)
+        moved = lambda: np.concatenate([np.zeros(6), rng.uniform(-0.1, 0.1, mech.nv - 6)])  # noqa: E731
+    else:
+        mech = mechanics.models.MODELS[name]()
+        moved = lambda: 0.3 * rng.normal(size=mech.nv)  # noqa: E731
+    Q = np.stack([mech.project(mech.integrate(mech.neutral_configuration(), moved())) for _ in range(batch)])
     V = np.stack([mechanics.closure.project_velocity(mech, q, rng.normal(size=mech.nv)) for q in Q])
     T = rng.normal(size=(batch, mech.nv))
     prepared = {a: mechanics.prepare(mech, a, tol=1e-10, backend="numpy") for a in ALGORITHMS}
@@ -88,7 +93,7 @@ def measure_loops(name: str, batch: int, repeats: int) -> list:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="geared_chain,belt_chain,mini_cheetah,tello_leg")
-    parser.add_argument("--loops", default="four_bar,digit_leg,fig4,chain_of_loops,ladder")
+    parser.add_argument("--loops", default="four_bar,digit_leg,fig4,chain_of_loops,ladder,cassie")
     parser.add_argument("--batch", type=int, default=1024)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json")
