@@ -90,6 +90,15 @@ def measure_loops(name: str, batch: int, repeats: int) -> list:
     return list(rows.values())
 
 
+def _table(header: list, rows: list, cells) -> None:
+    """A markdown table: per row its model, algorithm and ``cells(row, proxBBO's row on the same model)``."""
+    print("| " + " | ".join(header) + " |")
+    print("|" + " --- |" * len(header))
+    base = {r["model"]: r for r in rows if r["algorithm"] == ALGORITHMS[0]}
+    for r in rows:
+        print("| " + " | ".join([r["model"], r["algorithm"], *cells(r, base[r["model"]])]) + " |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="geared_chain,belt_chain,mini_cheetah,tello_leg")
@@ -99,26 +108,18 @@ def main() -> None:
     parser.add_argument("--json")
     args = parser.parse_args()
     rows = [r for name in filter(None, args.models.split(",")) for r in measure(name, args.batch, args.repeats)]
-    print("| model | algorithm | batch (us/state) | kernel (us/state) | kernel state by state (us/state) | lanes | "
-          "flops | steps | vs proxbbo: batch, state by state, flops | deviation |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    base = {r["model"]: r for r in rows if r["algorithm"] == ALGORITHMS[0]}
-    for r in rows:
-        b = base[r["model"]]
-        steps = ", ".join(f"{k} {v}" for k, v in sorted(r["steps"].items()))
-        print(f"| {r['model']} | {r['algorithm']} | {r['batch']:.2f} | {r['kernel']:.2f} | {r['states']:.2f} | "
-              f"{'yes' if r['lanes'] else 'no'} | {r['flops']:.0f} | {steps} | {r['batch'] / b['batch']:.2f}, "
-              f"{r['states'] / b['states']:.2f}, {r['flops'] / b['flops']:.2f} | {r['deviation']:.1e} |")
+    _table(["model", "algorithm", "batch (us/state)", "kernel (us/state)", "kernel state by state (us/state)",
+            "lanes", "flops", "steps", "vs proxbbo: batch, state by state, flops", "deviation"], rows,
+           lambda r, b: [f"{r['batch']:.2f}", f"{r['kernel']:.2f}", f"{r['states']:.2f}", "yes" if r["lanes"] else "no",
+                         f"{r['flops']:.0f}", ", ".join(f"{k} {v}" for k, v in sorted(r["steps"].items())),
+                         f"{r['batch'] / b['batch']:.2f}, {r['states'] / b['states']:.2f}, {r['flops'] / b['flops']:.2f}",
+                         f"{r['deviation']:.1e}"])
     loops = [r for name in filter(None, args.loops.split(",")) for r in measure_loops(name, 64, args.repeats)]
     print()
-    print("| model (local loops) | algorithm | numpy path, batch of 64 (us/state) | mean iterations | flops | "
-          "vs proxbbo: time, flops | deviation |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    base = {r["model"]: r for r in loops if r["algorithm"] == ALGORITHMS[0]}
-    for r in loops:
-        b = base[r["model"]]
-        print(f"| {r['model']} | {r['algorithm']} | {r['numpy']:.1f} | {r['iterations']:.1f} | {r['flops']:.0f} | "
-              f"{r['numpy'] / b['numpy']:.2f}, {r['flops'] / b['flops']:.2f} | {r['deviation']:.1e} |")
+    _table(["model (local loops)", "algorithm", "numpy path, batch of 64 (us/state)", "mean iterations", "flops",
+            "vs proxbbo: time, flops", "deviation"], loops,
+           lambda r, b: [f"{r['numpy']:.1f}", f"{r['iterations']:.1f}", f"{r['flops']:.0f}",
+                         f"{r['numpy'] / b['numpy']:.2f}, {r['flops'] / b['flops']:.2f}", f"{r['deviation']:.1e}"])
     if args.json:
         Path(args.json).write_text(json.dumps(rows + loops, indent=1))
 

@@ -119,7 +119,8 @@ class CompiledDynamics:
         constraints, pairs, self.general = _constraint_tables(mechanism, layout, index, program, baumgarte or {})
         # (the embedded couplings' maps with the constraints: the fill and qdd(x) read them)
         self.constraints = (*constraints, _cluster_maps(self.model[0], index, program, layout.clusters))
-        self.factors, self.scope = _factor_tables(layout, program, self.constraints, pairs, mechanism, index)
+        self.factors, self.scope = _factor_tables(layout, program, self.constraints, pairs, mechanism, index,
+                                                  self.model[0])
         _own_factors(self.model[0], self.factors, layout.clusters, index)
         steps = program.steps
         self.factorize_maps = factorize_maps(program)
@@ -128,7 +129,7 @@ class CompiledDynamics:
         self.sizes = np.array([program.factor_size, program.conditional_size, program.linear_size, program.cache_size,
                                program.value_size, program.dropped_size, max_front(program), int(program.check_rank)],
                               dtype=np.int64)
-        numbers = [layout.policies[c.name].numbers_of(c) for c in mechanism.constraints]
+        numbers = [layout.policies[c.name].numbers for c in mechanism.constraints]
         self.iterating = any(n.iterates for n in numbers)
         self.soft = any(n.test == HOLDS for n in numbers)
         # a batch of a program of tree pairs runs LANES states at a time (lanes_kernel), bit for bit as one by

@@ -18,7 +18,7 @@ from elimination.factorization import FINISHING_REFINE, SETTLED_RTOL, SUSPECT_RE
 from elimination.numeric import SCALE_FLOOR
 
 from .convergence import RESIDUAL_RTOL, SOFT_CONTRACTION
-from .policies import EXACT, HOLDS
+from .policies import EXACT, HOLDS, RESIDUAL
 from .compiled_tables import (
     drop_stale_kernels, ACC, BAD_INPUT, CDIM, CONVERGED, FALLBACK, GMAP, ITERATES, ITERATIONS, KEEP, MULT, NV, NY, OK,
     PUSH, QDD, ROW0, STATUS, TAKE, TEST, V0, _unpacked_tables,
@@ -210,7 +210,7 @@ def _qdd_step(links, maps, x, qdd, set_qdd):
 @njit(cache=True, **UNCOUNTED)
 def _rows_max(table, values, column, value):
     """``max |values|`` over the rows of the constraints whose ``column`` of the constraint table reads
-    ``value`` (``ITERATES, 1``: the iterating ones; ``TEST, EXACT``: the hard ones; 0 if none)."""
+    ``value`` (``TEST, RESIDUAL``: the ones judged by their residual; ``TEST, EXACT``: the hard ones; 0 if none)."""
     top = 0.0
     for j in range(table.shape[0]):
         if table[ix(j), column] == value:
@@ -342,7 +342,7 @@ def _conclude(b, iterations, ratio, solve_maps, drops, sscr, work, C, Lmag, Lin0
     c_forces, c_acc, c_res, c_k = nv, nv + m, nv + m + 6 * n, nv + 2 * m + 6 * n
     c_worst = nv + 3 * m + 6 * n  # then the hard rows' largest residual and largest |k| (_output_columns)
     tolerance = max(tol, RESIDUAL_RTOL * (1.0 + _largest(k)))
-    converged = _rows_max(table, res, ITERATES, 1) <= tolerance
+    converged = _rows_max(table, res, TEST, RESIDUAL) <= tolerance
     if has_soft and not _rows_max(table, res, TEST, HOLDS) <= tolerance:  # does one ALM correction halve it?
         _copy(Lin0, Lin)
         _copy(meas0, meas)

@@ -189,7 +189,7 @@ def _constraint_tables(mechanism, layout, index: dict, program, baumgarte: dict)
         kind = {Weld: WELD, Connect: CONNECT, Coupling: COUPLING}.get(type(c), GENERAL)
         mult = program.plan.layout().variables.get(Multiplier(c.name), (-1,))[0]
         l1, l2 = (index[c.link1], index[c.link2]) if kind in (WELD, CONNECT) else (-1, -1)
-        codes, numbers[j] = policy.numbers_of(c).row()
+        codes, numbers[j] = policy.numbers.row()
         table[j] = (kind, l1, l2, c.dim, row, len(pairs), len(links), mult, layout.moving.get(c.name, -1), *codes)
         blocks = dict(zip(c.links, c.K)) if kind == GENERAL else {}
         pair_of = {link: len(pairs) + q for q, link in enumerate(links)}
@@ -219,15 +219,15 @@ def _constraint_tables(mechanism, layout, index: dict, program, baumgarte: dict)
             (place_R, place_p, K_const, k_const, gains))
 
 
-def _factor_tables(layout, program, constraints: tuple, pairs: np.ndarray, mechanism, index: dict) -> tuple:
-    """One row per graph factor (columns ``FKIND ... JOINT_ONLY``) and the values each one's scope reads."""
+def _factor_tables(layout, program, constraints: tuple, pairs: np.ndarray, mechanism, index: dict,
+                   links: np.ndarray) -> tuple:
+    """One row per graph factor (columns ``FKIND ... JOINT_ONLY``) and the values each one's scope reads
+    (``links``: the link table, its ``NY`` written by :func:`_cluster_maps`)."""
     table, cidx = constraints[0], {c.name: j for j, c in enumerate(mechanism.constraints)}
     places = program.plan.layout()  # where the engine keeps each factor's and variable's numbers
     steps = program.steps
     paired = np.isin(steps[:, F["op"]], (Op.TREE_PAIR, Op.REVOLUTE_PAIR, Op.WIDE_REVOLUTE))
     joint_columns = steps[paired, F["tq"]]  # where the pair kernels read their tree factors (elimination.compiled)
-    joints = {index[l.name]: l.joint.nv for l in mechanism.links}  # a tree factor's joint columns: qdd's, or y's
-    joints.update({index[j]: cluster.size for cluster in layout.clusters for j in cluster.joints})
     rows, scope, start = [], [], 0
     for f, slot in enumerate(layout.slots):
         kind, role = ROLES[type(slot.role)], slot.role
@@ -243,7 +243,7 @@ def _factor_tables(layout, program, constraints: tuple, pairs: np.ndarray, mecha
         scope.append(values)
         mat, scl, lin = places.factors[f].matrix, places.factors[f].scales, places.factors[f].linear
         n = len(values)
-        joint0 = n - joints[who] if kind == TREE else -1
+        joint0 = n - links[who, NY] if kind == TREE else -1  # (its joint columns: qdd's, or its cluster's y)
         joint_only = kind == TREE and bool(np.any((joint_columns >= mat) & (joint_columns < mat + 6 * n)))
         rows.append((kind, who, pair, first, mat, scl, lin, start, start + n, n, joint0, int(joint_only)))
         start += n

@@ -174,7 +174,7 @@ def embedded_clusters(mechanism: Mechanism, names) -> list:
     constraints = [mechanism.constraint(name) for name in names]
     group = {}
     for c in constraints:  # (union of joint sets: a few constraints, a few joints each)
-        own = set(c.joints) if isinstance(c, Coupling) else mechanism.loop_joints(c.name)
+        own = _joints_of(mechanism, c)
         joined = own.union(*(group[j] for j in own if j in group))
         for joint in joined:
             group[joint] = joined
@@ -197,16 +197,21 @@ def embedded_clusters(mechanism: Mechanism, names) -> list:
 
             joints = tuple(l.name for l in mechanism.links if l.name in _closed_under_tree(mechanism, set(joints)))
             seen |= set(joints)
-            parent = next(mechanism.parent(j) for j in joints if mechanism.parent(j) not in joints)
+            parent = _hanging_from(mechanism, joints)
             moving = parent != GROUND and any(not isinstance(mechanism.constraint(n), (Coupling, Weld)) for n in inside)
-            columns = _columns(mechanism, joints)
-            clusters.append(EmbeddedCluster(joints[0], joints, None, None, inside,
-                                            columns.size - _generic_rank(mechanism, inside, joints), parent, moving))
+            ny = _columns(mechanism, joints).size - _generic_rank(mechanism, inside, joints)
+            clusters.append(EmbeddedCluster(joints[0], joints, None, None, inside, ny, parent, moving))
     return clusters
 
 
 def _joints_of(mechanism: Mechanism, c) -> set:
+    """The joints constraint ``c``'s rows move: a coupling's own, a loop's :meth:`~mechanics.Mechanism.loop_joints`."""
     return set(c.joints) if isinstance(c, Coupling) else mechanism.loop_joints(c.name)
+
+
+def _hanging_from(mechanism: Mechanism, joints) -> str:
+    """The link (or the ground) that ``joints``, closed under the tree, hang from."""
+    return next(mechanism.parent(j) for j in joints if mechanism.parent(j) not in joints)
 
 
 def _columns(mechanism: Mechanism, joints) -> np.ndarray:
@@ -216,11 +221,11 @@ def _columns(mechanism: Mechanism, joints) -> np.ndarray:
 
 def _generic_rank(mechanism: Mechanism, names: tuple, joints: tuple) -> int:
     """The rank of constraints ``names``' rows on the joints ``joints`` (:func:`_relative_rows`), their loops
-    closed: a structural
-    property (a planar four-bar's Connect has rank 2 anywhere but at its singular configurations), read off the
-    neutral configuration and three random ones (seeded), each closed (:meth:`~mechanics.Mechanism.project`)
-    where it can be -- the largest, as a singular configuration has less.  Where none closes, the open ones'
-    (an open loop's rows may have more: the states then say so, :func:`state_maps`)."""
+    closed: a structural property (a planar four-bar's Connect has rank 2 anywhere but at its singular
+    configurations), read off the neutral configuration and three random ones (seeded), each closed
+    (:meth:`~mechanics.Mechanism.project`) where it can be -- the largest, as a singular configuration has less.
+    Where none closes, the open ones' (an open loop's rows may have more: the states then say so,
+    :func:`state_maps`)."""
     from .kinematics import kinematics
 
     loops = [mechanism.constraint(n) for n in names if not isinstance(mechanism.constraint(n), Coupling)]
@@ -247,27 +252,26 @@ def _relative_rows(mechanism: Mechanism, joints: tuple, names: tuple, kin, terms
     from .kinematics import constraint_terms
 
     inside, batch = set(joints), kin.batch_shape
-    bounds = dict(zip(joints, np.cumsum([0] + [mechanism.link(j).joint.nv for j in joints])))
+    edges = np.cumsum([0] + [mechanism.link(j).joint.nv for j in joints])  # (joint j's columns: edges[i]:edges[i+1])
+    columns = {j: slice(a, b) for j, a, b in zip(joints, edges, edges[1:])}
     path, bias = {}, {}
     for j in joints:  # (topological order: a joint's parent in the cluster comes first)
         up = mechanism.parent(j)
         path[j] = (path[up] if up in inside else []) + [j]
         bias[j] = (bias[up] if up in inside else 0.0) + kin.bias_acceleration[j]
-    parent = next(mechanism.parent(j) for j in joints if mechanism.parent(j) not in inside)
+    parent = _hanging_from(mechanism, joints)
     A, c, Kp = [], [], []
     for name in names:
         t = terms.get(name) or constraint_terms(kin, mechanism.constraint(name))
         m = t.k.shape[-1]
-        rows, k, on_parent = np.zeros(batch + (m, bounds[joints[-1]] + mechanism.link(joints[-1]).joint.nv)), t.k, 0.0
+        rows, k, on_parent = np.zeros(batch + (m, edges[-1])), t.k, 0.0
         for link, K in t.K.items():
+            on_parent = on_parent + K
             if link == parent:
-                on_parent = on_parent + K
                 continue
             for j in path[link]:
-                start = bounds[j]
-                rows[..., start:start + mechanism.link(j).joint.nv] += K @ kin.S[j]
+                rows[..., columns[j]] += K @ kin.S[j]
             k = k - (K @ bias[link][..., None])[..., 0]
-            on_parent = on_parent + K
         A.append(rows)
         c.append(np.broadcast_to(k, batch + (m,)))
         Kp.append(np.broadcast_to(on_parent, batch + (m, 6)))
@@ -281,6 +285,8 @@ closure's error (fig4's two loops: 1e-6 at 1e-10 m), which a tighter threshold w
 SINGULAR_RTOL = 1e-8
 """A cluster's rows whose ``ny``-th smallest kept singular value falls below this, relative to the largest, are a
 singular configuration of it (a four-bar folded flat): its map is refused there."""
+
+
 def state_maps(mechanism: Mechanism, clusters, kin, terms: dict) -> dict:
     """Cluster name -> ``(G, g, P)`` (joint -> ``(..., nv_j, ny)``, ``(..., nv_j)``, ``(..., nv_j, 6)``) at the
     state of ``kin``: ``qdd_c = G y + g - P a_parent``.  The constant map of couplings (``P`` None), or from a
@@ -317,11 +323,16 @@ def state_maps(mechanism: Mechanism, clusters, kin, terms: dict) -> dict:
         G, g, P = np.swapaxes(Vt[..., rank:, :], -1, -2), (pinv @ c[..., None])[..., 0], pinv @ Kp
         if cluster.parent == GROUND:
             g = g - (P @ kin.root_acceleration[..., None])[..., 0]
-        bounds = np.cumsum([0] + [mechanism.link(j).joint.nv for j in cluster.joints])
-        split = lambda X: {j: X[..., a:b, :] if X.ndim > g.ndim else X[..., a:b]  # noqa: E731
-                           for j, a, b in zip(cluster.joints, bounds, bounds[1:])}
-        maps[cluster.name] = (split(G), split(g), split(P) if cluster.moving_parent else None)
+        maps[cluster.name] = (_by_joint(mechanism, cluster.joints, G, rows=True), _by_joint(mechanism, cluster.joints, g),
+                              _by_joint(mechanism, cluster.joints, P, rows=True) if cluster.moving_parent else None)
     return maps
+
+
+def _by_joint(mechanism: Mechanism, joints: tuple, X: np.ndarray, rows: bool = False) -> dict:
+    """Joint -> its part of ``X`` stacked over ``joints``' velocities on the last axis (``(..., n_c)``), or on the
+    one before with ``rows`` (``(..., n_c, k)``)."""
+    edges = np.cumsum([0] + [mechanism.link(j).joint.nv for j in joints])
+    return {j: X[..., a:b, :] if rows else X[..., a:b] for j, a, b in zip(joints, edges, edges[1:])}
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ from .gplc import GPLCLayout, split_multipliers
 from .keys import JointAcceleration, LinkAcceleration, Multiplier
 from .kinematics import LINEAR_FIRST, kinematics
 from .mechanism import Coupling, Mechanism, PlanCache
-from .policies import EXACT, HOLDS, resolve_policies
+from .policies import EXACT, HOLDS, RESIDUAL, resolve_policies
 
 HARD_RESIDUAL_RTOL = RESIDUAL_RTOL  # a hard solution must satisfy its constraints; anything else is a singular problem
 
@@ -275,7 +275,7 @@ def outer_iterations(mechanism, gplc, fact, policies: dict, mu: float, lam: dict
     refined until the steps settle before it is judged.
     """
     # (an embedded coupling has no multiplier to move: a mechanism of them alone is one solve)
-    iterating = any(p.iterates and not p.embeds(mechanism.constraint(c)) for c, p in policies.items())
+    iterating = any(p.iterates for p in policies.values())
     # refinement deferred to the iterates that may be the answer (a suspect factorization's first solve: verified)
     started = bool(refine and fact.startable())
     deferred = iterating and started and not np.any(fact.suspect())  # the first iterate's
@@ -330,10 +330,11 @@ def _soft_holds(fact, gplc, policies: dict, mu: float, lam: dict, residual: dict
 
 
 def _converged(fact, gplc, policies: dict, mu, lam, residual, tol, refine, batch) -> np.ndarray:
-    """Per element: the iterating constraints within tolerance, the soft ones holding (hard ones are guarded)."""
+    """Per element: the constraints judged by their residual (:data:`~mechanics.policies.RESIDUAL`: the iterating
+    and the embedded ones) within tolerance, the soft ones holding (hard ones are guarded)."""
     tolerance = residual_tolerance(tol, gplc.terms, batch)
-    iterating = [c for c, p in policies.items() if p.iterates]
-    converged = element_max((residual[c] for c in iterating), batch) <= tolerance
+    judged = [c for c, p in policies.items() if p.numbers.test == RESIDUAL]
+    converged = element_max((residual[c] for c in judged), batch) <= tolerance
     if any(p.numbers.test == HOLDS for p in policies.values()):
         converged &= _soft_holds(fact, gplc, policies, mu, lam, residual, tolerance, refine, batch)
     return converged

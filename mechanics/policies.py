@@ -99,11 +99,6 @@ class PolicyNumbers:
         return (self.moves, int(self.iterates), self.test), (self.stiffness, self.keep, self.push, self.take)
 
 
-EMBEDDED = PolicyNumbers(stiffness=0.0, moves=NONE, keep=1.0, push=0.0, take=0.0, iterates=False, test=RESIDUAL)
-"""An embedded constraint's numbers: nothing moves, ``lambda`` kept as it came (no multiplier to take: its
-force is recovered after the solve), no iterations, its residual round-off."""
-
-
 class ConstraintPolicy:
     """Base class: a policy is a small stateless object, its structure (:meth:`slots`) and its
     :class:`PolicyNumbers`; two compare equal when both agree (same class, same numbers)."""
@@ -131,11 +126,6 @@ class ConstraintPolicy:
     def embeds(self, constraint) -> bool:
         """Whether ``constraint`` is embedded (:class:`Embed`): written into its cluster's tree factors."""
         return False
-
-    def numbers_of(self, constraint) -> PolicyNumbers:
-        """The numbers the outer iterations read for ``constraint``: :attr:`numbers` (an embedded constraint's
-        are :data:`EMBEDDED`'s)."""
-        return EMBEDDED if self.embeds(constraint) else self.numbers
 
     def slots(self, constraint, links: tuple) -> list:
         """The factors added for ``constraint`` on its non-ground ``links``, as :class:`Slot`."""
@@ -278,6 +268,9 @@ class Embed(Prox):
 
     name = "embed"
     description = "couplings and local loops embedded (qdd = G y + g in their clusters' tree factors), others as prox"
+    # nothing moves, lambda kept as it came (no multiplier: the force is recovered after the solve), no outer
+    # iterations; the residual judged as an iterating policy's (rows a cluster's map leaves out show there)
+    numbers = PolicyNumbers(0.0, NONE, 1.0, 0.0, 0.0, False, RESIDUAL)
 
     def embeds(self, constraint) -> bool:
         return True
@@ -287,15 +280,6 @@ class Embed(Prox):
 
     def slots(self, constraint, links: tuple) -> list:
         return []
-
-    def update(self, lam: np.ndarray, x: dict, residual: np.ndarray, mu: float, constraint: str) -> np.ndarray:
-        """An embedded constraint has no multiplier to update (its force is recovered after the solve)."""
-        return lam
-
-    def lowered(self) -> str:
-        """"": its :meth:`update` is :data:`EMBEDDED`'s numbers (:meth:`numbers_of`); the compiled kernels fill
-        a cluster's factors where its map is constant (:mod:`mechanics.compiled_fill`)."""
-        return ""
 
 
 POLICIES = {policy.name: policy for policy in (ALM(), Prox(), Hard(), Soft())}

@@ -53,6 +53,17 @@ def joint_space(mech, q, v):
     return M, b, np.vstack(rows), np.concatenate(rhs)
 
 
+def kkt_condition(mech, q, v, A, cond: float) -> float:
+    """``cond``, the dense KKT's condition, or where that says rows dependent to round-off (above 1e14) the
+    condition of the KKT on ``A``'s row space."""
+    if cond <= 1e14:
+        return cond
+    rows = np.linalg.matrix_rank(A, tol=1e-10 * max(1.0, np.abs(A).max()))
+    basis = np.linalg.svd(A, full_matrices=False)[2][:rows]
+    M = joint_space(mech, q, v)[0]
+    return np.linalg.cond(np.block([[M, -basis.T], [basis, np.zeros((len(basis), len(basis)))]]))
+
+
 def depth_first(mech) -> bool:
     """Whether each link's subtree follows it (Pinocchio's crba assumes it: its M is wrong across a sibling
     listed between a parent and its child)."""
@@ -121,10 +132,7 @@ def test_random_couplings_every_algorithm_and_executor_equal_the_dense_solve(mec
     independent = rank == A.shape[0]
     event(f"rows {'independent' if independent else 'dependent'}")
     M = joint_space(mech, q, v)[0]
-    if cond > 1e14:  # (rows dependent to round-off: the KKT of A's row space, the one that is not singular)
-        basis = np.linalg.svd(A, full_matrices=False)[2][:np.linalg.matrix_rank(A, tol=1e-10 * max(1.0, np.abs(A).max()))]
-        cond = np.linalg.cond(np.block([[M, -basis.T], [basis, np.zeros((len(basis), len(basis)))]]))
-    scale = max(1.0, cond / 1e6)
+    scale = max(1.0, kkt_condition(mech, q, v, A, cond) / 1e6)
     # LCABA's ALM factorizes M + mu A'A (000 Fig. 11: its accuracy follows that matrix's condition, not the KKT's),
     # and contracts by 1 / (1 + mu d) along each eigenvalue d of the Delassus matrix A M^-1 A'
     alm_scale = max(scale, np.linalg.cond(M + ALM_MU * A.T @ A) / 1e6)
@@ -426,11 +434,7 @@ def test_embedded_couplings_beside_prox_loops_equal_the_dense_solve(mech, seed):
               f"{'' if result.converged else 'not '}converged")
         assert result.converged or not independent, backend
         if result.converged:
-            if cond > 1e14:  # (rows dependent to round-off: the KKT of A's row space)
-                rows = np.linalg.matrix_rank(A, tol=1e-10 * max(1.0, np.abs(A).max()))
-                basis = np.linalg.svd(A, full_matrices=False)[2][:rows]
-                M = joint_space(mech, q, v)[0]
-                cond = np.linalg.cond(np.block([[M, -basis.T], [basis, np.zeros((len(basis), len(basis)))]]))
+            cond = kkt_condition(mech, q, v, A, cond)
             # (embedding solves G'MG y = ...: its round-off follows that matrix's condition too)
             G = mechanics.coupling_map(mech).G
             reduced = np.linalg.cond(G.T @ joint_space(mech, q, v)[0] @ G) if G.shape[1] else 1.0
@@ -579,11 +583,7 @@ def test_random_local_loops_embedded_equal_the_dense_solve(closed, seed):
     assert result.converged or not independent or opened
     assert result.converged or result.residual > 1e-12
     if result.converged:
-        if cond > 1e14:  # (rows dependent to round-off: the KKT of A's row space)
-            rows = np.linalg.matrix_rank(A, tol=1e-10 * max(1.0, np.abs(A).max()))
-            basis = np.linalg.svd(A, full_matrices=False)[2][:rows]
-            M = joint_space(mech, q, v)[0]
-            cond = np.linalg.cond(np.block([[M, -basis.T], [basis, np.zeros((len(basis), len(basis)))]]))
+        cond = kkt_condition(mech, q, v, A, cond)
         scale = max(1.0, cond / 1e6)
         # (1e-8, not 1e-10: one draw -- a Weld leaving its cluster rigid, KKT condition 85 -- gave qdd_c ~1e-29
         # here, as the closed loop's zero relative velocity says, and 2e-8 from the oracle: 6.1e-10 of the
