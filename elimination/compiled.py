@@ -7,7 +7,8 @@ workspaces, so nothing is compiled per plan: the kernels are compiled once,
 announced on stderr the first time, and cached on disk (``@njit(cache=True)``).
 They dispatch each step on its instruction (the ``op`` column): a ``FRONT``
 (and ``PIVOT``, ``UNIT``) to :mod:`elimination.compiled_front`, a pair to
-:mod:`elimination.compiled_pairs`; a program with an instruction neither has
+:mod:`elimination.compiled_pairs` (both pivot through
+:mod:`elimination.compiled_pivot`); a program with an instruction neither has
 a kernel for is refused (:func:`runnable`).
 
 The arithmetic is the numpy rule's (:mod:`elimination.gaussian`).  Each
@@ -55,7 +56,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from . import compiled_front, compiled_pairs, jacobi, vectors
+from . import compiled_front, compiled_pairs, compiled_pivot, jacobi, vectors
 from .compiled_front import (
     A0, A1, H0, H1, M, NF, NS, OP, OP_FUSED, OP_REVOLUTE, OP_TREE, OP_WIDE_REVOLUTE, UNCOUNTED, _generic_step,
     _step_backward, _step_forward,
@@ -69,8 +70,8 @@ from .program import Op
 from .vectors import as_column
 
 _ANNOUNCED: set = set()  # (module, kernel) pairs announced in this process
-drop_stale_cache(__file__, compiled_front.__file__, compiled_pairs.__file__, jacobi.__file__,
-                 vectors.__file__)  # (inlined here)
+drop_stale_cache(__file__, compiled_front.__file__, compiled_pairs.__file__, compiled_pivot.__file__,
+                 jacobi.__file__, vectors.__file__)  # (inlined here)
 
 
 @njit(cache=True)

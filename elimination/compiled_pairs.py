@@ -23,13 +23,15 @@ from numba import njit
 
 from .compiled_front import (
     B0, B1, DEFINITE, DS, G0, G1, H0, H1, HF_, IDENTITY, LINV, NF, NS, OUT_G, OUT_H, OUT_S, PB0, PB1, PG0, PG1, PH0, PH1, PIVOT,
-    PS0, PS1, S0, S1, T_, TC, TN, TP, TQ, TSIG, XF0, XF1, XS0, XS1, Y_, YC, _gathered, _pivot_block, _sub_dot,
+    PS0, PS1, S0, S1, T_, TC, TN, TP, TQ, TSIG, XF0, XF1, XS0, XS1, Y_, YC, _gathered, _sub_dot,
     ix,
 )
+from .compiled_pivot import _pivot_block
 from .kernel_cache import drop_stale_cache
-from . import compiled_front, vectors as v
+from . import compiled_front, compiled_pivot, vectors as v
 
-drop_stale_cache(__file__, compiled_front.__file__, v.__file__)  # (the pairs compile their kernels into themselves)
+# (the pairs compile their kernels into themselves)
+drop_stale_cache(__file__, compiled_front.__file__, compiled_pivot.__file__, v.__file__)
 
 
 @njit(cache=True, inline="always")

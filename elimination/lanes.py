@@ -41,17 +41,18 @@ from numba.typed import List
 from .compiled import announce_first_compile, factorize_maps, max_front, solve_maps
 from .compiled_front import (
     DEFINITE, DS, G0, G1, LINV, NF, NS, NZ, OP, OP_PIVOT, OUT_G, OUT_H, OUT_S, PIVOT, UNCOUNTED, Y_, YC, _gathered,
-    _pivot_block, _step_backward,
+    _step_backward,
 )
+from .compiled_pivot import _pivot_block
 from .kernel_cache import drop_stale_cache
-from . import compiled_front, vectors as v
+from . import compiled_front, compiled_pivot, vectors as v
 
 LANES = v.WIDTH
 """Elements per pass: the vector operations' width.  (Written as loops over the lanes, numba unrolls them
 into scalar instructions, 1.4x slower here: LLVM's SLP vectorizer would fuse them and numba leaves it off;
 with the lanes an array's length, LLVM's loop vectorizer takes them behind run-time overlap checks, 1.6x
 slower.)"""
-drop_stale_cache(__file__, compiled_front.__file__, v.__file__)  # (inlined)
+drop_stale_cache(__file__, compiled_front.__file__, compiled_pivot.__file__, v.__file__)  # (inlined)
 
 
 def aligned_zeros(shape) -> np.ndarray:

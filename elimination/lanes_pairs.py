@@ -38,11 +38,11 @@ from .compiled_pairs import (
     _wide_revolute_backward, _wide_revolute_forward, _wide_revolute_pair,
 )
 from .lanes import LANES, _pivot_forward, _pivoted, _record
-from . import compiled, compiled_front, compiled_pairs, jacobi, lanes, vectors as v
+from . import compiled, compiled_front, compiled_pairs, compiled_pivot, jacobi, lanes, vectors as v
 from .program import KEEP_MIRRORED, START_GATHERED, START_LEFT
 
-drop_stale_cache(__file__, compiled_front.__file__, compiled_pairs.__file__, jacobi.__file__, lanes.__file__,
-                 v.__file__)  # (inlined or linked in)
+drop_stale_cache(__file__, compiled_front.__file__, compiled_pairs.__file__, compiled_pivot.__file__,
+                 jacobi.__file__, lanes.__file__, v.__file__)  # (inlined or linked in)
 
 
 def covers_pairs(program) -> bool:

@@ -414,6 +414,75 @@ def _coupling_terms(constraints, general, root, KL, parts, KK, Kk, j, m, r0, pai
         vectors.put(Kk, r0 + r, KL, k + r, KL, MASK)
 
 
+@njit(cache=True, inline="always")
+def _general_terms(KL, KK, Kk, K_const, k_const, pair, npair, r0, m, t, MASK):
+    """A General constraint's constant ``K`` blocks into ``KK`` and ``k`` into ``Kk`` (the new lanes: ``MASK``)."""
+    for q in range(npair):
+        for r in range(6):
+            for c in range(6):
+                vectors.fill(KL, t, K_const[pair + q, r, c])
+                vectors.put(KK, 36 * (pair + q) + 6 * r + c, KL, t, KL, MASK)
+    for r in range(m):
+        vectors.fill(KL, t, k_const[0, ix(r0 + r)])
+        vectors.put(Kk, r0 + r, KL, t, KL, MASK)
+
+
+@njit(cache=True, inline="always")
+def _weld_drift(KL, v1, v2, KLr, D, k, t, m):
+    """A Weld's drift ``K (v_1 x v_2)`` taken from its ``m`` rows of ``k``."""
+    _cross_motion(KL, D, v1, v2)
+    for r in range(m):
+        vectors.dot6(KL, t, KL, KLr + 6 * r, 1, KL, D, 1)
+        vectors.sub(KL, k + r, KL, t)
+
+
+@njit(cache=True, inline="always")
+def _weld_velocity_error(KL, v1, v2, KLr, ED, t, m):
+    """A Weld's velocity error ``e_dot = K (v_1 - v_2)`` into its ``m`` rows at ``ED``."""
+    for r in range(m):
+        vectors.dot6(KL, ED + r, KL, KLr + 6 * r, 1, KL, v1, 1)
+        vectors.dot6(KL, t, KL, KLr + 6 * r, 1, KL, v2, 1)
+        vectors.sub(KL, ED + r, KL, t)
+
+
+@njit(cache=True, inline="always")
+def _connect_side(KL, axes, j, m, side, sign, pt, vl, R1, p1, p2, KLr, D, k, t, E, ED, corrected):
+    """One side of a Connect (``sign`` +1 the first link, -1 the second, its point ``pt`` and velocity ``vl``):
+    its rows ``K = sign R1' [-p x, I]`` at ``KLr``, its drift ``sign R1' (w x J v)`` taken from ``k``; where
+    ``corrected``, ``sign R1' J v`` added to ``e_dot`` and at the second side ``e = R1' (p1 - p2)``."""
+    for i in range(3):  # Jv = v + w x point, in D + 3 ..
+        i1, i2 = (i + 1) % 3, (i + 2) % 3
+        vectors.mul_add(KL, D + 3 + i, KL, vl + 3 + i, KL, vl + i1, KL, pt + i2)
+        vectors.sub_mul(KL, D + 3 + i, KL, vl + i2, KL, pt + i1)
+    for i in range(3):  # d = w x Jv, in D ..
+        i1, i2 = (i + 1) % 3, (i + 2) % 3
+        _cross(KL, D + i, vl + i1, D + 3 + i2, vl + i2, D + 3 + i1)
+    for r in range(m):
+        e = R1 + axes[ix(j), ix(r)]  # row ax of R1': R1's column, rows three apart
+        Kr = KLr + 6 * r
+        for i in range(3):
+            i1, i2 = (i + 1) % 3, (i + 2) % 3
+            _cross(KL, t, e + 3 * i1, pt + i2, e + 3 * i2, pt + i1)
+            vectors.scaled(KL, Kr + i, -sign, KL, t)
+            vectors.scaled(KL, Kr + 3 + i, sign, KL, e + 3 * i)
+        vectors.mul(KL, t, KL, e, KL, D)
+        vectors.add_mul(KL, t, KL, e + 3, KL, D + 1)
+        vectors.add_mul(KL, t, KL, e + 6, KL, D + 2)
+        vectors.scaled(KL, t, sign, KL, t)
+        vectors.sub(KL, k + r, KL, t)
+        if corrected:
+            vectors.mul(KL, t, KL, e, KL, D + 3)
+            vectors.add_mul(KL, t, KL, e + 3, KL, D + 4)
+            vectors.add_mul(KL, t, KL, e + 6, KL, D + 5)
+            vectors.add_scaled(KL, ED + r, KL, t, sign)
+            if side == 1:
+                vectors.fill(KL, E + r, 0.0)
+                for i in range(3):
+                    vectors.copy(KL, t, KL, p1 + i)
+                    vectors.sub(KL, t, KL, p2 + i)
+                    vectors.add_mul(KL, E + r, KL, e + 3 * i, KL, t)
+
+
 @njit(cache=True, **UNCOUNTED)  # (compiled once and called: each caller's compile is shorter)
 def _constraint_terms(constraints, general, root, ground, KL, parts, KK, Kk):
     """:func:`mechanics.kinematics.constraint_terms` of every constraint (couplings: :func:`_coupling_terms`), in
@@ -435,14 +504,7 @@ def _constraint_terms(constraints, general, root, ground, KL, parts, KK, Kk):
                             corrected)
             continue
         if kind == GENERAL:
-            for q in range(table[ix(j), NPAIR]):
-                for r in range(6):
-                    for c in range(6):
-                        vectors.fill(KL, t, K_const[pair + q, r, c])
-                        vectors.put(KK, 36 * (pair + q) + 6 * r + c, KL, t, KL, MASK)
-            for r in range(m):
-                vectors.fill(KL, t, k_const[0, ix(r0 + r)])
-                vectors.put(Kk, r0 + r, KL, t, KL, MASK)
+            _general_terms(KL, KK, Kk, K_const, k_const, pair, table[ix(j), NPAIR], r0, m, t, MASK)
             continue
         a, b = table[ix(j), L1], table[ix(j), L2]
         _compose(KL, R + 9 * a, P + 3 * a, place_R[ix(j), 0], place_p[ix(j), 0], R1, p1)
@@ -456,52 +518,16 @@ def _constraint_terms(constraints, general, root, ground, KL, parts, KK, Kk):
                 for r in range(m):
                     _weld_row(KL, KLr + 6 * r, (axes[ix(j), ix(r)] + 3) % 6, sign, R1, p1, t)
                 if side == 0:  # the drift: v_1 x v_2
-                    _cross_motion(KL, D, VEL + 6 * a, VEL + 6 * b)
-                    for r in range(m):
-                        vectors.dot6(KL, t, KL, KLr + 6 * r, 1, KL, D, 1)
-                        vectors.sub(KL, k + r, KL, t)
+                    _weld_drift(KL, VEL + 6 * a, VEL + 6 * b, KLr, D, k, t, m)
                     if corrected:  # e_dot = C (v_1 - v_2), e = -log6(c1Mc2)
-                        for r in range(m):
-                            vectors.dot6(KL, ED + r, KL, KLr + 6 * r, 1, KL, VEL + 6 * a, 1)
-                            vectors.dot6(KL, t, KL, KLr + 6 * r, 1, KL, VEL + 6 * b, 1)
-                            vectors.sub(KL, ED + r, KL, t)
+                        _weld_velocity_error(KL, VEL + 6 * a, VEL + 6 * b, KLr, ED, t, m)
                         _compose(KL, R + 9 * b, P + 3 * b, place_R[ix(j), 1], place_p[ix(j), 1], R2, p2)
                         _weld_error(KL, R1, p1, R2, p2, E, axes, j, m)
             else:  # Connect: K = sign R1' [-p x, I], drift sign * w x (J v)
                 if side == 1:
                     _compose(KL, R + 9 * b, P + 3 * b, place_R[ix(j), 1], place_p[ix(j), 1], R2, p2)
-                pt, vl = (p1 if side == 0 else p2), VEL + 6 * link
-                for i in range(3):  # Jv = v + w x point, in D + 3 ..
-                    i1, i2 = (i + 1) % 3, (i + 2) % 3
-                    vectors.mul_add(KL, D + 3 + i, KL, vl + 3 + i, KL, vl + i1, KL, pt + i2)
-                    vectors.sub_mul(KL, D + 3 + i, KL, vl + i2, KL, pt + i1)
-                for i in range(3):  # d = w x Jv, in D ..
-                    i1, i2 = (i + 1) % 3, (i + 2) % 3
-                    _cross(KL, D + i, vl + i1, D + 3 + i2, vl + i2, D + 3 + i1)
-                for r in range(m):
-                    e = R1 + axes[ix(j), ix(r)]  # row ax of R1': R1's column, rows three apart
-                    Kr = KLr + 6 * r
-                    for i in range(3):
-                        i1, i2 = (i + 1) % 3, (i + 2) % 3
-                        _cross(KL, t, e + 3 * i1, pt + i2, e + 3 * i2, pt + i1)
-                        vectors.scaled(KL, Kr + i, -sign, KL, t)
-                        vectors.scaled(KL, Kr + 3 + i, sign, KL, e + 3 * i)
-                    vectors.mul(KL, t, KL, e, KL, D)
-                    vectors.add_mul(KL, t, KL, e + 3, KL, D + 1)
-                    vectors.add_mul(KL, t, KL, e + 6, KL, D + 2)
-                    vectors.scaled(KL, t, sign, KL, t)
-                    vectors.sub(KL, k + r, KL, t)
-                    if corrected:  # e_dot += sign R1' Jv, and at the second side e = R1' (p1 - p2)
-                        vectors.mul(KL, t, KL, e, KL, D + 3)
-                        vectors.add_mul(KL, t, KL, e + 3, KL, D + 4)
-                        vectors.add_mul(KL, t, KL, e + 6, KL, D + 5)
-                        vectors.add_scaled(KL, ED + r, KL, t, sign)
-                        if side == 1:
-                            vectors.fill(KL, E + r, 0.0)
-                            for i in range(3):
-                                vectors.copy(KL, t, KL, p1 + i)
-                                vectors.sub(KL, t, KL, p2 + i)
-                                vectors.add_mul(KL, E + r, KL, e + 3 * i, KL, t)
+                _connect_side(KL, axes, j, m, side, sign, (p1 if side == 0 else p2), VEL + 6 * link, R1, p1, p2,
+                              KLr, D, k, t, E, ED, corrected)
             if link == ground:  # the ground's known acceleration to the right-hand side
                 for r in range(m):
                     vectors.fill(KL, t, 0.0)
