@@ -108,11 +108,13 @@ def _on_independent(mechanism: Mechanism, q, v, qdd, backend: str) -> np.ndarray
     from .couplings import coupling_map, coupling_rows
 
     qdd = state_array(mechanism, qdd, "qdd", mechanism.nv)
-    C, c, names = coupling_rows(mechanism)
+    # the couplings' rows and map are structure: made once per mechanism (an SVD and a column search)
+    (C, c, names), couplings = mechanism.derived.get(
+        ("independent coordinates",), lambda: (coupling_rows(mechanism), coupling_map(mechanism)))
     missed = np.abs((qdd[..., None, :] @ C.T)[..., 0, :] - c)
     scale = 1.0 + np.max(np.abs(qdd), axis=-1, keepdims=True) * np.max(np.abs(C), initial=0.0)
     if np.any(missed > 1e-9 * scale):
         row = int(np.argmax(np.max((missed / scale).reshape(-1, len(names)), axis=0)))
         raise ValueError(f"inverse_dynamics(independent=True): qdd misses coupling {names[row]!r} by "
                          f"{np.max(missed[..., row]):.1e}; give qdd = G y + g (mechanics.coupling_map)")
-    return coupling_map(mechanism).reduce(inverse_dynamics(mechanism, q, v, qdd, backend))
+    return couplings.reduce(inverse_dynamics(mechanism, q, v, qdd, backend))

@@ -39,13 +39,16 @@ class UsageError(Exception):
     """Bad input on the command line: printed in one line, exit status 2."""
 
 
-def _number(text: str):
+def _parameter(text: str):
+    """A built-in's parameter value: an int, a float, or ``true`` / ``false`` (``mini_cheetah:contacts=true``)."""
     for cast in (int, float):
         try:
             return cast(text)
         except ValueError:
             pass
-    raise UsageError(f"size parameter value {text!r} is not a number")
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    raise UsageError(f"parameter value {text!r} is not a number, true or false")
 
 
 def load_mechanism(spec: str, floating_base: bool = False, contacts=()):
@@ -109,7 +112,7 @@ def _mechanism(spec: str, floating_base: bool):
         key, eq, value = item.partition("=")
         if not eq:
             raise UsageError(f"size parameter {item!r} should read key=value, e.g. {name}:{_first_param(name)}=4")
-        kwargs[key.strip()] = _number(value.strip())
+        kwargs[key.strip()] = _parameter(value.strip())
     accepted = inspect.signature(MODELS[name]).parameters
     unknown = [k for k in kwargs if k not in accepted]
     if unknown:

@@ -245,6 +245,34 @@ def test_a_mimic_joint_equals_pinocchios_mimic_model(mimic_urdf):
                 assert relative(result.qdd, G @ y_dd) < 1e-12, (name, backend)
 
 
+def test_pandas_mimic_finger_equals_pinocchios_mimic_model_in_batches():
+    """example-robot-data's Panda as its URDF says (``panda_finger_joint2`` mimics joint 1): loaded with its
+    coupling, every algorithm's batch on both executors is ``G y_dd`` of Pinocchio's reduced model (``crba``,
+    ``rnea``: nv 9 -> 8), and inverse dynamics on ``y`` is its ``rnea``."""
+    from mechanics.pinocchio_io import _robot_model
+
+    mech, path = mechanics.load_robot("panda"), _robot_model("panda")[1]
+    reduced = pin.buildModelFromUrdf(path, True)
+    assert (mech.nv, reduced.nv, [c.name for c in mech.constraints]) == (9, 8, ["panda_finger_joint2:mimic"])
+    G = np.vstack([np.eye(8), np.eye(8)[7]])  # the second finger follows the first, multiplier 1, offset 0
+    assert np.array_equal(mechanics.coupling_map(mech).G, G)
+    rng, data = np.random.default_rng(5), reduced.createData()
+    y = np.array([pin.randomConfiguration(reduced) for _ in range(4)])
+    y_dot, y_dd, tau = rng.normal(size=(4, 8)), rng.normal(size=(4, 8)), rng.normal(size=(4, 9))
+    q, v = y @ G.T, y_dot @ G.T
+    expected = []
+    for i in range(4):
+        M = pin.crba(reduced, data, y[i])
+        M = np.triu(M) + np.triu(M, 1).T
+        expected.append(G @ np.linalg.solve(M, G.T @ tau[i] - pin.rnea(reduced, data, y[i], y_dot[i], np.zeros(8))))
+    rnea = np.array([pin.rnea(reduced, data, y[i], y_dot[i], y_dd[i]) for i in range(4)])
+    for backend in BACKENDS:
+        for name in ALGORITHMS:
+            assert relative(_solved(mech, q, v, tau, name, backend).qdd, np.array(expected)) < 1e-10, (name, backend)
+        tau_y = mechanics.inverse_dynamics(mech, q, v, y_dd @ G.T, backend=backend, independent=True)
+        assert relative(tau_y, rnea) < 1e-12, backend
+
+
 def test_coupling_errors_and_baumgarte_on_both_executors():
     """A mimic's position and velocity errors (``C q - offset``, ``C v``), and its Baumgarte target ``-Kp e - Kd
     e_dot`` in the dense solve's right-hand side; a gear has a velocity level only: one pair for all gives it

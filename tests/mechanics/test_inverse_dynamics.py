@@ -5,12 +5,12 @@ import pytest
 from hypothesis import given, settings
 
 import mechanics
-from mechanics.pinocchio_io import from_pinocchio, load_pinocchio_robot
+from mechanics.pinocchio_io import ROBOTS as EVERY_ROBOT, from_pinocchio, load_pinocchio_robot
 from tests.mechanics.pinocchio_oracle import pinocchio_model_of, random_state
 from tests.mechanics.random_mechanisms import mechanisms
 from tests.mechanics.random_mechanisms import random_state as random_mechanism_state
 
-ROBOTS = ("talos", "solo12", "ur5", "anymal")
+ROBOTS = sorted(EVERY_ROBOT)  # every example-robot-data robot load_robot knows (the tests load each)
 
 
 def relative(a, b) -> float:

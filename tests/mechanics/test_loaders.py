@@ -139,6 +139,9 @@ def test_a_malformed_mimic_is_refused_with_its_line(tmp_path):
     path.write_text(MIMIC_URDF.replace('<mimic joint="j1" multiplier', '<mimic joint="j9" multiplier'))
     with pytest.raises(ValueError, match=r"line 12: the <mimic> of joint 'j2' follows 'j9', which is not a movable"):
         mechanics.load_urdf(path)
+    path.write_text(MIMIC_URDF.replace('<mimic joint="j1" multiplier', '<mimic multiplier'))
+    with pytest.raises(ValueError, match=r"line 12: the <mimic> of joint 'j2' names no joint \(give joint="):
+        mechanics.load_urdf(path)
 
 
 COUPLED_MJCF = """<mujoco model="coupled">
@@ -170,6 +173,14 @@ def test_an_mjcf_joint_equality_is_a_coupling_and_a_quadratic_one_is_refused_wit
     with pytest.raises(ValueError, match=r"coupled.xml line 10: <equality><joint joint1='jb'>: polycoef .* order "
                                          r"above 1"):
         mechanics.load_mjcf(path)
+    refused = {'polycoef="0.1 -0.5 0 0 0"': ('polycoef="0.1 half 0 0 0"', r"polycoef '0.1 half 0 0 0' must be numbers"),
+               'type="hinge" axis="0 1 0"': ('type="ball"', r"'jb' is not a hinge or slide joint of the model"),
+               'name="jb" type="hinge"': ('name="jb" ref="0.2" type="hinge"', r"joint 'jb' has ref='0.2'.*give the "
+                                                                              r"joint ref=\"0\"")}
+    for before, (after, message) in refused.items():
+        path.write_text(COUPLED_MJCF.replace(before, after))
+        with pytest.raises(ValueError, match=r"coupled.xml line 10: <equality><joint joint1='jb'>: " + message):
+            mechanics.load_mjcf(path)
 
 
 def test_an_mjcf_joints_armature_is_kept_as_pinocchio_reads_it(tmp_path):

@@ -73,7 +73,7 @@ def test_list_and_scale(tmp_path):
         (("compare", "fig4", "--algorithms", "aba2"), "unknown algorithm 'aba2'; choose from aba"),
         (("compare", "missing.urdf"), "no such file: missing.urdf"),
         (("compare", "cycle:n=1"), "n must be an int >= 2"),
-        (("compare", "cycle:n=big"), "'big' is not a number"),
+        (("compare", "cycle:n=big"), "'big' is not a number, true or false"),
         (("compare", "cycle:rungs=3"), "cycle has no parameter 'rungs'; its parameters: n"),
         (("render", "fig4", "--algorithm", "nope", "--out", "x"), "unknown algorithm 'nope'"),
         (("scale", "fig4", "--sizes", "a,b"), "scale needs|--sizes"),
@@ -103,6 +103,17 @@ def test_compare_a_robot_by_name_with_contacts_on_its_frames(tmp_path):
     assert "Mechanism('solo12': 13 links, nq=19, nv=18, 3 constraints, m=12)" in result.stdout
     rows = json.loads((tmp_path / "t.json").read_text())["rows"]
     assert [r["algorithm"] for r in rows] == ["proxbbo", "lcaba"] and all(r["deviation"] < 1e-8 for r in rows)
+
+
+@pytest.mark.parametrize("flag, constraints", [("true", "16 constraints"), ("False", "12 constraints")])
+def test_compare_a_built_in_with_a_true_or_false_parameter(flag, constraints, tmp_path):
+    """``gaussgraph list`` shows ``mini_cheetah [contacts=False]``: a flag's value reads as written there (its 12
+    rotor couplings, and with ``contacts=true`` the four feet)."""
+    result = gaussgraph("compare", f"mini_cheetah:contacts={flag}", "--algorithms", "proxbbo", "--repeat", "1",
+                        "--json", tmp_path / "t.json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads((tmp_path / "t.json").read_text())["rows"]
+    assert rows[0]["deviation"] < 1e-8 and constraints in result.stdout, result.stdout
 
 
 def test_a_plot_without_matplotlib_is_refused_before_the_run(monkeypatch, tmp_path, capsys):
