@@ -33,7 +33,8 @@ ANCHOR_RTOL = 1e-9  # two ground constraints on one link disagree beyond this (r
 
 class IncompatibleConstraintsWarning(UserWarning):
     """Constraints that hold together at acceleration level but at no configuration: e.g. one link welded to
-    the ground at two different places (``Mechanism`` warns when it is built)."""
+    the ground, or to another link, at two different places (``Mechanism`` warns when it is built; loops whose
+    closure depends on ``q`` are judged by :meth:`Mechanism.project`'s error)."""
 _EYE = np.eye(3)
 _EYE.flags.writeable = False
 _ORTHONORMAL_TOL = 1e-8 + 1e-5 * _EYE  # the test of np.allclose(R R', I, atol=1e-8), without its overhead
@@ -652,26 +653,29 @@ def ground_ends(c) -> tuple | None:
     return c.link2, c.placement2, c.placement1, "placement1"
 
 
-def _ground_holds(c) -> tuple | None:
-    """``(link, point or None, world pose)`` a Weld or Connect to the ground asks of its link: a Weld its pose
-    (``point`` None), a Connect the world position of a point fixed on it; None for the others."""
-    ends = ground_ends(c)
-    if ends is None:
+def _relative_holds(c) -> tuple | None:
+    """``((reference, link), point or None, pose)`` a Weld or Connect asks of ``link`` in ``reference``'s frame
+    (the ground, else the first by name): a Weld ``link``'s pose there (``point`` None), a Connect the position
+    there of a point fixed on ``link``; None for the other constraints.  What a pair of links asks does not
+    depend on ``q``."""
+    if not isinstance(c, (Weld, Connect)):
         return None
-    link, own, ground, _ = ends
+    (reference, there), (link, own) = sorted(((c.link1, c.placement1), (c.link2, c.placement2)),
+                                             key=lambda end: (end[0] != GROUND, end[0]))
     if isinstance(c, Connect):
-        return link, own.translation, ground.translation
-    R = ground.rotation @ own.rotation.T  # the link's pose that puts its frame on the ground's
-    return link, None, (R, ground.translation - R @ own.translation)
+        return (reference, link), own.translation, there.translation
+    R = there.rotation @ own.rotation.T  # the link's pose that puts its frame on the reference's
+    return (reference, link), None, (R, there.translation - R @ own.translation)
 
 
 def _warn_incompatible_anchors(name: str, constraints) -> None:
-    """An :class:`IncompatibleConstraintsWarning` for two Welds or Connects to the ground that ask one link for
-    placements no rigid motion gives both (two poses; two points whose distance differs; a point off a pose)."""
-    holds = [(c.name, h) for c in constraints if (h := _ground_holds(c)) is not None]
-    for i, (a, (link, pa, Xa)) in enumerate(holds):
+    """An :class:`IncompatibleConstraintsWarning` for two Welds or Connects between the same two links (or a
+    link and the ground) that ask for relative placements no configuration gives both (two poses; two points
+    whose distance differs; a point off a pose)."""
+    holds = [(c.name, h) for c in constraints if (h := _relative_holds(c)) is not None]
+    for i, (a, (pair, pa, Xa)) in enumerate(holds):
         for b, (other, pb, Xb) in holds[i + 1:]:
-            if other != link:
+            if other != pair:
                 continue
             if pa is None and pb is None:
                 gap = max(np.max(np.abs(Xa[0] - Xb[0])), np.max(np.abs(Xa[1] - Xb[1])) / max(1.0, np.abs(Xa[1]).max()))
@@ -681,7 +685,8 @@ def _warn_incompatible_anchors(name: str, constraints) -> None:
             else:
                 gap = abs(np.linalg.norm(pa - pb) - np.linalg.norm(Xa - Xb)) / max(1.0, np.linalg.norm(Xa - Xb))
             if gap > ANCHOR_RTOL:
-                warnings.warn(f"{name!r}: constraints {a!r} and {b!r} fix link {link!r} to the ground at placements "
+                where = "to the ground" if pair[0] == GROUND else f"to link {pair[0]!r}"
+                warnings.warn(f"{name!r}: constraints {a!r} and {b!r} fix link {pair[1]!r} {where} at placements "
                               f"no configuration gives both (apart by {gap:.1e}): they hold at acceleration level, "
                               f"but not in position (project fails, a Baumgarte correction pulls both ways); "
                               f"remove one or place them consistently", IncompatibleConstraintsWarning, stacklevel=4)

@@ -223,6 +223,24 @@ def test_incompatible_ground_constraints_are_named_when_built_and_when_projected
         mech.with_constraints([Connect(link, GROUND, at(1.0), at(1.0), name="a"), Connect(link, GROUND, at(), at(3.0), name="b")])
 
 
+def test_incompatible_constraints_between_two_links_are_named_when_built():
+    """Two Welds or Connects between the same two links ask for a relative placement that does not depend on
+    ``q``: where no configuration gives both, the mechanism says so when built (either order of the ends);
+    a consistent pair builds quietly."""
+    mech = models.fig4()
+    a, b = mech.links[2].name, mech.links[5].name
+    with pytest.warns(mechanics.IncompatibleConstraintsWarning, match=f"'w1' and 'w2' fix link '.*' to link '.*'"):
+        mech.with_constraints(list(mech.constraints) + [Weld(a, b, name="w1"), Weld(b, a, at(0.1), name="w2")])
+    with pytest.warns(mechanics.IncompatibleConstraintsWarning, match="'c1' and 'c2'"):  # another distance apart
+        mech.with_constraints(list(mech.constraints) + [Connect(a, b, at(0.2), at(), name="c1"),
+                                                        Connect(b, a, at(0.5), at(), name="c2")])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", mechanics.IncompatibleConstraintsWarning)
+        mech.with_constraints(list(mech.constraints) + [Weld(a, b, at(0.1), at(), name="w1"),
+                                                        Weld(b, a, at(-0.1), at(), name="w2"),
+                                                        Connect(b, a, at(0.1), at(0.2), name="c")])
+
+
 def test_compatible_ground_constraints_build_quietly():
     mech = models.four_bar()
     link = mech.links[0].name
