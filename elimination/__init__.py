@@ -23,8 +23,8 @@ from .numeric import element_graph, factorize
 from .compiled_factorization import compiled_elimination
 from .layout import FactorSlot, Layout
 from .arrays import ArrayFactorization, factorize_arrays
-from .driver import (Advance, AugmentedLagrangian, Driven, Driver, GaussNewton, MultiplierRule, NotConvergedWarning,
-                     drive)
+from .driver import (Advance, AugmentedLagrangian, Driven, Driver, GaussNewton, GraphFactorization, MultiplierRule,
+                     NotConvergedWarning, Overrides, drive)
 from .numeric_rank import NumericHardRows
 from .ordering import (
     ORDERINGS,
@@ -78,6 +78,8 @@ __all__ = [
     "ArrayFactorization",
     "AugmentedLagrangian",
     "Driven",
+    "GraphFactorization",
+    "Overrides",
     "Driver",
     "GaussNewton",
     "MultiplierRule",

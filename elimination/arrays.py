@@ -17,7 +17,8 @@ import numpy as np
 
 from .compiled import group_scales, run_factorize, run_solve, started_error
 from .errors import SingularProblemError
-from .factorization import WARM_RTOL, SolveWork, _change, check_consistent, check_refine, relative_size, settle
+from .factorization import (WARM_RTOL, SolveWork, _change, check_consistent, check_refine, relative_size, settle,
+                            unfinished)
 from .gaussian import PIVOT_SUSPECT_RTOL, batch_note
 from .layout import Layout
 from .numeric import SCALE_FLOOR
@@ -157,7 +158,8 @@ class ArrayFactorization:
         """Elements (shape ``batch``) whose smallest pivot is suspect: their solutions are verified."""
         return self.pivot_ratio < PIVOT_SUSPECT_RTOL
 
-    def solve(self, Lin: np.ndarray, refine: int = 1, start: np.ndarray | None = None) -> np.ndarray:
+    def solve(self, Lin: np.ndarray, refine: int = 1, start: np.ndarray | None = None, verified: bool = False,
+              finish: bool = True) -> np.ndarray:
         """The values ``X (*rhs, *batch, value_size)`` for the linear workspace ``Lin (*rhs, *batch,
         linear_size)`` (:meth:`Layout.linear`; read, not written).
 
@@ -166,9 +168,11 @@ class ArrayFactorization:
         refinement follow (:meth:`elimination.Factorization.solve`); a suspect factorization is refined until
         it settles, or refused.  ``start`` (values of ``X``'s shape, a nearby problem's solution: an outer
         loop's last iterate) makes the solve ``refine`` refinement steps from it -- one sweep instead of two
-        once the changes are small -- and one more where the last may leave an error above ``WARM_RTOL``, as
-        :meth:`elimination.Factorization.solve`'s ``start``; ignored where ``refine`` is 0 or the plan drops
-        dependent rows (their consistency is checked on a solve from scratch).
+        once the changes are small -- and one more where the last may leave an error above ``WARM_RTOL``;
+        ignored where ``refine`` is 0 or the plan drops dependent rows (:meth:`startable`).  ``verified`` and
+        ``finish``: as :meth:`elimination.Factorization.solve`'s (an earlier solve verified the suspect
+        pivots; ``finish=False`` leaves the one more step, or the verification, to the caller:
+        :meth:`unfinished` says where it is wanted).
 
         Raises
         ------
@@ -180,22 +184,42 @@ class ArrayFactorization:
         """
         refine = check_refine(refine)
         lead, L = self._rows(Lin)
-        warm = start is not None and refine and not self.layout.program.dropped_size
+        warm = start is not None and refine and self.startable()
         self.last_solve = SolveWork(started=bool(warm))
         X = self._started(start, L.shape[0]) if warm else self._sweeps(L, check=True)
+        suspect = np.broadcast_to(self.suspect(), lead)
+        if warm and np.any(suspect) and (finish or not verified):  # verified from the start: steps until they settle
+            return self._settled(X, L, lead, suspect, verified, np.inf)
         correction = None
         for _ in range(refine):
             X, correction = self._refined(X, L)
-        suspect = np.broadcast_to(self.suspect(), lead)
-        if warm and not np.any(suspect) and started_error(self.last_solve.changes[-1],
-                                                           float(np.min(self.pivot_ratio))) > WARM_RTOL:
+        if warm and finish and started_error(self.last_solve.changes[-1],
+                                             float(np.min(self.pivot_ratio))) > WARM_RTOL:
             X, correction = self._refined(X, L)  # a change too large for one step
-        if np.any(suspect):  # settle's values are dicts of (..., dim) arrays: here one, the whole values
-            view = lambda A: {"x": A.reshape(lead + A.shape[-1:])}
-            step = lambda values: tuple(view(A) for A in self._refined(values["x"].reshape(X.shape), L))
-            previous = np.inf if correction is None else _change(view(correction), view(X))
-            X = settle(step, view(X), suspect, self, previous=previous)["x"]
+        if not warm and np.any(suspect):  # the verification's steps go on from the last plain one's change
+            return self._settled(X, L, lead, suspect, False, np.inf if correction is None else
+                                 _change({"x": correction}, {"x": X}))
         return X.reshape(lead + (self.layout.value_size,))
+
+    def _settled(self, X: np.ndarray, L: np.ndarray, lead: tuple, suspect: np.ndarray, verified: bool,
+                 previous) -> np.ndarray:
+        """:func:`~elimination.factorization.settle` on the values' rows ``X`` (its values: one ``"x"`` entry)."""
+        view = lambda A: {"x": A.reshape(lead + A.shape[-1:])}
+        step = lambda values: tuple(view(A) for A in self._refined(values["x"].reshape(X.shape), L))
+        if np.ndim(previous):
+            previous = previous.reshape(lead)
+        return settle(step, view(X), suspect, self, verified, previous)["x"].reshape(lead + (self.layout.value_size,))
+
+    def startable(self) -> bool:
+        """Whether :meth:`solve` refines from given values (its ``start``): no step drops rows (their
+        consistency is checked on a solve from scratch)."""
+        return not self.layout.program.dropped_size
+
+    def unfinished(self, X: np.ndarray, start: np.ndarray) -> np.ndarray:
+        """Elements of a solve from ``start`` that ended at ``X`` without its one more step, or its verification
+        (``solve(..., finish=False)``), whose error may exceed ``WARM_RTOL``: the change from ``start`` times the
+        digits the pivots lose (:meth:`elimination.Factorization.unfinished`, on the values' arrays)."""
+        return unfinished({"x": X}, {"x": start}, self.pivot_ratio)
 
     def _started(self, start, rows: int) -> np.ndarray:
         """``start`` as the values' rows ``(rows, value_size)`` (a copy: the refinement adds to it)."""

@@ -1,5 +1,5 @@
 """Outer loops over one plan: a :class:`Driver` says what each iteration factorizes and solves, and when an
-element is done; :func:`drive` runs it on the array seam (:mod:`elimination.arrays`).
+element is done; :func:`drive` runs it.
 
 The loops of the field are all of this shape -- plan once, then per
 iteration fill the workspaces, factorize where the matrices changed, solve,
@@ -8,20 +8,35 @@ update -- and differ only in what moves:
 - the method of multipliers (000 Algorithm 3, :class:`AugmentedLagrangian`)
   and the proximal point method (000 Algorithm 6, ``proximal=True``) keep the
   matrices and move linear terms: one factorization, a re-solve per
-  iteration (the "reduced two sweeps");
+  iteration (the "reduced two sweeps"); ``mechanics``' forward dynamics runs
+  its policies' iterations the same way (``mechanics.outer``);
 - Gauss-Newton (:class:`GaussNewton`) and Levenberg-Marquardt re-linearize: the
   matrices move too, a factorization per iteration, in the same memory.
 
 A driver holds its own state (multipliers, the linearization point) and
-writes the next problem into the workspaces in place, through the plan's
-:class:`~elimination.layout.Layout`; the loop knows nothing of what the
+writes the next problem in place; the loop knows nothing of what the
 numbers mean.  Batches run element-wise: an element that is done keeps its
 last values while the others go on.
+
+Two seams carry the numbers, and :func:`drive` runs either:
+
+- **arrays** (:mod:`elimination.arrays`): the driver's ``start`` returns a
+  factor workspace and a linear workspace, written through the plan's
+  :class:`~elimination.layout.Layout`; the compiled executor or the numpy
+  reference factorizes them;
+- **the graph** (:class:`GraphFactorization`): ``start`` returns a
+  :class:`~factorgraph.FactorGraph` and :class:`Overrides` of its linear
+  terms; :func:`elimination.factorize` factorizes it by the elimination rule,
+  re-planning elements whose hard rows are numerically dependent, and
+  refines least-squares factors in their own residual form.
+
+Either way a solve's values come back as arrays ``X (*batch, value_size)``
+that the layout names (:meth:`Layout.value`).
 """
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
 import numpy as np
@@ -60,17 +75,79 @@ class Advance:
 class Driver(Protocol):
     """An outer loop's moves (module docstring).
 
-    ``start(layout) -> (Fw, Lin)`` gives the first problem's workspaces (their batch is the driver's);
-    ``advance(layout, X, Fw, Lin, active) -> Advance`` reads the solution ``X (*batch, value_size)``,
-    updates the driver's state of the ``active`` elements (only theirs) and writes the next problem into
-    ``Fw`` and ``Lin`` in place.
+    ``start(layout) -> (Fw, Lin)`` gives the first problem: workspaces (their batch is the driver's), or a
+    ``FactorGraph`` and its :class:`Overrides` (the graph seam); ``advance(layout, X, Fw, Lin, active) ->
+    Advance`` reads the solution ``X (*batch, value_size)``, updates the driver's state of the ``active``
+    elements (only theirs) and writes the next problem into ``Fw`` and ``Lin`` in place.
+
+    A driver whose re-solves move linear terms alone may also say ``may_stop(layout, X) -> bool (batch)``:
+    whether its stopping test would hold at ``X``, its state unchanged.  With it :func:`drive`'s ``defer``
+    refines an iterate only where it may be the answer (the next re-solve corrects the others).
     """
 
     def start(self, layout: Layout) -> tuple:
         ...
 
-    def advance(self, layout: Layout, X: np.ndarray, Fw: np.ndarray, Lin: np.ndarray, active: np.ndarray) -> Advance:
+    def advance(self, layout: Layout, X: np.ndarray, Fw, Lin, active: np.ndarray) -> Advance:
         ...
+
+
+@dataclass
+class Overrides:
+    """The graph seam's linear terms: factor index -> a new ``g`` (``Quadratic``, ``LeastSquares``) or ``b``
+    (``LinearEquality``; a ``LeastSquares``' measurement, refined in its residual form), as
+    :meth:`elimination.Factorization.solve`'s ``g=`` and ``b=``; the factors not named keep the graph's."""
+
+    g: dict = field(default_factory=dict)
+    b: dict = field(default_factory=dict)
+
+
+class GraphFactorization:
+    """A :class:`~elimination.Factorization` of a ``FactorGraph`` on :func:`drive`'s seam: it solves
+    :class:`Overrides` and returns the values as arrays of ``layout`` (:meth:`Layout.value`).
+
+    Parameters
+    ----------
+    factorization : elimination.Factorization
+    layout : Layout
+        The plan's layout (only its values' places are read).
+    batch : tuple
+        The batch the values are broadcast to (the matrices' and the linear terms').
+    """
+
+    def __init__(self, factorization, layout: Layout, batch: tuple):
+        self.factorization, self.layout, self.batch_shape = factorization, layout, tuple(batch)
+
+    def __repr__(self) -> str:
+        return f"GraphFactorization({self.factorization!r})"
+
+    @property
+    def last_solve(self):
+        return self.factorization.last_solve
+
+    def solve(self, Lin: Overrides, refine: int = 1, start: np.ndarray | None = None, verified: bool = False,
+              finish: bool = True) -> np.ndarray:
+        """The values ``X (*batch, value_size)`` for the linear terms ``Lin`` (:meth:`elimination.Factorization.solve`'s
+        arguments otherwise, ``start`` as values' arrays)."""
+        values = self.factorization.solve(g=Lin.g, b=Lin.b, refine=refine, verified=verified, finish=finish,
+                                          start=None if start is None else self.layout.values(start))
+        return self._array(values)
+
+    def suspect(self) -> np.ndarray:
+        return self.factorization.suspect()
+
+    def startable(self) -> bool:
+        return self.factorization.startable()
+
+    def unfinished(self, X: np.ndarray, start: np.ndarray) -> np.ndarray:
+        return self.factorization.unfinished(self.layout.values(X), self.layout.values(start))
+
+    def _array(self, values: dict) -> np.ndarray:
+        batch = np.broadcast_shapes(self.batch_shape, *(v.shape[:-1] for v in values.values()))
+        X = np.empty(batch + (self.layout.value_size,))
+        for key, (offset, dim) in self.layout.variables.items():
+            X[..., offset : offset + dim] = values[key]
+        return X
 
 
 @dataclass
@@ -83,27 +160,55 @@ class Driven:
         Each element's last solve (:meth:`Layout.values` names its values; where the driver solves for steps,
         as :class:`GaussNewton`, the last step: the driver's state holds the answer).
     iterations : ndarray of int, shape batch
-        Solves each element took.
+        Solves each element took (a deferred refinement of an iterate is not one more).
     converged : ndarray of bool, shape batch
         Its stopping test held.
     factorizations : int
         Factorizations of the whole batch.
+    factorization : ArrayFactorization or GraphFactorization
+        The last one: more right-hand sides solve on it.
+    solves : list of (str, SolveWork)
+        Each solve of the whole batch in order, with its purpose -- ``"first"`` (of a factorization),
+        ``"re-solve"`` (of the next iterate), ``"refine"`` (a deferred first iterate refined from itself),
+        ``"finish"`` (a re-solve's one more step, or its verification, where the iterate may be the answer) --
+        and what it did (:class:`~elimination.SolveWork`).
     """
 
     X: np.ndarray
     iterations: np.ndarray
     converged: np.ndarray
     factorizations: int
+    factorization: object = None
+    solves: list = field(default_factory=list)
 
 
-def drive(plan, driver: Driver, max_iter: int = 50, refine: int = 1, backend: str = "numba") -> Driven:
+def drive(plan, driver: Driver, max_iter: int = 50, refine: int = 1, backend: str = "numba", defer: bool = False,
+          warn: bool = True) -> Driven:
     """Run ``driver``'s outer loop along ``plan`` (a Plan or its Layout) for at most ``max_iter`` solves.
 
     Each iteration solves (with ``refine`` refinement steps), then the driver advances the elements not done;
-    the workspaces are factorized again only where the driver says its matrices moved, and where they did not
-    the next solve refines from the last iterate (:meth:`ArrayFactorization.solve`'s ``start``).  Elements still not
-    done after ``max_iter`` solves are reported by a :class:`NotConvergedWarning` naming the driver, how many
-    and the largest measure it saw.  ``backend``: :func:`~elimination.arrays.factorize_arrays`'s.
+    the matrices are factorized again only where the driver says they moved, and where they did not the next
+    solve refines from the last iterate (:meth:`ArrayFactorization.solve`'s ``start``, one sweep; the suspect
+    pivots were verified by the first solve).  Elements still not done after ``max_iter`` solves are reported
+    by a :class:`NotConvergedWarning` naming the driver, how many and the largest measure it saw (unless
+    ``warn`` is false: the caller reports them).
+
+    Parameters
+    ----------
+    plan : Plan or Layout
+    driver : Driver
+    max_iter : int
+    refine : int
+        Refinement steps per solve.
+    backend : str
+        The arrays' executor (:func:`~elimination.arrays.factorize_arrays`: ``"numba"``, ``"numpy"``), or on
+        the graph seam :func:`elimination.factorize`'s (``"auto"`` too).
+    defer : bool
+        Refinement deferred to the iterates that may be the answer (the driver's ``may_stop``): where re-solves
+        follow, each corrects what the solve before it left, so the first solve is not refined until its iterate
+        may be the answer (or ``max_iter`` is 1), and a re-solve's one more step where its change is large --
+        or on a suspect factorization its verification -- waits the same way.  One solve fewer per call, the
+        same answers to round-off.  For drivers that move linear terms only.
 
     Examples
     --------
@@ -124,28 +229,70 @@ def drive(plan, driver: Driver, max_iter: int = 50, refine: int = 1, backend: st
     layout = plan if isinstance(plan, Layout) else plan.layout()
     if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
         raise ValueError(f"drive: max_iter must be an int >= 1, got {max_iter!r}")
+    if defer and not callable(getattr(driver, "may_stop", None)):
+        raise TypeError(f"drive: defer needs the driver's may_stop(layout, X) (what its stopping test would say); "
+                        f"{driver!r} has none")
     Fw, Lin = driver.start(layout)
-    batch = Fw.shape[:-1]
-    fact, factorizations = factorize_arrays(layout, Fw, backend=backend), 1
-    active, iterations = np.ones(batch, dtype=bool), np.zeros(batch, dtype=int)
-    X, start = None, None
-    for _ in range(max_iter):
-        new = fact.solve(Lin, refine, start=start)
-        X = new if X is None else np.where(active[..., None], new, X)
-        iterations += active
+    fact, factorizations = _factorized(layout, Fw, backend), 1
+    solves = []
+    solve = lambda purpose, *args, **kwargs: _solved(fact, solves, purpose, Lin, *args, **kwargs)
+    started = bool(refine) and fact.startable()  # (re-solves refine from the last iterate)
+    deferred = defer and started and not np.any(fact.suspect())  # the first iterate's refinement
+    X = solve("first", 0 if deferred else refine)
+    batch = X.shape[:-1]
+    iterations, active = np.ones(batch, dtype=int), np.ones(batch, dtype=bool)
+    if deferred:  # the first iterate, refined from itself where it may be the answer
+        X = _where(driver.may_stop(layout, X) | (max_iter == 1), lambda: solve("refine", refine, start=X), X)
+    while True:
         step = driver.advance(layout, X, Fw, Lin, active)
-        active = active & ~np.broadcast_to(step.done, batch)
-        if not active.any():
+        if np.shape(step.done) != batch:  # the driver's state batches the problem beyond its numbers
+            batch = np.broadcast_shapes(batch, np.shape(step.done))
+            X = np.array(np.broadcast_to(X, batch + X.shape[-1:]))
+            iterations, active = np.broadcast_to(iterations, batch).copy(), np.broadcast_to(active, batch).copy()
+        active = active & ~np.asarray(step.done)
+        if not active.any() or np.max(iterations[active]) >= max_iter:
             break
-        start = None if step.refactor else X  # the same matrices: refine from the last iterate (one sweep)
         if step.refactor:
-            fact, factorizations = factorize_arrays(layout, Fw, backend=backend), factorizations + 1
-    if active.any():
+            fact, factorizations = _factorized(layout, Fw, backend), factorizations + 1
+            new = solve("first", refine)
+        else:
+            new = solve("re-solve", refine, start=X, verified=True, finish=not (defer and started))
+            if defer and started:  # may be the answer, and the change was large: one more step before it is judged
+                final = active & (driver.may_stop(layout, new) | (iterations + 1 >= max_iter)) & fact.unfinished(new, X)
+                new = _where(final, lambda: solve("finish", 1, start=new, verified=True,
+                                                  finish=bool(np.any(fact.suspect()))), new)
+        iterations += active
+        X = np.where(active[..., None], new, X)
+    if warn and active.any():
         worst = float(np.max(np.where(active, step.measure, 0.0)))
         warnings.warn(f"{driver!r}: {int(active.sum())} of {active.size} elements not done after {max_iter} solves "
                       f"(largest measure {worst:.2e}); raise max_iter, or see the driver's tolerance", NotConvergedWarning,
                       stacklevel=2)
-    return Driven(X, iterations, ~active, factorizations)
+    return Driven(X, iterations, ~active, factorizations, fact, solves)
+
+
+def _factorized(layout: Layout, Fw, backend: str):
+    """The factorization of a driver's matrices: a factor workspace's, or a ``FactorGraph``'s (the graph seam)."""
+    if isinstance(Fw, FactorGraph):
+        from .numeric import factorize
+
+        plan = layout.program.plan
+        return GraphFactorization(factorize(Fw, plan, backend=backend), layout, Fw.batch_shape)
+    return factorize_arrays(layout, Fw, backend=backend)
+
+
+def _solved(fact, solves: list, purpose: str, Lin, refine: int, **kwargs) -> np.ndarray:
+    """``fact.solve(Lin, refine, **kwargs)``, its work recorded in ``solves`` under ``purpose``."""
+    X = fact.solve(Lin, refine, **kwargs)
+    solves.append((purpose, fact.last_solve))
+    return X
+
+
+def _where(chosen: np.ndarray, solve, X: np.ndarray) -> np.ndarray:
+    """``solve()`` where ``chosen`` (shape batch), ``X`` elsewhere; no solve where nothing is chosen."""
+    if not np.any(chosen):
+        return X
+    return np.where(chosen[..., None], solve(), X)
 
 
 @dataclass(frozen=True)
@@ -239,17 +386,27 @@ class AugmentedLagrangian:
             layout.linear(Lin, i)[...] = self._moving_term(c, lam)
         return Fw, Lin
 
+    def may_stop(self, layout: Layout, X: np.ndarray) -> np.ndarray:
+        return self._worst(layout, X)[0] <= self.tol
+
     def advance(self, layout: Layout, X: np.ndarray, Fw: np.ndarray, Lin: np.ndarray, active: np.ndarray) -> Advance:
-        worst = np.zeros(X.shape[:-1])
-        for j, (c, i) in enumerate(zip(self.constraints, self.moving)):
-            residual = _product(layout, X, c) - c.b
+        worst, residuals = self._worst(layout, X)
+        for j, (c, i, residual) in enumerate(zip(self.constraints, self.moving, residuals)):
             lam_x = layout.value(X, _multiplier(j)) if self.proximal else None
             new = self.rule.updated(self.lam[j], residual, self.mu, lam_x)
             self.lam[j] = np.where(active[..., None], new, self.lam[j])
             layout.linear(Lin, i)[...] = self._moving_term(c, self.lam[j])
-            scale = np.maximum(1.0, np.max(np.abs(c.b), axis=-1))
-            worst = np.maximum(worst, np.max(np.abs(residual), axis=-1) / scale)
         return Advance(worst <= self.tol, False, worst)
+
+    def _worst(self, layout: Layout, X: np.ndarray) -> tuple:
+        """``(worst, residuals)``: the largest ``|K x - k|`` per element (relative to ``max(1, max |k|)``) and
+        each constraint's residual at ``X``."""
+        worst, residuals = np.zeros(X.shape[:-1]), []
+        for c in self.constraints:
+            residuals.append(_product(layout, X, c) - c.b)
+            scale = np.maximum(1.0, np.max(np.abs(c.b), axis=-1))
+            worst = np.maximum(worst, np.max(np.abs(residuals[-1]), axis=-1) / scale)
+        return worst, residuals
 
     def _moving_term(self, c: LinearEquality, lam: np.ndarray) -> np.ndarray:
         """The moving factor's linear term: ``k - lambda_k / mu`` (proximal), else ``K'(mu k - lambda)``."""

@@ -409,9 +409,7 @@ class Factorization:
         >>> far["x"], bool(fact.unfinished(far, x))
         (array([3.]), False)
         """
-        change = _largest(values[key] - start[key] for key in values) / np.maximum(_largest(values.values()),
-                                                                                  np.finfo(float).tiny)
-        return _error_left(change, np.inf, self.pivot_ratio) > WARM_RTOL
+        return unfinished(values, start, self.pivot_ratio)
 
     def suspect(self) -> np.ndarray:
         """Elements (shape ``batch``) whose smallest pivot is suspect: their solutions are verified by
@@ -616,6 +614,14 @@ def _in_element(error: SingularProblemError, index: tuple) -> SingularProblemErr
 def _change(correction: dict, values: dict) -> np.ndarray:
     """``max |correction| / max |values|`` of each element (shape ``batch``)."""
     return _largest(correction.values()) / np.maximum(_largest(values.values()), np.finfo(float).tiny)
+
+
+def unfinished(values: Mapping, start: Mapping, ratio: np.ndarray) -> np.ndarray:
+    """:meth:`Factorization.unfinished` on values ``{key: (..., dim)}`` and a factorization's pivot ``ratio``
+    (shape ``batch``): the change from ``start`` times the digits the pivots lose exceeds ``WARM_RTOL``."""
+    change = _largest(values[key] - start[key] for key in values) / np.maximum(_largest(values.values()),
+                                                                              np.finfo(float).tiny)
+    return _error_left(change, np.inf, ratio) > WARM_RTOL
 
 
 def _error_left(change: np.ndarray, previous, ratio: np.ndarray) -> np.ndarray:

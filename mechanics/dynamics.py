@@ -3,10 +3,10 @@
 The pieces, each in one place: the constraint policies (what a constraint adds
 to the graph, what moves, how lambda is updated) in :mod:`mechanics.policies`;
 the ordering policies and the plans in :mod:`mechanics.algorithms`; the outer
-loop here (:func:`outer_iterations`).  Under ``alm`` and ``prox`` the outer
-iterations only change linear terms (``lambda^k``), so every iteration after
-the first is a re-solve through :meth:`elimination.Factorization.solve` -- the
-reduced two sweeps of 000 Algorithms 2 and 5 -- with the termination rule of
+loop's moves in :mod:`mechanics.outer`, run by :func:`elimination.drive`.
+Under ``alm`` and ``prox`` the outer iterations only change linear terms
+(``lambda^k``), so every iteration after the first is a re-solve of the one
+factorization -- the reduced two sweeps of 000 Algorithms 2 and 5 -- with the termination rule of
 Algorithms 3 and 6: stop when ``min(||qdd^k - qdd^(k-1)||_inf, ||K a - k||_inf)
 < tol``.  Each batch element stops on its own; whether its answer meets the
 constraints is its ``converged`` flag (:mod:`mechanics.convergence`).  Input is
@@ -33,10 +33,7 @@ from .checks import (
     check_baumgarte, check_max_iter, check_mechanism, check_mu, check_multipliers, check_state, check_tol, plain_state,
     state_arrays,
 )
-from .convergence import (
-    RESIDUAL_RTOL, SOFT_CONTRACTION, NumpyPathWarning, element_max, element_norm, residual_tolerance, warn_inverse_mu,
-    warn_not_converged,
-)
+from .convergence import RESIDUAL_RTOL, NumpyPathWarning, element_max, warn_inverse_mu, warn_not_converged
 from .compiled import CompiledDynamics
 from .compiled_tables import CONVERGED, ITERATIONS, OK, STATUS
 from .diagnosis import diagnose
@@ -44,7 +41,8 @@ from .gplc import GPLCLayout, split_multipliers
 from .keys import JointAcceleration, LinkAcceleration, Multiplier
 from .kinematics import LINEAR_FIRST, kinematics
 from .mechanism import Coupling, Mechanism, PlanCache
-from .policies import EXACT, HOLDS, RESIDUAL, resolve_policies
+from .outer import PolicyIterations
+from .policies import EXACT, resolve_policies
 
 HARD_RESIDUAL_RTOL = RESIDUAL_RTOL  # a hard solution must satisfy its constraints; anything else is a singular problem
 
@@ -184,11 +182,6 @@ def algorithm_plan(mechanism: Mechanism, algorithm):
     return layout.structure(), plan_of(mechanism, algo, layout)
 
 
-def _residuals(gplc, x: dict) -> dict:
-    """``K a - k`` per constraint."""
-    return {name: terms.residual({link: x[LinkAcceleration(link)] for link in terms.links}) for name, terms in gplc.terms.items()}
-
-
 def _embedded_forces(mechanism: Mechanism, policies: dict, q, v, tau, qdd, forces, backend: str = "numpy"):
     """``forces`` with the embedded constraints' rows filled in: with ``M qdd + b = tau + J' f`` (Pinocchio's
     sign), their ``J_e' f_e = M qdd + b - tau - J_o' f_o`` (the other constraints' rows ``o`` known), least
@@ -216,128 +209,6 @@ def _embedded_forces(mechanism: Mechanism, policies: dict, q, v, tau, qdd, force
 
 def _max_abs(arrays) -> float:
     return max((float(np.max(np.abs(a), initial=0.0)) for a in arrays), default=0.0)
-
-
-def _merge(active: np.ndarray, new, old):
-    """``new`` where ``active`` (shape ``batch``), else ``old``; arrays (*batch, d) or dicts of them."""
-    if active.all():
-        return new
-    if isinstance(new, dict):
-        return {key: _merge(active, new[key], old[key]) for key in new}
-    return np.where(active[..., None], new, old)
-
-
-def _resolve(fact, gplc, policies: dict, mu: float, lam: dict, refine: int, moving, start: dict | None = None,
-             finish: bool = True) -> dict:
-    """A re-solve in which only the moving terms of the constraints ``moving`` selects change (the reduced two
-    sweeps), refined from ``start`` where given (``Factorization.solve``: the first solve verified a suspect
-    factorization already; ``finish`` as there)."""
-    overrides = {"g": {}, "b": {}}
-    for c, policy in policies.items():
-        if moving(policy) and c in gplc.moving:
-            which, value = policy.moving_term(gplc.terms[c], mu, lam[c])
-            overrides[which][gplc.moving[c]] = value
-    return fact.solve(g=overrides["g"], b=overrides["b"], refine=refine, start=start, verified=start is not None,
-                      finish=finish)
-
-
-def _finished(fact, gplc, policies: dict, mu: float, lam: dict, x: dict) -> dict:
-    """A re-solve's one more refinement step from its iterate ``x``, or on a suspect factorization the steps
-    until they settle (``Factorization.solve``'s ``finish``, taken by :func:`outer_iterations` where the iterate
-    may be the answer)."""
-    return _resolve(fact, gplc, policies, mu, lam, 1, moving=lambda p: p.iterates, start=x,
-                    finish=bool(np.any(fact.suspect())))
-
-
-def outer_iterations(mechanism, gplc, fact, policies: dict, mu: float, lam: dict, tol: float, max_iter: int,
-                     refine: int, batch: tuple):
-    """000 Algorithm 3 (ALM) and Algorithm 6 (proximal point), per batch element.
-
-    Solve; update every constraint's ``lambda`` by its policy (eq. 33 for
-    ``alm``, eq. 42 for ``prox``, the solution's multiplier for ``hard``, the
-    penalty force for ``soft``); stop where ``min(||qdd^k - qdd^(k-1)||_inf,
-    ||K a - k||_inf) < tol``, else re-solve with the iterating policies' moved
-    terms.  An element that stops keeps that iterate while the others go on;
-    without an iterating policy there is one solve.  Returns ``(x, qdd, lam,
-    residual, iterations)``, ``iterations`` of shape ``batch``.
-
-    Each re-solve refines from the last iterate (``Factorization.solve``'s
-    ``start``), which also corrects what the last solve left: so where
-    re-solves may follow, the first solve is not refined until its iterate
-    may be the answer (it meets the tolerance, or ``max_iter`` is 1), one
-    solve fewer per call; and a re-solve's one more step where its change
-    is large (``Factorization.solve``'s ``finish``) waits the same way: an
-    iterate that may be the answer is refined from itself before it is
-    judged, the others are corrected by the next re-solve.  So does a
-    re-solve's verification where the pivots are suspect: the first solve
-    verified that refinement contracts (it is not deferred), each re-solve
-    takes its ``refine`` steps, and an iterate that may be the answer is
-    refined until the steps settle before it is judged.
-    """
-    # (an embedded coupling has no multiplier to move: a mechanism of them alone is one solve)
-    iterating = any(p.iterates for p in policies.values())
-    # refinement deferred to the iterates that may be the answer (a suspect factorization's first solve: verified)
-    started = bool(refine and fact.startable())
-    deferred = iterating and started and not np.any(fact.suspect())  # the first iterate's
-    x = fact.solve(refine=0 if deferred else refine)
-    qdd, residual = gplc.qdd(x, batch), _residuals(gplc, x)
-    iterations, step = np.ones(batch, dtype=int), np.full(batch, np.inf)
-    active, met = np.ones(batch, dtype=bool), np.zeros(batch, dtype=bool)
-    while True:
-        if deferred:  # the first iterate where it may be the answer: refined (from itself) before it is judged
-            final = (element_max(residual.values(), batch) < tol) | (iterations >= max_iter)
-            if final.any():
-                refined = fact.solve(refine=refine, start=x)
-                x, qdd = _merge(final, refined, x), _merge(final, gplc.qdd(refined, batch), qdd)
-                residual = _merge(final, _residuals(gplc, refined), residual)
-            deferred = False
-        updated = {c: p.update(lam[c], x, residual[c], mu, c) for c, p in policies.items()}
-        lam = _merge(active, updated, lam)
-        met |= active & (np.minimum(step, element_max(residual.values(), batch)) < tol)
-        active &= ~met
-        if not iterating or not active.any() or np.max(iterations[active]) >= max_iter:
-            return x, qdd, lam, residual, iterations
-        # from the last iterate: with refinement, one solve of the change (Factorization.solve's start)
-        new_x = _resolve(fact, gplc, policies, mu, lam, refine, moving=lambda p: p.iterates, start=x,
-                         finish=not started)
-        new_qdd, new_residual = gplc.qdd(new_x, batch), _residuals(gplc, new_x)
-        new_step = element_max([new_qdd - qdd], batch)
-        final = active & ((np.minimum(new_step, element_max(new_residual.values(), batch)) < tol)
-                          | (iterations + 1 >= max_iter))
-        final &= fact.unfinished(new_x, x) if started else False
-        if final.any():  # the iterate may be the answer and the change was large: one more step before it is judged
-            finished = _finished(fact, gplc, policies, mu, lam, new_x)
-            new_x, new_qdd = _merge(final, finished, new_x), _merge(final, gplc.qdd(finished, batch), new_qdd)
-            new_residual = _merge(final, _residuals(gplc, finished), new_residual)
-            new_step = element_max([new_qdd - qdd], batch)
-        step = np.where(active, new_step, step)
-        iterations += active
-        x, qdd = _merge(active, new_x, x), _merge(active, new_qdd, qdd)
-        residual = _merge(active, new_residual, residual)
-
-
-def _soft_holds(fact, gplc, policies: dict, mu: float, lam: dict, residual: dict, tolerance: np.ndarray, refine: int,
-                batch) -> np.ndarray:
-    """``soft`` constraints hold where one ALM correction halves their residual (:mod:`~mechanics.convergence`)."""
-    soft = [c for c, p in policies.items() if p.numbers.test == HOLDS]
-    settled = element_max((residual[c] for c in soft), batch) <= tolerance
-    if settled.all():
-        return settled
-    corrected = _residuals(gplc, _resolve(fact, gplc, policies, mu, lam, refine,
-                                          moving=lambda p: p.numbers.test == HOLDS))
-    before, after = element_norm((residual[c] for c in soft), batch), element_norm((corrected[c] for c in soft), batch)
-    return settled | (after <= SOFT_CONTRACTION * before)
-
-
-def _converged(fact, gplc, policies: dict, mu, lam, residual, tol, refine, batch) -> np.ndarray:
-    """Per element: the constraints judged by their residual (:data:`~mechanics.policies.RESIDUAL`: the iterating
-    and the embedded ones) within tolerance, the soft ones holding (hard ones are guarded)."""
-    tolerance = residual_tolerance(tol, gplc.terms, batch)
-    judged = [c for c, p in policies.items() if p.numbers.test == RESIDUAL]
-    converged = element_max((residual[c] for c in judged), batch) <= tolerance
-    if any(p.numbers.test == HOLDS for p in policies.values()):
-        converged &= _soft_holds(fact, gplc, policies, mu, lam, residual, tolerance, refine, batch)
-    return converged
 
 
 def _beyond_round_off(worst: float, k_max: float) -> bool:
@@ -416,7 +287,11 @@ class PreparedDynamics:
         The plan every call runs (its program: ``plan.lowered()``).
     mu, tol, max_iter, refine, backend
         The validated settings.
+    last_run : elimination.Driven or None
+        What the numpy path's outer loop did in the last call it answered (iterations, each solve's work).
     """
+
+    last_run = None
 
     def __init__(self, mechanism: Mechanism, algorithm="lcaba", mu: float = 1e6, tol: float = 1e-10,
                  max_iter: int = 50, refine: int | None = None, backend: str = "auto", baumgarte=None, *,
@@ -502,11 +377,13 @@ class PreparedDynamics:
         batch = tuple(np.broadcast_shapes(*(a.shape[:-1] for a in state.values())))
         lam = split_multipliers(mechanism, None if forces0 is None else -forces0, batch)
         gplc = self.layout.fill(kinematics(mechanism, q, v), tau, mu, lam, self.baumgarte)
+        iterations_of = PolicyIterations(gplc, policies, mu, lam, self.tol, batch)
         with _explained(self.name, self.label, policies, mechanism, mu):
-            fact = elimination.factorize(gplc.graph, self.plan, backend=self.backend)
-            x, qdd, lam, residual, iterations = outer_iterations(mechanism, gplc, fact, policies, mu, lam, self.tol,
-                                                                 self.max_iter, self.refine, batch)
-            converged = _converged(fact, gplc, policies, mu, lam, residual, self.tol, self.refine, batch)
+            driven = elimination.drive(self.plan, iterations_of, self.max_iter, self.refine, backend=self.backend,
+                                       defer=iterations_of.iterating, warn=False)
+            x, qdd, residual = iterations_of.evaluated(self.plan.layout(), driven.X)
+            converged = iterations_of.converged(self.plan.layout(), driven.factorization, residual, self.refine)
+        self.last_run, lam, iterations = driven, iterations_of.lam, driven.iterations
         _check_hard_residual(self.name, mechanism, gplc, policies, residual)
         worst = element_max(residual.values(), batch)
         cause = self._causes(q, v, converged, iterations, worst, stacklevel + 1)

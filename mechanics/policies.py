@@ -253,7 +253,8 @@ class Prox(Hard):
         def prior(state):
             g = self.moving_term(state.terms[name], state.mu, state.lam[name])[1]
             mu_s = self.stiffness(state.mu)
-            return Quadratic([lam], -np.eye(m) / mu_s, np.broadcast_to(g, state.terms[name].k.shape[:-1] + (m,)))
+            batch = np.broadcast_shapes(g.shape[:-1], state.terms[name].k.shape[:-1])  # (lambda^k batched alone too)
+            return Quadratic([lam], -np.eye(m) / mu_s, np.broadcast_to(g, batch + (m,)))
 
         return super().slots(constraint, links) + [Slot(ProximalPrior(name), (lam,), 0, prior, moving=True)]
 

@@ -212,3 +212,18 @@ def test_simulate_loops_keeps_the_four_bar_closed_as_it_says():
     gaps = {how: example.simulate(mech, q, v, 0.3, how)[0] for how in ("none", "baumgarte", "projection")}
     assert gaps["none"].max() > 1e-5 and gaps["baumgarte"].max() < gaps["none"].max() / 2
     assert gaps["projection"].max() <= 1e-10
+
+
+def test_simulate_loops_stops_a_run_its_step_cannot_follow_and_says_so(capsys, monkeypatch):
+    """A run whose step turns a joint by more than ``FOLLOW`` stops there with a line saying when and why,
+    keeping the gaps up to then, instead of stepping on into NaN (here ``FOLLOW`` set below any step)."""
+    example, mech = load("simulate_loops"), mechanics.models.four_bar()
+    q, v = example.moving_closed_state(mech, np.random.default_rng(3))
+    monkeypatch.setattr(example, "FOLLOW", 1e-9)
+    gaps, _ = example.simulate(mech, q, v, 0.01, "none")
+    assert gaps.size == 0
+    assert re.search(r"none: stopped at t = 0\.000 s: accelerations of [-+.\de]+ .*1 ms step cannot follow",
+                     capsys.readouterr().out)
+    monkeypatch.setattr(example, "FOLLOW", np.inf)
+    assert example.simulate(mech, q, v, 0.01, "none")[0].size == 10 and not capsys.readouterr().out
+

@@ -6,8 +6,8 @@ from scipy.optimize import least_squares
 
 import elimination
 from elimination import analyze, drive
-from elimination.driver import AugmentedLagrangian, GaussNewton, NotConvergedWarning
-from factorgraph import FactorGraph, LinearEquality, Quadratic, Variable
+from elimination.driver import Advance, AugmentedLagrangian, GaussNewton, NotConvergedWarning, Overrides
+from factorgraph import FactorGraph, LeastSquares, LinearEquality, Quadratic, Variable
 from tests.dense_reference import reference_solve, relative_error
 
 
@@ -130,3 +130,81 @@ def test_gauss_newton_refactors_each_iteration_and_matches_scipy(backend):
             return np.concatenate([np.linalg.norm(p - anchors, axis=-1) - measured[e], q - p - 0.5])
         expected = least_squares(stacked, np.r_[2.0, 2.0, 2.5, 2.5], xtol=1e-15, ftol=1e-15, gtol=1e-15).x
         assert np.allclose(np.r_[gn.x["p"][e], gn.x["q"][e]], expected, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("proximal", [False, True])
+def test_deferred_refinement_reaches_the_same_solution_with_fewer_steps(proximal):
+    """``defer``: the first solve is not refined (its iterate is not the answer), each re-solve takes its one step
+    from the last iterate, and only an iterate that may be the answer is finished -- the dense KKT solve's
+    answer again, in fewer refinement steps than refining every solve; a driver without ``may_stop`` is refused."""
+    graph, constraints = _objective((3,)), _constraints(np.random.default_rng(1), True)
+    runs = {}
+    for defer in (False, True):
+        loop = AugmentedLagrangian(graph, constraints, mu=1e4, tol=1e-12, proximal=proximal)
+        plan = analyze(loop.graph, elimination.resolve_ordering(loop.graph, "min_fill"))
+        out = drive(plan, loop, max_iter=100, defer=defer)
+        assert out.converged.all() and out.factorizations == 1
+        assert relative_error({k: plan.layout().value(out.X, k) for k in range(5)},
+                              _reference(graph, constraints).values) < 1e-9
+        runs[defer] = out
+    first, *rest = runs[True].solves
+    assert first[0] == "first" and first[1].refinements == 0
+    assert all(purpose in ("refine", "re-solve", "finish") and work.started for purpose, work in rest)
+    steps = {defer: sum(work.refinements for _, work in out.solves) for defer, out in runs.items()}
+    assert steps[True] < steps[False]
+    gn = GaussNewton({"p": np.zeros(2)}, [(("p",), lambda p: (p - 1.0, [np.eye(2)]))])
+    with pytest.raises(TypeError, match="defer needs the driver's may_stop"):
+        drive(analyze(gn.graph, elimination.natural(gn.graph)), gn, defer=True)
+
+
+class _PenaltyOnTheGraph:
+    """The method of multipliers on the graph seam (a test's own driver): the constraint as a ``LeastSquares``
+    penalty whose measurement ``b = k - lambda / mu`` moves (an :class:`~elimination.driver.Overrides` ``b``)."""
+
+    def __init__(self, graph: FactorGraph, constraint: LinearEquality, mu: float, tol: float):
+        self.graph = FactorGraph()
+        for var in graph.variables:
+            self.graph.add_variable(var)
+        for f in graph.factors:
+            self.graph.add(f)
+        self.constraint, self.mu, self.tol = constraint, mu, tol
+        self.index = self.graph.add(LeastSquares(constraint.keys, constraint.A, constraint.b, weight=mu))
+        self.lam = np.zeros(constraint.rows)
+
+    def start(self, layout):
+        return self.graph, Overrides()
+
+    def _residual(self, layout, X):
+        c = self.constraint
+        return sum((a @ layout.value(X, k)[..., None])[..., 0] for k, a in zip(c.keys, c.A)) - c.b
+
+    def may_stop(self, layout, X):
+        return np.max(np.abs(self._residual(layout, X)), axis=-1) <= self.tol
+
+    def advance(self, layout, X, graph, Lin, active):
+        residual = self._residual(layout, X)
+        self.lam = np.where(active[..., None], self.lam + self.mu * residual, self.lam)
+        Lin.b[self.index] = self.constraint.b - self.lam / self.mu
+        worst = np.max(np.abs(residual), axis=-1)
+        return Advance(worst <= self.tol, False, worst)
+
+
+def test_the_graph_seam_re_plans_dependent_hard_rows_the_arrays_refuse():
+    """Hard rows stated twice (numerically dependent, consistent) under an outer loop: on the array seam the
+    factorization refuses them and says where they are re-planned; on the graph seam (the driver's ``start``
+    returns the ``FactorGraph`` and its overrides) the same loop re-plans them and reaches the dense KKT solve of
+    the graph with every constraint hard."""
+    graph = _objective()
+    row = np.array([[1.0, 0.5]])
+    for _ in range(2):
+        graph.add(LinearEquality([1], [row], [0.3]))
+    closure = _constraints(np.random.default_rng(4), False)[0]
+    loop = _PenaltyOnTheGraph(graph, closure, mu=1e4, tol=1e-12)
+    plan = analyze(loop.graph, elimination.resolve_ordering(loop.graph, "min_fill"))
+    with pytest.raises(elimination.SingularProblemError, match="re-plans dependent rows"):
+        elimination.factorize_arrays(plan.layout(), plan.layout().fill(loop.graph)[0])
+    out = drive(plan, loop, max_iter=100, backend="numpy", defer=True)
+    assert out.converged and out.factorization.factorization.fallbacks  # (re-planned)
+    reference = _reference(graph, [closure])
+    assert reference.status == "unique"
+    assert relative_error({k: plan.layout().value(out.X, k) for k in range(5)}, reference.values) < 1e-9

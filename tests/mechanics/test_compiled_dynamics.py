@@ -124,26 +124,30 @@ def test_random_mechanisms_of_every_joint_kind_equal_pinocchio_and_the_numpy_pat
 
 
 @pytest.mark.parametrize("model, max_iter", [("fig4", 1), ("ladder", 50), ("digit_leg", 50)])
-def test_the_first_solve_is_refined_only_where_its_iterate_may_be_the_answer(monkeypatch, model, max_iter):
+def test_the_first_solve_is_refined_only_where_its_iterate_may_be_the_answer(model, max_iter):
     """LCABA (refine 1): each re-solve refines from the last iterate, correcting what the solve before it left,
     so the first solve is refined only where its iterate may be the answer -- here at ``max_iter`` 1, where an
     unrefined answer is 1e-8 off on fig4 -- and so is a re-solve's one more step where its change is large.
-    Counted on the numpy path: refinement steps = iterations - 1 (one per re-solve; the first iterate's own
-    where it is the answer) + the started solves' extra steps + the re-solves' finishing steps; and the kernel
-    answers as the numpy path to round-off."""
+    Read on the numpy path's record of its solves (``PreparedDynamics.last_run``): the first solve takes no
+    refinement step, each re-solve one step from the last iterate (its one more step left to a finishing solve),
+    the first iterate is refined from itself only at ``max_iter`` 1; and the kernel answers as the numpy path to
+    round-off in as many iterations."""
     mech = models.MODELS[model]()
     q, v, tau = random_state(mech, np.random.default_rng(3), ())
-    steps, extra = [], []
-    factorization = elimination.factorization
-    refined, started_error = factorization.Factorization._refined, factorization.started_error
-    monkeypatch.setattr(factorization.Factorization, "_refined", lambda self, *a: steps.append(1) or refined(self, *a))
-    monkeypatch.setattr(factorization, "started_error", lambda *a: extra.append(started_error(*a) > factorization.WARM_RTOL)
-                        or started_error(*a))
-    finished = mechanics.dynamics._finished
-    monkeypatch.setattr(mechanics.dynamics, "_finished", lambda *a: extra.append(True) or finished(*a))
-    ref = _quiet(mechanics.prepare(mech, "lcaba", mu=1e6, max_iter=max_iter, backend="numpy"), q, v, tau)
+    prepared = mechanics.prepare(mech, "lcaba", mu=1e6, max_iter=max_iter, backend="numpy")
+    ref = _quiet(prepared, q, v, tau)
     assert (ref.iterations == 1) == (max_iter == 1)
-    assert len(steps) == max(ref.iterations - 1, 1) + sum(extra)
+    solves = prepared.last_run.solves
+    purposes = [purpose for purpose, _ in solves]
+    assert purposes[0] == "first" and solves[0][1].refinements == 0 and not solves[0][1].started
+    assert purposes.count("re-solve") == ref.iterations - 1
+    assert ("refine" in purposes) == (max_iter == 1)
+    assert set(purposes) <= {"first", "refine", "re-solve", "finish"}
+    for purpose, work in solves[1:]:
+        assert work.started and work.refinements >= 1, purpose
+        if purpose == "re-solve":
+            assert work.refinements == 1 and work.sweeps == 1  # (one sweep: the change alone)
+    assert sum(work.refinements for _, work in solves) >= max(ref.iterations - 1, 1)
     fused = mechanics.prepare(mech, "lcaba", mu=1e6, max_iter=max_iter, backend="numba")
     assert np.all(_kernel_status(fused, q[None], v[None], tau[None]) == OK)
     got = _quiet(fused, q, v, tau)
@@ -271,11 +275,8 @@ def test_a_kernel_answer_that_leaves_hard_rows_unsolved_is_not_returned(monkeypa
     for name, part in (("hard_worst", "residual"), ("hard_k", "k")):  # the kernel's largest over the hard rows
         assert np.array_equal(out[:, columns[name]], np.max(np.abs(out[:, columns[part]][:, hard]), axis=1))
     assert np.all(out[:, columns["hard_k"]] > 0)
-    factorizations = []
-    factorize = elimination.factorize
-    monkeypatch.setattr(elimination, "factorize", lambda *a, **k: factorizations.append(1) or factorize(*a, **k))
     fused(q, v, tau)
-    assert not factorizations  # the kernel answers this state itself
+    assert fused.last_run is None  # the kernel answers this state itself
     run, run_one = CompiledDynamics.run, CompiledDynamics.run_one
 
     def spoiled(out, flags):
@@ -285,7 +286,7 @@ def test_a_kernel_answer_that_leaves_hard_rows_unsolved_is_not_returned(monkeypa
     monkeypatch.setattr(CompiledDynamics, "run", lambda self, *a: spoiled(*run(self, *a)))
     monkeypatch.setattr(CompiledDynamics, "run_one", lambda self, *a: spoiled(*run_one(self, *a)))
     got = fused(q, v, tau)
-    assert factorizations  # the numpy path answered
+    assert fused.last_run is not None  # the numpy path answered
     ref = mechanics.prepare(mech, "pv", backend="numpy")(q, v, tau)
     assert relative(got.qdd, ref.qdd) < 1e-12 and np.allclose(got.residual, ref.residual, rtol=0, atol=1e-12)
 

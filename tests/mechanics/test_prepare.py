@@ -46,6 +46,28 @@ def test_a_prepared_call_batches_and_warm_starts():
     assert np.all(warm.iterations <= batched.iterations) and np.all(warm.converged)
 
 
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("name", ["proxbbo", "lcaba", "pv"])
+def test_one_state_warm_started_from_several_force_guesses_is_a_batch_of_them(name, backend):
+    """``forces0 (k, m)`` beside one state ``(q, v, tau)``: a batch of ``k`` warm starts, each the call with its
+    own guess (the numpy path refused it: the proximal prior broadcast its centre to the state's batch alone)."""
+    mech = models.fig4()
+    q, v, tau = _states(mech, np.random.default_rng(4), 1)[0]
+    guesses = np.random.default_rng(5).normal(size=(3, mech.constraint_dim))
+    dynamics = mechanics.prepare(mech, name, mu=1e6, backend=backend)
+    batch = dynamics(q, v, tau, forces0=guesses)
+    assert batch.qdd.shape == (3, mech.nv) and batch.iterations.shape == (3,)
+    for i in range(3):
+        single = dynamics(q, v, tau, forces0=guesses[i])
+        assert batch.iterations[i] == single.iterations
+        if backend == "numba":  # (lanes and the per-state kernel: bit for bit; numpy's batched products: round-off)
+            assert np.array_equal(batch.qdd[i], single.qdd)
+        assert np.max(np.abs(batch.qdd[i] - single.qdd)) <= 1e-12 * max(1.0, np.max(np.abs(single.qdd)))
+    model, cms = pinocchio_model_of(mech)
+    ddq, _ = dense_reference(model, cms, q, v, tau)
+    assert np.all(batch.converged) and np.max(np.abs(batch.qdd - ddq)) <= 1e-8 * max(1.0, np.max(np.abs(ddq)))
+
+
 def test_prepare_plans_once_and_checks_its_settings_once():
     """The plan is made at prepare time: calls neither analyse nor look anything up; bad settings are
     refused there, bad states at the call."""

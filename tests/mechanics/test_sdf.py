@@ -129,12 +129,13 @@ def test_sdf_errors_name_the_file_the_element_and_the_fix(tmp_path, text, messag
 
 
 @pytest.mark.parametrize("seed", [0, 19])
-def test_cassies_suspect_re_solves_are_verified_only_where_the_iterate_may_be_the_answer(monkeypatch, cassie, seed):
+def test_cassies_suspect_re_solves_are_verified_only_where_the_iterate_may_be_the_answer(cassie, seed):
     """Cassie under LCABA (mu = 1e6) at a random base pose: its pivots lose ten digits (pivot ratio < 1e-10,
     suspect), so the first solve is verified at once; each re-solve takes its one refinement step from the last
     iterate, and its verification (steps until they settle) waits until the iterate may be the answer -- at
-    most once a call, where every re-solve used to verify.  Counted on the numpy path; the compiled kernel
-    takes the same iterations, and both answer as the dense KKT solve."""
+    most once a call, where every re-solve used to verify.  Read on the numpy path's record of its solves
+    (``PreparedDynamics.last_run``); the compiled kernel takes the same iterations, and both answer as the
+    dense KKT solve."""
     mech, model, cms, q0, *_ = cassie
     rng = np.random.default_rng(seed)
     q = q0.copy()
@@ -142,13 +143,13 @@ def test_cassies_suspect_re_solves_are_verified_only_where_the_iterate_may_be_th
     q[3:7] = quaternion / np.linalg.norm(quaternion)
     q[7:] += rng.normal(scale=0.1, size=q.size - 7)
     v, tau = rng.normal(size=mech.nv), rng.normal(size=mech.nv)
-    factorization, verifications = elimination.factorization, []
-    verified = factorization.Factorization._verified
-    monkeypatch.setattr(factorization.Factorization, "_verified", lambda self, *a, **k: verifications.append(
-        a[5] if len(a) > 5 else k.get("verified", False)) or verified(self, *a, **k))
-    ref = mechanics.forward_dynamics(mech, q, v, tau, algorithm="lcaba", backend="numpy")
+    prepared = mechanics.prepare(mech, "lcaba", backend="numpy")
+    ref = prepared(q, v, tau)
     assert ref.converged and ref.iterations >= 3
-    assert verifications[0] is False and all(verifications[1:]) and len(verifications) <= 2  # (the first solve's)
+    solves = prepared.last_run.solves
+    verifying = [purpose for purpose, work in solves if work.verifications]
+    assert solves[0][0] == "first" and solves[0][1].verifications  # the first solve verified at once
+    assert verifying[0] == "first" and verifying[1:] in ([], ["finish"])  # then at most once, where it may be the answer
     got = mechanics.forward_dynamics(mech, q, v, tau, algorithm="lcaba", backend="numba")
     assert got.iterations == ref.iterations and relative(got.qdd, ref.qdd) < 1e-11
     ddq, _ = dense_reference(model, cms, q, v, tau)
