@@ -24,7 +24,7 @@ program (:mod:`elimination.program`).  One numba kernel then runs, per state:
    (:func:`~elimination.compiled.factorize_one`, :func:`~elimination.compiled.solve_one`),
    with the numpy path's refinement, verification of suspect pivots and
    consistency check of dropped rows;
-4. the outer iterations of :func:`mechanics.dynamics.outer_iterations` (000
+4. the outer iterations of :class:`mechanics.outer.PolicyIterations` under :func:`elimination.drive` (000
    Algorithms 3 and 6) and the convergence status of
    :mod:`mechanics.convergence`, per state.
 

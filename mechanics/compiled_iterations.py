@@ -1,6 +1,7 @@
 """The outer iterations of the compiled dynamics, one state at a time: solves with refinement and
 verification (:mod:`elimination.numeric`'s), the policies' updates, the convergence status, and
-:func:`dynamics_kernel`, one call's whole trip (000 Algorithms 3 and 6, as :func:`mechanics.dynamics.outer_iterations`).
+:func:`dynamics_kernel`, one call's whole trip (000 Algorithms 3 and 6, as :class:`mechanics.outer.PolicyIterations`
+under :func:`elimination.drive` with ``defer``).
 """
 from __future__ import annotations
 
@@ -111,14 +112,14 @@ def _settles(change, previous, ratio, verified):
 def _may_be_answer(links, maps, x, qdd, res, iterations, tol, max_iter):
     """Whether the iterate ``x`` (its residual ``res``; the last iterate's ``qdd``) may be the answer: it meets
     the tolerance, or ``iterations`` reach ``max_iter``.  A re-solve's one more step where its change is large
-    (:func:`_started_solve`'s) waits for this (:func:`mechanics.dynamics.outer_iterations`)."""
+    (:func:`_started_solve`'s) waits for this (:func:`elimination.drive`'s ``defer``)."""
     return iterations >= max_iter or min(_qdd_step(links, maps, x, qdd, False), _largest(res)) < tol
 
 
 @njit(cache=True, inline="always")
 def _finished(solve_maps, sscr, work, C, Lmag, x, ratio):
     """A re-solve's finishing steps of ``x`` in place, taken where its iterate may be the answer
-    (:func:`mechanics.dynamics._finished`): :func:`_started_solve`'s one more step, or on a suspect factorization
+    (:func:`elimination.drive`'s ``"finish"`` solve): :func:`_started_solve`'s one more step, or on a suspect factorization
     the steps until they settle (the first solve verified that they contract).  False where those do not."""
     settled = True
     if ratio < PIVOT_SUSPECT_RTOL:
@@ -293,7 +294,7 @@ def _answer(b, ratio, solved, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows
     qdd = out[ix(b)]
     suspect = ratio < PIVOT_SUSPECT_RTOL
     startable = refine > 0 and drops.shape[0] == 0  # Factorization.startable
-    deferred = startable and iterating and not suspect  # the first iterate's refinement (outer_iterations)
+    deferred = startable and iterating and not suspect  # the first iterate's refinement (drive's defer)
     # a solve without refinement made already (the lanes') is the first solve where it has no refinement to do
     presolved = solved and not suspect and (deferred or refine == 0) and drops.shape[0] == 0
     if not presolved and not _solve(solve_maps, drops, sscr, work, C, Lmag, x, ratio, 0 if deferred else refine):
@@ -301,7 +302,7 @@ def _answer(b, ratio, solved, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows
     _qdd_step(links, constraints[6], x, qdd, True)
     _constraint_residual(constraints, Kbuf, k, links, x, res)
     iterations, step, ok = np.int64(1), np.inf, True  # (not a literal: one compiled _conclude)
-    while True:  # outer_iterations, for one element
+    while True:  # elimination.drive's loop with defer, for one element
         if deferred and (_largest(res) < tol or iterations >= max_iter):  # it may be the answer: refined
             _started_solve(solve_maps, sscr, work, C, Lmag, x, refine, ratio)
             _qdd_step(links, constraints[6], x, qdd, True)
