@@ -169,10 +169,12 @@ class ArrayFactorization:
         it settles, or refused.  ``start`` (values of ``X``'s shape, a nearby problem's solution: an outer
         loop's last iterate) makes the solve ``refine`` refinement steps from it -- one sweep instead of two
         once the changes are small -- and one more where the last may leave an error above ``WARM_RTOL``;
-        ignored where ``refine`` is 0 or the plan drops dependent rows (:meth:`startable`).  ``verified`` and
+        ignored where ``refine`` is 0 or the plan drops dependent rows (:meth:`startable`).  On a suspect
+        factorization a solve from ``start`` is verified from there: steps until they settle.  ``verified`` and
         ``finish``: as :meth:`elimination.Factorization.solve`'s (an earlier solve verified the suspect
-        pivots; ``finish=False`` leaves the one more step, or the verification, to the caller:
-        :meth:`unfinished` says where it is wanted).
+        pivots: the steps stop at the first whose error left is small; ``finish=False`` leaves the one more
+        step, or the verification, to the caller: ``refine`` steps alone, and :meth:`unfinished` says where
+        more are wanted).
 
         Raises
         ------

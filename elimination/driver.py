@@ -166,7 +166,8 @@ class Driven:
     factorizations : int
         Factorizations of the whole batch.
     factorization : ArrayFactorization or GraphFactorization
-        The last one: more right-hand sides solve on it.
+        The last one: more linear terms solve on it (workspaces with more right-hand sides, or
+        :class:`Overrides`).
     solves : list of (str, SolveWork)
         Each solve of the whole batch in order, with its purpose -- ``"first"`` (of a factorization),
         ``"re-solve"`` (of the next iterate), ``"refine"`` (a deferred first iterate refined from itself),
@@ -184,12 +185,13 @@ class Driven:
 
 def drive(plan, driver: Driver, max_iter: int = 50, refine: int = 1, backend: str = "numba", defer: bool = False,
           warn: bool = True) -> Driven:
-    """Run ``driver``'s outer loop along ``plan`` (a Plan or its Layout) for at most ``max_iter`` solves.
+    """Run ``driver``'s outer loop along ``plan`` (a Plan or its Layout) for at most ``max_iter`` iterations.
 
     Each iteration solves (with ``refine`` refinement steps), then the driver advances the elements not done;
     the matrices are factorized again only where the driver says they moved, and where they did not the next
-    solve refines from the last iterate (:meth:`ArrayFactorization.solve`'s ``start``, one sweep; the suspect
-    pivots were verified by the first solve).  Elements still not done after ``max_iter`` solves are reported
+    solve refines from the last iterate (the factorization's ``solve(..., start=)``: one sweep per step once the
+    changes are small; the suspect pivots were verified by the first solve, ``verified=True``).  Elements still
+    not done after ``max_iter`` iterations are reported
     by a :class:`NotConvergedWarning` naming the driver, how many and the largest measure it saw (unless
     ``warn`` is false: the caller reports them).
 
@@ -204,11 +206,14 @@ def drive(plan, driver: Driver, max_iter: int = 50, refine: int = 1, backend: st
         The arrays' executor (:func:`~elimination.arrays.factorize_arrays`: ``"numba"``, ``"numpy"``), or on
         the graph seam :func:`elimination.factorize`'s (``"auto"`` too).
     defer : bool
-        Refinement deferred to the iterates that may be the answer (the driver's ``may_stop``): where re-solves
-        follow, each corrects what the solve before it left, so the first solve is not refined until its iterate
-        may be the answer (or ``max_iter`` is 1), and a re-solve's one more step where its change is large --
-        or on a suspect factorization its verification -- waits the same way.  One solve fewer per call, the
-        same answers to round-off.  For drivers that move linear terms only.
+        Refinement deferred to the iterates that may be the answer (the driver's ``may_stop``, or the last
+        iteration): where re-solves follow, each corrects what the solve before it left, so the first solve is
+        not refined until its iterate may be the answer, and a re-solve's one more step where its change is
+        large -- or on a suspect factorization its verification -- waits the same way (the ``"refine"`` and
+        ``"finish"`` solves of :attr:`Driven.solves`, beside the iterations).  One solve fewer per call, the same
+        answers to round-off.  A factorization whose pivots are suspect, or that cannot start from given values
+        (``startable()``: it drops rows, or re-planned elements), refines every solve as without it.  For
+        drivers that move linear terms only.
 
     Examples
     --------
@@ -245,15 +250,16 @@ def drive(plan, driver: Driver, max_iter: int = 50, refine: int = 1, backend: st
         X = _where(driver.may_stop(layout, X) | (max_iter == 1), lambda: solve("refine", refine, start=X), X)
     while True:
         step = driver.advance(layout, X, Fw, Lin, active)
-        if np.shape(step.done) != batch:  # the driver's state batches the problem beyond its numbers
-            batch = np.broadcast_shapes(batch, np.shape(step.done))
-            X = np.array(np.broadcast_to(X, batch + X.shape[-1:]))
-            iterations, active = np.broadcast_to(iterations, batch).copy(), np.broadcast_to(active, batch).copy()
+        wider = np.broadcast_shapes(batch, np.shape(step.done))
+        if wider != batch:  # the driver's state batches the problem beyond its numbers (the graph seam's values)
+            X, iterations, active = _widened(fact, wider, X, iterations, active)
+            batch = wider
         active = active & ~np.asarray(step.done)
         if not active.any() or np.max(iterations[active]) >= max_iter:
             break
         if step.refactor:
             fact, factorizations = _factorized(layout, Fw, backend), factorizations + 1
+            started = bool(refine) and fact.startable()
             new = solve("first", refine)
         else:
             new = solve("re-solve", refine, start=X, verified=True, finish=not (defer and started))
@@ -279,6 +285,17 @@ def _factorized(layout: Layout, Fw, backend: str):
         plan = layout.program.plan
         return GraphFactorization(factorize(Fw, plan, backend=backend), layout, Fw.batch_shape)
     return factorize_arrays(layout, Fw, backend=backend)
+
+
+def _widened(fact, batch: tuple, X: np.ndarray, iterations: np.ndarray, active: np.ndarray) -> tuple:
+    """``X``, ``iterations`` and ``active`` broadcast to the driver's ``batch``: on the graph seam, where a driver's
+    state (multipliers of a warm start) may batch what the graph's numbers do not; workspaces must be the
+    driver's batch from its ``start`` (they are solved in place)."""
+    if not isinstance(fact, GraphFactorization):
+        raise ValueError(f"drive: the driver's stopping test has batch {batch} but its workspaces {X.shape[:-1]}; "
+                         f"its start() must return workspaces over its whole batch")
+    return np.array(np.broadcast_to(X, batch + X.shape[-1:])), np.array(np.broadcast_to(iterations, batch)), \
+        np.array(np.broadcast_to(active, batch))
 
 
 def _solved(fact, solves: list, purpose: str, Lin, refine: int, **kwargs) -> np.ndarray:

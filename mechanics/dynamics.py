@@ -15,6 +15,7 @@ validated by :mod:`mechanics.checks`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import math
 import warnings
@@ -288,7 +289,8 @@ class PreparedDynamics:
     mu, tol, max_iter, refine, backend
         The validated settings.
     last_run : elimination.Driven or None
-        What the numpy path's outer loop did in the last call it answered (iterations, each solve's work).
+        What the numpy path's outer loop did in the last call it answered: its iterations and each solve's work
+        (:attr:`elimination.Driven.solves`; not its arrays).
     """
 
     last_run = None
@@ -383,7 +385,8 @@ class PreparedDynamics:
                                        defer=iterations_of.iterating, warn=False)
             x, qdd, residual = iterations_of.evaluated(self.plan.layout(), driven.X)
             converged = iterations_of.converged(self.plan.layout(), driven.factorization, residual, self.refine)
-        self.last_run, lam, iterations = driven, iterations_of.lam, driven.iterations
+        self.last_run = dataclasses.replace(driven, X=None, factorization=None)  # (the record, not the memory)
+        lam, iterations = iterations_of.lam, driven.iterations
         _check_hard_residual(self.name, mechanism, gplc, policies, residual)
         worst = element_max(residual.values(), batch)
         cause = self._causes(q, v, converged, iterations, worst, stacklevel + 1)

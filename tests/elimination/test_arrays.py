@@ -109,6 +109,44 @@ def test_a_model_writes_its_numbers_through_the_layout_views():
         assert relative_error(layout.values(X[e]), reference.values) < 1e-12
 
 
+@pytest.mark.parametrize("suspect", [False, True])
+@pytest.mark.parametrize("verified, finish", [(False, True), (True, True), (True, False), (False, False)])
+def test_a_solve_from_given_values_takes_the_graph_paths_steps(suspect, verified, finish):
+    """A solve from ``start`` (a nearby problem's solution) on the arrays: the same steps as
+    ``Factorization.solve`` with the same ``verified`` and ``finish`` -- refinement steps, verification steps,
+    the same values to round-off -- on pivots that lose most digits (suspect: verified from the start unless an
+    earlier solve verified them and ``finish`` leaves it to the caller) and on pivots that lose none; and
+    ``unfinished`` says the same of the values it ends at."""
+    g = FactorGraph()
+    for k in "xy":
+        g.add_variable(Variable(k, 1))
+    near = 1.0 - (1e-11 if suspect else 0.5)
+    i = g.add(Quadratic(["x", "y"], [[1.0, near], [near, 1.0]], [1.0, 0.5]))
+    plan = analyze(g, Ordering.from_keys(["x", "y"]))
+    graph_fact = factorize(g, plan, backend="numba")
+    assert bool(np.all(graph_fact.suspect())) == suspect and graph_fact.startable()
+    layout = plan.layout()
+    Fw, Lin = layout.fill(g)
+    fact = factorize_arrays(layout, Fw)
+    assert bool(np.all(fact.suspect())) == suspect and fact.startable()
+    start = graph_fact.solve()
+    moved = np.array([1.0 + 1e-6, 0.5])
+    expected = graph_fact.solve(g={i: moved}, refine=1, start=start, verified=verified, finish=finish)
+    Lin2 = Lin.copy()
+    layout.linear(Lin2, i)[...] = moved
+    X0 = np.empty(layout.value_size)
+    for key in "xy":
+        layout.value(X0, key)[...] = start[key]
+    X = fact.solve(Lin2, refine=1, start=X0, verified=verified, finish=finish)
+    ours, theirs = fact.last_solve, graph_fact.last_solve
+    assert ours.started and theirs.started
+    assert (ours.refinements, ours.verifications) == (theirs.refinements, theirs.verifications)
+    assert (ours.verifications > 0) == (suspect and (finish or not verified))
+    for key in "xy":
+        assert layout.value(X, key) == pytest.approx(expected[key], rel=1e-9)
+    assert bool(fact.unfinished(X, X0)) == bool(graph_fact.unfinished(expected, start))
+
+
 @pytest.mark.parametrize("backend", ["numba", "numpy"])
 def test_a_suspect_factorization_is_verified_as_on_the_graph_path(backend):
     """Pivots that lose most digits (a nearly singular prior): refinement goes on until it settles, the same

@@ -148,8 +148,11 @@ def test_deferred_refinement_reaches_the_same_solution_with_fewer_steps(proximal
                               _reference(graph, constraints).values) < 1e-9
         runs[defer] = out
     first, *rest = runs[True].solves
-    assert first[0] == "first" and first[1].refinements == 0
-    assert all(purpose in ("refine", "re-solve", "finish") and work.started for purpose, work in rest)
+    assert first[0] == "first" and first[1].refinements == 0  # (its iterate is not the answer: no "refine")
+    assert [purpose for purpose, _ in rest].count("re-solve") == runs[True].iterations.max() - 1
+    assert all(purpose in ("re-solve", "finish") and work.started for purpose, work in rest)
+    assert all(work.refinements == 1 for purpose, work in rest if purpose == "re-solve")
+    assert [purpose for purpose, _ in runs[False].solves].count("finish") == 0
     steps = {defer: sum(work.refinements for _, work in out.solves) for defer, out in runs.items()}
     assert steps[True] < steps[False]
     gn = GaussNewton({"p": np.zeros(2)}, [(("p",), lambda p: (p - 1.0, [np.eye(2)]))])
@@ -190,10 +193,12 @@ class _PenaltyOnTheGraph:
 
 
 def test_the_graph_seam_re_plans_dependent_hard_rows_the_arrays_refuse():
-    """Hard rows stated twice (numerically dependent, consistent) under an outer loop: on the array seam the
-    factorization refuses them and says where they are re-planned; on the graph seam (the driver's ``start``
-    returns the ``FactorGraph`` and its overrides) the same loop re-plans them and reaches the dense KKT solve of
-    the graph with every constraint hard."""
+    """Hard rows stated twice (numerically dependent, consistent) under an outer loop that moves a
+    least-squares penalty's measurement: on the array seam the factorization refuses them and says where they
+    are re-planned; on the graph seam (the driver's ``start`` returns the ``FactorGraph`` and its overrides) the
+    same loop re-plans them -- every solve from scratch then, ``defer`` or not -- and reaches the dense KKT
+    solve of the graph with every constraint hard; with the rows stated once the loop starts each re-solve
+    from the last iterate and defers its refinement."""
     graph = _objective()
     row = np.array([[1.0, 0.5]])
     for _ in range(2):
@@ -205,6 +210,15 @@ def test_the_graph_seam_re_plans_dependent_hard_rows_the_arrays_refuse():
         elimination.factorize_arrays(plan.layout(), plan.layout().fill(loop.graph)[0])
     out = drive(plan, loop, max_iter=100, backend="numpy", defer=True)
     assert out.converged and out.factorization.factorization.fallbacks  # (re-planned)
+    assert not any(work.started for _, work in out.solves)
     reference = _reference(graph, [closure])
     assert reference.status == "unique"
+    assert relative_error({k: plan.layout().value(out.X, k) for k in range(5)}, reference.values) < 1e-9
+    once = _objective()
+    once.add(LinearEquality([1], [row], [0.3]))
+    loop = _PenaltyOnTheGraph(once, closure, mu=1e4, tol=1e-12)
+    plan = analyze(loop.graph, elimination.resolve_ordering(loop.graph, "min_fill"))
+    out = drive(plan, loop, max_iter=100, defer=True)
+    assert out.converged and out.solves[0][1].refinements == 0
+    assert all(work.started for _, work in out.solves[1:])
     assert relative_error({k: plan.layout().value(out.X, k) for k in range(5)}, reference.values) < 1e-9
