@@ -268,7 +268,7 @@ def drive(plan, driver: Driver, max_iter: int = 50, refine: int = 1, backend: st
                 new = _where(final, lambda: solve("finish", 1, start=new, verified=True,
                                                   finish=bool(np.any(fact.suspect()))), new)
         iterations += active
-        X = np.where(active[..., None], new, X)
+        X = new if active.all() else np.where(active[..., None], new, X)  # (the same values: what may_stop saw)
     if warn and active.any():
         worst = float(np.max(np.where(active, step.measure, 0.0)))
         warnings.warn(f"{driver!r}: {int(active.sum())} of {active.size} elements not done after {max_iter} solves "
