@@ -383,8 +383,9 @@ class PreparedDynamics:
         with _explained(self.name, self.label, policies, mechanism, mu):
             driven = elimination.drive(self.plan, iterations_of, self.max_iter, self.refine, backend=self.backend,
                                        defer=iterations_of.iterating, warn=False)
-            x, qdd, residual = iterations_of.evaluated(self.plan.layout(), driven.X)
-            converged = iterations_of.converged(self.plan.layout(), driven.factorization, residual, self.refine)
+            layout = self.plan.layout()
+            x, qdd, residual = iterations_of.evaluated(layout, driven.X)
+            converged = iterations_of.converged(layout, driven.factorization, residual, self.refine)
         self.last_run = dataclasses.replace(driven, X=None, factorization=None)  # (the record, not the memory)
         lam, iterations = iterations_of.lam, driven.iterations
         _check_hard_residual(self.name, mechanism, gplc, policies, residual)

@@ -83,17 +83,17 @@ class PolicyIterations:
         self.lam = _merge(active, updated, self.lam)
         self._qdd = qdd if self._qdd is None else _merge(active, qdd, self._qdd)
         if self.iterating:
-            moved = self.moving_terms(lambda p: p.iterates)
-            Lin.g, Lin.b = moved.g, moved.b
+            self.moving_terms(lambda p: p.iterates, Lin)
         return Advance(done | (not self.iterating), False, worst)
 
     def _step(self, qdd: np.ndarray) -> np.ndarray:
         """``||qdd - qdd^(k-1)||_inf`` per element (``inf`` before a first iterate was accepted)."""
         return np.full(self.batch, np.inf) if self._qdd is None else element_max([qdd - self._qdd], self.batch)
 
-    def moving_terms(self, moving) -> Overrides:
-        """The moving terms of the constraints whose policy ``moving`` selects, at the current ``lambda``."""
-        out = Overrides()
+    def moving_terms(self, moving, out: Overrides | None = None) -> Overrides:
+        """The moving terms of the constraints whose policy ``moving`` selects, at the current ``lambda``, written
+        into ``out`` (new overrides by default)."""
+        out = Overrides() if out is None else out
         for c, policy in self.policies.items():
             if moving(policy) and c in self.gplc.moving:
                 which, value = policy.moving_term(self.gplc.terms[c], self.mu, self.lam[c])
