@@ -222,3 +222,19 @@ def test_the_graph_seam_re_plans_dependent_hard_rows_the_arrays_refuse():
     assert out.converged and out.solves[0][1].refinements == 0
     assert all(work.started for _, work in out.solves[1:])
     assert relative_error({k: plan.layout().value(out.X, k) for k in range(5)}, reference.values) < 1e-9
+
+
+def test_a_driver_batched_beyond_its_workspaces_is_refused_on_the_array_seam():
+    """A stopping test of another batch than the workspaces the driver's ``start`` returned: solved in place,
+    they cannot grow, so the loop says what is wrong instead of broadcasting into a shape error."""
+    graph, constraints = _objective(), _constraints(np.random.default_rng(1), False)
+
+    class Wider(AugmentedLagrangian):
+        def advance(self, layout, X, Fw, Lin, active):
+            out = super().advance(layout, X, Fw, Lin, active)
+            return Advance(np.broadcast_to(out.done, (2,)), out.refactor, np.broadcast_to(out.measure, (2,)))
+
+    loop = Wider(graph, constraints, mu=1e4)
+    plan = analyze(loop.graph, elimination.natural(loop.graph))
+    with pytest.raises(ValueError, match=r"stopping test has batch \(2,\) but its workspaces \(\).*start\(\) must return"):
+        drive(plan, loop)
