@@ -81,7 +81,7 @@ from .compiled_tables import (
     link_index, unit_columns,
 )
 from . import compiled_iterations, compiled_lanes
-from .compiled_iterations import _workspace_parts, dynamics_kernel
+from .compiled_iterations import LANE_ROWS, _workspace_parts, dynamics_kernel
 from .compiled_lanes import PATIENCE, REFILL, _lane_sizes, lanes_kernel
 
 
@@ -242,7 +242,8 @@ class DynamicsData:
 
     def __init__(self, model: CompiledDynamics):
         self.floats = np.zeros(model.parts[-1])
-        self.ints = np.zeros(factorize_scratch_size(int(model.sizes[6]))[1] + 1, dtype=np.int64)  # (+ a state's index)
+        # (+ the outer iterations' integers and a state's index: compiled_iterations._machine)
+        self.ints = np.zeros(factorize_scratch_size(int(model.sizes[6]))[1] + LANE_ROWS + 1, dtype=np.int64)
         self.states_run = {"lanes": 0, "one_by_one": 0}
         self._lanes = None
 

@@ -1,7 +1,11 @@
-"""The outer iterations of the compiled dynamics, one state at a time: solves with refinement and
-verification (:mod:`elimination.numeric`'s), the policies' updates, the convergence status, and
-:func:`dynamics_kernel`, one call's whole trip (000 Algorithms 3 and 6, as :class:`mechanics.outer.PolicyIterations`
-under :func:`elimination.drive` with ``defer``).
+"""The outer iterations of the compiled dynamics (000 Algorithms 3 and 6, as :class:`mechanics.outer.PolicyIterations`
+under :func:`elimination.drive` with ``defer``), written once for one state and for sixteen side by side:
+:func:`_advance` decides, from an iterate's numbers, what it does next and which solve follows (a started solve's
+refinement, a verification of suspect pivots, a fresh re-solve); :func:`_refined` judges each refinement step;
+:func:`_iterate_numbers` and :func:`_marked` are the numbers it reads and the updates it marks, at the width of
+their operands (:mod:`elimination.vectors`).  Here they run one state at a time -- :func:`dynamics_kernel`, one
+call's whole trip, each solve run to its end by :func:`_steps` -- and in :mod:`mechanics.compiled_lanes` sixteen
+lanes whose solves run side by side; the two differ only in how a solve's steps are executed.
 """
 from __future__ import annotations
 
@@ -59,44 +63,19 @@ def _refine_step(solve_maps, sscr, work, C, Lmag, x):
     return _largest(corr) / max(_largest(x), 2.2250738585072014e-308)
 
 
-@njit(cache=True, inline="always")
-def _refine_steps(solve_maps, sscr, work, C, Lmag, x, steps):
-    """``steps`` refinement steps of ``x`` in place; the last one's change (0 without a step)."""
-    change = 0.0
-    for _ in range(steps):
-        change = _refine_step(solve_maps, sscr, work, C, Lmag, x)
-    return change
-
-
-@njit(cache=True, inline="always")
-def _started_solve(solve_maps, sscr, work, C, Lmag, x, refine, ratio):
-    """:meth:`elimination.Factorization.solve` from the values ``x`` (its ``start``), in place: ``refine``
-    refinement steps, and one more where the last may leave an error above ``WARM_RTOL``."""
-    if started_error(_refine_steps(solve_maps, sscr, work, C, Lmag, x, refine), ratio) > WARM_RTOL:
-        _refine_step(solve_maps, sscr, work, C, Lmag, x)  # a change too large for one step
-
-
-@njit(cache=True, **UNCOUNTED)
-def _solve(solve_maps, drops, sscr, work, C, Lmag, x, ratio, refine):
-    """:meth:`elimination.Factorization.solve` for the linear terms in ``work``: the sweeps, the dropped
-    rows' consistency, ``refine`` steps, and the verification of a suspect factorization.  False where the
-    numpy path must answer (inconsistent dropped rows, refinement that does not settle).  One exit, no
-    early return: numba then drops the reference counting of its arrays (elimination.compiled_pairs._revolute_pair)."""
-    Lin, cache, dropped = work[8], work[12], work[13]
-    solve_one(solve_maps, C, Lin, Lmag, cache, x, dropped, sscr)
-    consistent = True
-    for q in range(drops.shape[0]):
-        off, d = drops[q, 0], drops[q, 1]
-        for i in range(d):
-            consistent = consistent and not abs(dropped[ix(off + i)]) > CONSISTENCY_RTOL * dropped[ix(off + d)]
-    change = np.inf  # the last plain step's, where the verification goes on from it
-    for _ in range(refine if consistent else 0):
-        change = _refine_step(solve_maps, sscr, work, C, Lmag, x)
-    suspect = ratio < PIVOT_SUSPECT_RTOL
-    solved = consistent
-    if solved and suspect:  # its refinement must settle
-        solved = _verified(solve_maps, sscr, work, C, Lmag, x, ratio, np.bool_(False), change)
-    return solved
+# -- the outer iterations' decisions, one source for one state and for sixteen in lanes ---------------------------
+# Integer rows, a column per state (one column here, sixteen in mechanics.compiled_lanes): the lanes'
+# factorization's weakest and failed step and whether a state was loaded into a lane (WEAK, FAILED, VALID: the
+# lanes' own), where the state's outer iterations stand (PHASE: at their HEAD, its first iterate REFINED, an
+# iterate RESOLVED), its refinement steps so far in this solve, its iterations, the solve's MODE (0: a started
+# solve's steps, 1: PLAIN steps, then a verification with SMALL changes in a row so far, 2: a verification of a
+# factorization an earlier solve verified, 3: PLAIN steps alone), whether it wants a solve, the STATE it holds
+# (-1: idle), whether its solve is FRESH (of its linear terms, not a step)
+WEAK, FAILED, VALID, PHASE, COUNT, ITERS, MODE, NEED, STATE, PLAIN, SMALL, FRESH = range(12)
+LANE_ROWS = 12
+HEAD, REFINED, RESOLVED, FINISHED = range(4)  # (FINISHED: a re-solve's one more step taken where it may be the answer)
+QDD_STEP, RES_TOP, SET_QDD, UPDATE, DONE, IT_T = range(6)  # float rows IT (:func:`_advance`'s numbers and marks)
+ITERATION_ROWS = 6  # then the qdd the iterations kept (nv rows)
 
 
 @njit(cache=True, inline="always")
@@ -109,48 +88,128 @@ def _settles(change, previous, ratio, verified):
 
 
 @njit(cache=True, inline="always")
-def _may_be_answer(links, maps, x, qdd, res, iterations, tol, max_iter):
-    """Whether the iterate ``x`` (its residual ``res``; the last iterate's ``qdd``) may be the answer: it meets
-    the tolerance, or ``iterations`` reach ``max_iter``.  A re-solve's one more step where its change is large
-    (:func:`_started_solve`'s) waits for this (:func:`elimination.drive`'s ``defer``)."""
-    return iterations >= max_iter or min(_qdd_step(links, maps, x, qdd, False), _largest(res)) < tol
+def _solving(li, state, w, mode, plain, fresh):
+    """State ``w`` starts a solve (:meth:`elimination.Factorization.solve`): of its linear terms (``fresh``) or
+    from its values, then (``mode`` 0) a started solve's refinement steps, (1) ``plain`` refinement steps and a
+    verification's, (2) those of a factorization an earlier solve verified, or (3) ``plain`` steps alone."""
+    li[MODE, w], li[PLAIN, w], li[COUNT, w], li[SMALL, w], li[FRESH, w], state[1] = mode, plain, 0, 0, fresh, np.inf
+    return True
 
 
 @njit(cache=True, inline="always")
-def _finished(solve_maps, sscr, work, C, Lmag, x, ratio):
-    """A re-solve's finishing steps of ``x`` in place, taken where its iterate may be the answer
-    (:func:`elimination.drive`'s ``"finish"`` solve): :func:`_started_solve`'s one more step, or on a suspect factorization
-    the steps until they settle (the first solve verified that they contract).  False where those do not."""
-    settled = True
-    if ratio < PIVOT_SUSPECT_RTOL:
-        settled = _verified(solve_maps, sscr, work, C, Lmag, x, ratio, np.bool_(True), np.inf)
-    else:
-        _refine_step(solve_maps, sscr, work, C, Lmag, x)
-    return settled
+def _fresh_done(li, w):
+    """Whether state ``w``'s solve ends with its fresh solve (no refinement step follows: mode 0)."""
+    li[FRESH, w] = 0
+    return 0 if li[MODE, w] else 1
+
+
+@njit(cache=True, inline="always")
+def _refined(li, state, w, change, refine, ratio):
+    """State ``w``'s solve after a refinement step that changed its values by ``change`` (relative): 0 where it
+    wants another step, 1 where it is done, -1 where its verification did not settle (the numpy path then
+    answers): a started solve's ``refine`` steps and one more where the error left may exceed ``WARM_RTOL``,
+    or the plain steps then the verification of a suspect factorization
+    (:meth:`elimination.Factorization._verified`, from the last plain step's change, kept in ``state[1]``)."""
+    li[COUNT, w] += 1
+    c = li[COUNT, w]
+    if li[MODE, w] == 0:  # a started solve: refine steps, and one more where the change is large
+        return 0 if c < refine or (c == refine and started_error(change, ratio) > WARM_RTOL) else 1
+    if li[MODE, w] == 3:  # PLAIN steps alone, the last one's change kept (_advance reads it)
+        state[1] = change
+        return 0 if c < li[PLAIN, w] else 1
+    if c <= li[PLAIN, w]:  # the plain steps, then at least one of the verification's
+        state[1] = change
+        return 0
+    if _settles(change, state[1], ratio, li[MODE, w] == 2):
+        return 1
+    contracting = change > SETTLED_RTOL and change <= 0.5 * state[1]
+    if change > VERIFY_RTOL and not contracting:
+        return -1
+    li[SMALL, w] = li[SMALL, w] + 1 if change <= VERIFY_RTOL else 0
+    if not contracting or li[SMALL, w] > FINISHING_REFINE:
+        return 1
+    state[1] = change
+    if c - li[PLAIN, w] < SUSPECT_REFINE:
+        return 0
+    return -1 if change > VERIFY_RTOL else 1  # the steps ran out: the last one's verdict
+
+
+@njit(cache=True, inline="always")
+def _advance(w, li, state, ratio, refine, startable, iterating, IT, moves, tol, max_iter):
+    """State ``w``'s outer iterations (:func:`elimination.drive`'s loop with ``defer``) from where its last solve
+    left them (``li[PHASE, w]``) to its next solve (:func:`_solving`), whose steps the kernel runs (one state:
+    :func:`_steps`; in lanes: ``mechanics.compiled_lanes``): whether it wants one (False: its iterations
+    ended).  The first solve's refinement waits until its iterate may be the answer where the re-solves start
+    from the iterate (``startable``: :meth:`elimination.Factorization.startable`) and the pivots are not suspect
+    (``ratio``); otherwise it is refined (and, suspect, verified) first.  A started re-solve's one more step
+    where its change is large -- on a suspect factorization its steps until they settle -- waits the same way;
+    a re-solve that is not started is fresh, refined and verified as the first.  ``state``: the last ``qdd``
+    step and the solve's last change.
+
+    The numbers are the iterate's ``qdd`` step and its residual's largest magnitude in ``IT``'s rows
+    ``QDD_STEP``, ``RES_TOP``; what the iterate then does is marked there -- its ``qdd`` kept (``SET_QDD``),
+    ``lambda`` updated (``UPDATE``), its answer (``DONE``) -- and in ``moves[w]``: its terms moved for the
+    re-solve."""
+    phase, suspect = li[PHASE, w], ratio < PIVOT_SUSPECT_RTOL
+    deferred = startable and iterating and not suspect
+    step, top = vectors.lane(IT, QDD_STEP, w), vectors.lane(IT, RES_TOP, w)
+    if (startable and phase == RESOLVED and li[MODE, w] == 3 and started_error(state[1], ratio) > WARM_RTOL
+            and (li[ITERS, w] + 1 >= max_iter or min(step, top) < tol)):  # a started solve's one more step, or
+        li[PHASE, w] = FINISHED  # a suspect factorization's steps until they settle, where it may be the answer
+        return _solving(li, state, w, 2, 0, 0) if suspect else _solving(li, state, w, 3, 1, 0)
+    if phase == RESOLVED or phase == FINISHED:  # a re-solve, refined: the next iterate
+        state[0] = step
+        li[ITERS, w] += 1
+        vectors.set_lane(IT, SET_QDD, w, 1.0)
+    elif phase == REFINED:  # the first iterate, refined
+        vectors.set_lane(IT, SET_QDD, w, 1.0)
+    elif suspect:  # (HEAD) the first solve's refinement and verification
+        li[PHASE, w] = REFINED
+        return _solving(li, state, w, 1, refine, 0)
+    elif refine > 0 and not deferred:  # (HEAD) the first solve's refinement, none to wait for
+        li[PHASE, w] = REFINED
+        return _solving(li, state, w, 3, refine, 0)
+    else:  # (HEAD) the first iterate: refined now where it may be the answer
+        vectors.set_lane(IT, SET_QDD, w, 1.0)
+        if deferred and (top < tol or li[ITERS, w] >= max_iter):
+            li[PHASE, w] = REFINED
+            return _solving(li, state, w, 0, 0, 0)
+    vectors.set_lane(IT, UPDATE, w, 1.0)  # (_update)
+    if not iterating or min(state[0], top) < tol or li[ITERS, w] >= max_iter:
+        vectors.set_lane(IT, DONE, w, 1.0)
+        return False
+    moves[w] = 1.0  # alm's and prox's terms (_moves)
+    li[PHASE, w] = RESOLVED
+    if not startable:  # a fresh solve, refined and verified as the first
+        return _solving(li, state, w, 1 if suspect else (3 if refine > 0 else 0), refine, 1)
+    # started: the steps alone (then _advance), a suspect factorization's too (the first solve verified it)
+    return _solving(li, state, w, 3, refine, 0)
 
 
 @njit(cache=True, **UNCOUNTED)
-def _verified(solve_maps, sscr, work, C, Lmag, x, ratio, verified, previous):
-    """Refinement steps of ``x`` in place until they settle (:meth:`elimination.Factorization._verified`, from
-    a step that changed it by ``previous``; ``verified``: by an earlier solve): False where they do not (the
-    numpy path then refuses the factorization)."""
-    settled, small = True, 0
-    for _ in range(SUSPECT_REFINE):
-        change = _refine_step(solve_maps, sscr, work, C, Lmag, x)
-        if _settles(change, previous, ratio, verified):
-            settled = True
-            break
-        contracting = change > SETTLED_RTOL and change <= 0.5 * previous
-        settled = not change > VERIFY_RTOL  # the last step's verdict, if the steps run out
-        if change > VERIFY_RTOL and not contracting:
-            settled = False
-            break
-        small = small + 1 if change <= VERIFY_RTOL else 0
-        if not contracting or small > FINISHING_REFINE:
-            settled = True
-            break
-        previous = change
-    return settled
+def _fresh(solve_maps, drops, sscr, work, C, Lmag, x):
+    """The solve of the linear terms in ``work`` into ``x`` (the sweeps), and whether the dropped rows are
+    consistent (False: the numpy path must answer)."""
+    Lin, cache, dropped = work[8], work[12], work[13]
+    solve_one(solve_maps, C, Lin, Lmag, cache, x, dropped, sscr)
+    consistent = True
+    for q in range(drops.shape[0]):
+        off, d = drops[q, 0], drops[q, 1]
+        for i in range(d):
+            consistent = consistent and not abs(dropped[ix(off + i)]) > CONSISTENCY_RTOL * dropped[ix(off + d)]
+    return consistent
+
+
+@njit(cache=True, **UNCOUNTED)
+def _steps(li, state, ratio, refine, solve_maps, drops, sscr, work, C, Lmag, x):
+    """The solve :func:`_solving` set up for the one state, run to its end in ``x``: 1, or -1 where its dropped
+    rows are inconsistent or its verification does not settle (the numpy path then answers)."""
+    done = 0
+    if li[FRESH, 0]:
+        done = _fresh_done(li, 0) if _fresh(solve_maps, drops, sscr, work, C, Lmag, x) else -1
+    while done == 0:
+        done = _refined(li, state, 0, _refine_step(solve_maps, sscr, work, C, Lmag, x), refine, ratio)
+    return done
 
 
 @njit(cache=True, inline="always")
@@ -186,26 +245,47 @@ def _update(constraints, X, RES, LAM, mu, T, t, M, mask):
             vectors.put(LAM, r0 + r, T, t, M, mask)
 
 
-@njit(cache=True, **UNCOUNTED)
-def _qdd_step(links, maps, x, qdd, set_qdd):
-    """``max |qdd(x) - qdd|``; with ``set_qdd`` also ``qdd = qdd(x)``: each joint's value, or its embedded
+@njit(cache=True, inline="always")
+def _joint_qdd(links, maps, X, IT, l, i):
+    """Row ``IT_T`` of ``IT``: the ``i``-th ``qdd`` of joint ``l`` in the values ``X`` -- its entry, or its embedded
     cluster's ``G_j y + g_j`` (``maps``: :func:`mechanics.compiled_tables._cluster_maps`)."""
-    step = 0.0
+    off, at, nv, ny = links[ix(l), QDD], links[ix(l), GMAP], links[ix(l), NV], links[ix(l), NY]
+    if at < 0:
+        vectors.copy(IT, IT_T, X, off + i)
+    else:
+        vectors.fill(IT, IT_T, 0.0)
+        for j in range(ny):
+            vectors.add_scaled(IT, IT_T, X, off + j, maps[ix(at + i * ny + j)])
+        vectors.add_scalar(IT, IT_T, IT, IT_T, maps[ix(at + nv * ny + i)])
+
+
+@njit(cache=True, inline="always")
+def _iterate_numbers(links, maps, X, RES, IT):
+    """The numbers :func:`_advance` reads of the iterate ``X``: its ``qdd`` step ``max |qdd(X) - qdd|`` from the
+    ``qdd`` the iterations kept (``IT``'s rows from ``ITERATION_ROWS``) and its residual's ``max |RES|`` into
+    ``IT``'s rows ``QDD_STEP``, ``RES_TOP``; the marks cleared."""
+    vectors.fill(IT, QDD_STEP, 0.0)
     for l in range(links.shape[0]):
-        v0, off, at = links[ix(l), V0], links[ix(l), QDD], links[ix(l), GMAP]
-        nv, ny = links[ix(l), NV], links[ix(l), NY]
-        for i in range(nv):
-            if at < 0:
-                value = x[ix(off + i)]
-            else:
-                value = 0.0
-                for j in range(ny):
-                    value += maps[ix(at + i * ny + j)] * x[ix(off + j)]
-                value += maps[ix(at + nv * ny + i)]
-            step = max(step, abs(value - qdd[ix(v0 + i)]))
-            if set_qdd:
-                qdd[ix(v0 + i)] = value
-    return step
+        for i in range(links[ix(l), NV]):
+            _joint_qdd(links, maps, X, IT, l, i)
+            vectors.sub(IT, IT_T, IT, ITERATION_ROWS + links[ix(l), V0] + i)
+            vectors.largest(IT, QDD_STEP, IT, IT_T)
+    vectors.fill(IT, RES_TOP, 0.0)
+    for r in range(RES.shape[0]):
+        vectors.largest(IT, RES_TOP, RES, r)
+    for row in (SET_QDD, UPDATE, DONE):
+        vectors.fill(IT, row, 0.0)
+
+
+@njit(cache=True, inline="always")
+def _marked(constraints, links, maps, X, RES, LAM, IT, mu):
+    """What :func:`_advance` marked: ``qdd = qdd(X)`` kept where ``SET_QDD``, ``lambda`` updated from ``RES``
+    where ``UPDATE`` (:func:`_update`); the others keep theirs."""
+    for l in range(links.shape[0]):
+        for i in range(links[ix(l), NV]):
+            _joint_qdd(links, maps, X, IT, l, i)
+            vectors.put(IT, ITERATION_ROWS + links[ix(l), V0] + i, IT, IT_T, IT, SET_QDD)
+    _update(constraints, X, RES, LAM, mu, IT, IT_T, IT, UPDATE)
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -283,95 +363,91 @@ def _moved(work, k, lam, column, value):
 
 @njit(cache=True, inline="always")
 def _answer(b, ratio, solved, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows, x, xn, refine, iterating, has_soft, tol,
-            max_iter, nv, out, flags):
+            max_iter, nv, machine, out, flags):
     """State ``b`` after its factorization (smallest pivot ratio ``ratio``): the first solve (unless ``solved``:
-    its solve without refinement is in ``x`` already, where that is the first solve), the outer iterations,
-    the convergence status, ``out[b]`` and ``flags[b]`` (``OK``; left ``FALLBACK`` where the numpy path
-    must answer).  ``work``: the state's arrays (:func:`_refine_step`); ``rows``: its constraint rows ``k,
-    meas, meas0, res, lam, corrected``."""
-    links, constraints, Kbuf, mu, e = work[0], work[3], work[4], work[6], work[10]
+    its solve without refinement is in ``x`` already), the outer iterations (:func:`_advance`, each solve run by
+    :func:`_steps`), the convergence status, ``out[b]`` and ``flags[b]`` (``OK``; left ``FALLBACK`` where the
+    numpy path must answer).  ``work``: the state's arrays (:func:`_refine_step`); ``rows``: its constraint
+    rows ``k, meas, meas0, res, lam, corrected``; ``machine``: its integers and ``IT``, ``moves``, ``state``
+    (:func:`_advance`'s, one column)."""
+    links, constraints, Kbuf, mu = work[0], work[3], work[4], work[6]
     k, res, lam = rows[0], rows[3], rows[4]
-    qdd = out[ix(b)]
-    suspect = ratio < PIVOT_SUSPECT_RTOL
+    li, IT, moves, state = machine
+    maps = constraints[6]
     startable = refine > 0 and drops.shape[0] == 0  # Factorization.startable
-    deferred = startable and iterating and not suspect  # the first iterate's refinement (drive's defer)
-    # a solve without refinement made already (the lanes') is the first solve where it has no refinement to do
-    presolved = solved and not suspect and (deferred or refine == 0) and drops.shape[0] == 0
-    if not presolved and not _solve(solve_maps, drops, sscr, work, C, Lmag, x, ratio, 0 if deferred else refine):
-        return
-    _qdd_step(links, constraints[6], x, qdd, True)
-    _constraint_residual(constraints, Kbuf, k, links, x, res)
-    iterations, step, ok = np.int64(1), np.inf, True  # (not a literal: one compiled _conclude)
-    while True:  # elimination.drive's loop with defer, for one element
-        if deferred and (_largest(res) < tol or iterations >= max_iter):  # it may be the answer: refined
-            _started_solve(solve_maps, sscr, work, C, Lmag, x, refine, ratio)
-            _qdd_step(links, constraints[6], x, qdd, True)
+    if (solved and drops.shape[0] == 0) or _fresh(solve_maps, drops, sscr, work, C, Lmag, x):
+        li[PHASE, 0], li[ITERS, 0], state[0], wants = HEAD, 1, np.inf, 1
+        while wants == 1:  # elimination.drive's loop with defer, for one state
             _constraint_residual(constraints, Kbuf, k, links, x, res)
-        deferred = False
-        _update(constraints, x, res, lam, mu, e, 0, e, _mask_row(e))
-        if min(step, _largest(res)) < tol or not iterating or iterations >= max_iter:
-            break
-        _moved(work, k, lam, ITERATES, 1)
-        if startable:  # from the last iterate (Factorization.solve)
-            _copy(x, xn)
-            if started_error(_refine_steps(solve_maps, sscr, work, C, Lmag, xn, refine), ratio) > WARM_RTOL:
-                _constraint_residual(constraints, Kbuf, k, links, xn, res)
-                if _may_be_answer(links, constraints[6], xn, qdd, res, iterations + 1, tol, max_iter):
-                    ok = _finished(solve_maps, sscr, work, C, Lmag, xn, ratio)
-        elif not _solve(solve_maps, drops, sscr, work, C, Lmag, xn, ratio, refine):
-            ok = False
-        if not ok:  # the numpy path answers, or refuses
-            break
-        step = _qdd_step(links, constraints[6], xn, qdd, True)
-        iterations += 1
-        _copy(xn, x)
-        _constraint_residual(constraints, Kbuf, k, links, x, res)
-    if ok:
-        _conclude(b, iterations, ratio, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows, x, xn, refine, has_soft,
-                  tol, nv, out, flags)
+            _iterate_numbers(links, maps, x, res, IT)
+            moves[0] = 0.0
+            wants = 1 if _advance(0, li, state, ratio, refine, startable, iterating, IT, moves, tol, max_iter) else 0
+            _marked(constraints, links, maps, x, res, lam, IT, mu)
+            if wants:
+                if moves[0] != 0.0:
+                    _moved(work, k, lam, ITERATES, 1)
+                wants = _steps(li, state, ratio, refine, solve_maps, drops, sscr, work, C, Lmag, x)
+        if wants == 0:  # its iterations ended (-1: a solve the numpy path must answer)
+            for i in range(nv):
+                out[ix(b), ix(i)] = IT[ix(ITERATION_ROWS + i)]
+            _conclude(b, li[ITERS, 0], ratio, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows, x, xn, refine,
+                      has_soft, tol, nv, machine, out, flags)
 
 
 @njit(cache=True, **UNCOUNTED)
 def _conclude(b, iterations, ratio, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows, x, xn, refine, has_soft, tol,
-              nv, out, flags):
+              nv, machine, out, flags):
     """State ``b``'s answer after ``iterations`` outer iterations ended at ``x`` (:func:`_answer`): the
-    convergence status (a soft row's halving checked by one ALM correction, solved into ``xn``), ``out[b]`` and
-    ``flags[b]`` (left ``FALLBACK`` where that solve needs the numpy path)."""
+    convergence status (a soft row's halving checked by one ALM correction, solved into ``xn`` as a fresh
+    re-solve), ``out[b]`` and ``flags[b]`` (left ``FALLBACK`` where that solve needs the numpy path)."""
     links, constraints, Kbuf, meas, Lin = work[0], work[3], work[4], work[5], work[8]
     k, meas0, res, lam, corrected = rows[0], rows[2], rows[3], rows[4], rows[5]
+    li, state = machine[0], machine[3]
     table, m, n = constraints[0], lam.shape[0], links.shape[0]
     c_forces, c_acc, c_res, c_k = nv, nv + m, nv + m + 6 * n, nv + 2 * m + 6 * n
     c_worst = nv + 3 * m + 6 * n  # then the hard rows' largest residual and largest |k| (_output_columns)
     tolerance = max(tol, RESIDUAL_RTOL * (1.0 + _largest(k)))
     converged = _rows_max(table, res, TEST, RESIDUAL) <= tolerance
+    solved = True
     if has_soft and not _rows_max(table, res, TEST, HOLDS) <= tolerance:  # does one ALM correction halve it?
         _copy(Lin0, Lin)
         _copy(meas0, meas)
         _moved(work, k, lam, TEST, HOLDS)
-        if not _solve(solve_maps, drops, sscr, work, C, Lmag, xn, ratio, refine):
-            return
+        suspect = ratio < PIVOT_SUSPECT_RTOL
+        _solving(li, state, 0, 1 if suspect else (3 if refine > 0 else 0), refine, 1)
+        solved = _steps(li, state, ratio, refine, solve_maps, drops, sscr, work, C, Lmag, xn) == 1
         _constraint_residual(constraints, Kbuf, k, links, xn, corrected)
         converged = converged and _soft_norm(table, corrected) <= SOFT_CONTRACTION * _soft_norm(table, res)
-    for r in range(m):
-        out[ix(b), ix(c_forces + r)], out[ix(b), ix(c_res + r)] = -lam[ix(r)], res[ix(r)]
-        out[ix(b), ix(c_k + r)] = k[ix(r)]
-    out[ix(b), ix(c_worst)] = _largest(res)
-    out[ix(b), ix(c_worst + 1)] = _rows_max(table, res, TEST, EXACT)  # the hard rows'
-    out[ix(b), ix(c_worst + 2)] = _rows_max(table, k, TEST, EXACT)
-    _accelerations_out(links, x, out[ix(b)], c_acc)
-    flags[ix(b), CONVERGED], flags[ix(b), ITERATIONS], flags[ix(b), STATUS] = converged, iterations, OK
+    if solved:
+        for r in range(m):
+            out[ix(b), ix(c_forces + r)], out[ix(b), ix(c_res + r)] = -lam[ix(r)], res[ix(r)]
+            out[ix(b), ix(c_k + r)] = k[ix(r)]
+        out[ix(b), ix(c_worst)] = _largest(res)
+        out[ix(b), ix(c_worst + 1)] = _rows_max(table, res, TEST, EXACT)  # the hard rows'
+        out[ix(b), ix(c_worst + 2)] = _rows_max(table, k, TEST, EXACT)
+        _accelerations_out(links, x, out[ix(b)], c_acc)
+        flags[ix(b), CONVERGED], flags[ix(b), ITERATIONS], flags[ix(b), STATUS] = converged, iterations, OK
+
+
+@njit(cache=True, inline="always")
+def _machine(part, wi):
+    """One state's integers of :func:`_advance` ``(LANE_ROWS, 1)`` (``wi``'s before its last entry, the state's
+    index), and its ``moves (1,)``, ``state (2,)`` and ``IT (ITERATION_ROWS + nv,)`` from ``part``."""
+    end = wi.shape[0] - 1
+    return wi[end - LANE_ROWS:end].reshape((LANE_ROWS, 1)), part[3:], part[:1], part[1:3]
 
 
 def _workspace_parts(mechanism, constraints: tuple, program) -> np.ndarray:
     """Offsets of the kernel's float workspace parts (the order :func:`dynamics_kernel` carves them in): the
     kinematics' and the constraints' rows at width 1 (``KL``, ``KC``), ``meas0`` and ``corrected`` (``m``
     each), four rows of linear terms, three of values, a scratch row of ``E`` (``2 PENALTY_ROWS + 1``), the
-    program's factor, conditional, cache and dropped workspaces, the factorization's and the solve's scratch."""
+    program's factor, conditional, cache and dropped workspaces, the factorization's and the solve's scratch,
+    and the outer iterations' ``IT``, ``moves`` and ``state`` (:func:`_advance`'s, one column)."""
     n, m, maxn = len(mechanism.links), mechanism.constraint_dim, max_front(program)
     sizes = (kinematic_rows(n, mechanism.nq, mechanism.nv), constraint_rows(constraints[2].shape[0], m), 2 * m,
              4 * program.linear_size, 3 * program.value_size, 2 * PENALTY_ROWS + 1, program.factor_size,
              program.conditional_size, program.cache_size, program.dropped_size, factorize_scratch_size(maxn)[0],
-             SOLVE_SCRATCH * maxn)
+             SOLVE_SCRATCH * maxn, ITERATION_ROWS + mechanism.nv + 3)
     return np.cumsum((0,) + sizes).astype(np.int64)
 
 
@@ -394,6 +470,7 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
     rows_x, e = ws[o[4]:o[5]].reshape((3, value_size)), ws[o[5]:o[6]]
     Fw, C, cache, dropped = ws[o[6]:o[7]], ws[o[7]:o[8]], ws[o[8]:o[9]], ws[o[9]:o[10]]
     fscr, sscr = factorize_scratch_in(ws[o[10]:o[11]], wi, maxn), solve_scratch_in(ws[o[11]:o[12]], maxn)
+    machine = _machine(ws[o[12]:o[13]], wi)
     meas0, corrected = rows_m[0], rows_m[1]
     Lin, Lin0, Lmag, Lres = rows_L[0], rows_L[1], rows_L[2], rows_L[3]
     x, xn, corr = rows_x[0], rows_x[1], rows_x[2]
@@ -418,4 +495,4 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
         if failed != -1:
             continue
         _answer(b, ratio, False, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows, x, xn, refine, iterating, has_soft,
-                tol, max_iter, nv, out, flags)
+                tol, max_iter, nv, machine, out, flags)

@@ -1,6 +1,8 @@
-"""The outer iterations of the compiled dynamics, sixteen states side by side: :func:`lanes_kernel` and the
-bookkeeping of each lane's iterations (a lane whose state has its answer takes the next state) -- the
-numbers of :func:`mechanics.compiled_iterations.dynamics_kernel`, bit for bit.
+"""The outer iterations of the compiled dynamics, sixteen states side by side: :func:`lanes_kernel`, whose
+lanes each run :mod:`mechanics.compiled_iterations`' outer iterations (its :func:`_advance` and
+:func:`_refined`, the same functions the per-state kernel runs) while their solves' steps run in lanes; a lane
+whose state has its answer takes the next state -- the numbers of
+:func:`mechanics.compiled_iterations.dynamics_kernel`, bit for bit.
 """
 from __future__ import annotations
 
@@ -10,35 +12,27 @@ from numba import njit
 import elimination.lanes_pairs as lanes_pairs
 import elimination.vectors as vectors
 from elimination.vectors import as_column
-from elimination.compiled import factorize_scratch_in, max_front, solve_scratch_in, started_error
+from elimination.compiled import factorize_scratch_in, max_front, solve_scratch_in
 from elimination.compiled_front import UNCOUNTED, ix
-from elimination.gaussian import PIVOT_SUSPECT_RTOL
-from elimination.factorization import FINISHING_REFINE, SETTLED_RTOL, SUSPECT_REFINE, VERIFY_RTOL, WARM_RTOL
 from elimination.numeric import SCALE_FLOOR
 from elimination.lanes import LANES
 
 from .compiled_tables import (
-    drop_stale_kernels, BAD_INPUT, CONVERGED, FALLBACK, ITERATES, ITERATIONS, NV, QDD, STATUS, V0, _unpacked_tables,
+    drop_stale_kernels, BAD_INPUT, CONVERGED, FALLBACK, ITERATES, ITERATIONS, STATUS, _unpacked_tables,
 )
 from .compiled_kinematics import (
     _constraint_parts, _constraint_residual, _constraint_terms, _kinematic_parts, _kinematics, constraint_rows,
     kinematic_rows,
 )
 from .compiled_fill import _fill_constraints, _fill_links, _moves, _residual_terms
-from .compiled_iterations import _answer, _conclude, _copy, _has_soft, _load_state, _settles, _update
+from .compiled_iterations import (
+    DONE, FAILED, FRESH, HEAD, ITERATION_ROWS, ITERS, LANE_ROWS, NEED, PHASE, STATE, VALID, WEAK, _advance, _answer,
+    _conclude, _copy, _fresh_done, _has_soft, _iterate_numbers, _load_state, _machine, _marked, _refined,
+)
 
 drop_stale_kernels(__file__)
 
 
-# rows of lanes_kernel's integers, a column per lane: the factorization's weakest and failed step, whether a
-# state was loaded into it, where its outer iterations stand (PHASE: at their HEAD, its first iterate REFINED,
-# an iterate RESOLVED), its refinement steps so far in this solve, its iterations, the solve's MODE (0: a
-# started solve's steps, 1: PLAIN steps, then a verification with SMALL changes in a row so far, 2: a
-# verification of a factorization an earlier solve verified, 3: a re-solve's PLAIN steps alone), whether it
-# wants a solve, the STATE it holds (-1: idle), whether its solve is FRESH (of its linear terms, not a step)
-WEAK, FAILED, VALID, PHASE, COUNT, ITERS, MODE, NEED, STATE, PLAIN, SMALL, FRESH = range(12)
-LANE_ROWS = 12
-HEAD, REFINED, RESOLVED, FINISHED = range(4)  # (FINISHED: a re-solve's one more step taken, _may_be_answer)
 REFILL, PATIENCE = 11, 1  # a refill waits until this many lanes (of sixteen) idle, and then one round more (the
 # busy lanes may be about to finish: one factorization of the lanes serves them all); a refill's busy lanes get
 # no solve.  The measurements that chose them: benchmarks/README.md
@@ -109,11 +103,11 @@ def _lane_work(w, links, factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, L
 @njit(cache=True, **UNCOUNTED)
 def _lanes_concluded(links, factors, scope, constraints, lk, pairs, m, mu, li, ratio, smaps, drops, sscr, Fw, Lin, C,
                      Lmag, cache, X, RES, LAM, IT, Lin0, Lres1, e, corr, dropped, meas0, corrected, xn, refine,
-                     has_soft, tol, nv, out, flags):
-    """What :func:`_advance` marked in ``IT`` (:func:`_lanes_updated`), then the answers of the lanes whose
+                     has_soft, tol, nv, machine, out, flags):
+    """What :func:`_advance` marked in ``IT`` (:func:`~mechanics.compiled_iterations._marked`), then the answers of the lanes whose
     iterations ended (row ``DONE``): each one's ``lambda``, residual and ``qdd`` out of the lanes, then
     :func:`_conclude`; the lane idles."""
-    _lanes_updated(constraints, links, X, RES, LAM, IT, mu)
+    _marked(constraints, links, constraints[6], X, RES, LAM, IT, mu)
     for w in range(LANES):
         if IT[ix(DONE), w] == 0.0:
             continue
@@ -127,94 +121,8 @@ def _lanes_concluded(links, factors, scope, constraints, lk, pairs, m, mu, li, r
         work = _lane_work(w, links, factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, Lres1, e, corr, cache,
                           dropped)
         _conclude(b, li[ITERS, w], ratio[w], smaps, drops, sscr, work, C[:, w], Lmag[:, w], as_column(Lin0),
-                  (k, meas, meas0, res, lam, corrected), X[:, w], as_column(xn), refine, has_soft, tol, nv, out, flags)
-
-
-@njit(cache=True, inline="always")
-def _solving(li, state, w, verify, plain, fresh):
-    """Lane ``w`` starts a solve: of its linear terms (``fresh``) or from its values, then ``_started_solve``'s
-    refinement steps, or (``verify`` 1) ``plain`` refinement steps and :func:`_verified`'s, or (2) those of a
-    factorization an earlier solve verified."""
-    li[MODE, w], li[PLAIN, w], li[COUNT, w], li[SMALL, w], li[FRESH, w], state[1] = verify, plain, 0, 0, fresh, np.inf
-    return True
-
-
-@njit(cache=True, inline="always")
-def _refined(li, state, w, change, refine, ratio):
-    """Lane ``w``'s solve after a refinement step that changed its values by ``change`` (relative): 0 where it
-    wants another step, 1 where it is done, -1 where its verification did not settle (the numpy path then
-    answers).  The decisions of :func:`_started_solve`, and of ``refine`` plain steps then :func:`_verified`
-    (from the last plain step's change)."""
-    li[COUNT, w] += 1
-    c = li[COUNT, w]
-    if li[MODE, w] == 0:  # _started_solve: refine steps, and one more where the change is large
-        return 0 if c < refine or (c == refine and started_error(change, ratio) > WARM_RTOL) else 1
-    if li[MODE, w] == 3:  # a re-solve's PLAIN steps alone, the last one's change kept (_advance reads it)
-        state[1] = change
-        return 0 if c < li[PLAIN, w] else 1
-    if c <= li[PLAIN, w]:  # the plain steps, then at least one of the verification's
-        state[1] = change
-        return 0
-    if _settles(change, state[1], ratio, li[MODE, w] == 2):
-        return 1
-    contracting = change > SETTLED_RTOL and change <= 0.5 * state[1]
-    if change > VERIFY_RTOL and not contracting:
-        return -1
-    li[SMALL, w] = li[SMALL, w] + 1 if change <= VERIFY_RTOL else 0
-    if not contracting or li[SMALL, w] > FINISHING_REFINE:
-        return 1
-    state[1] = change
-    if c - li[PLAIN, w] < SUSPECT_REFINE:
-        return 0
-    return -1 if change > VERIFY_RTOL else 1  # the steps ran out: the last one's verdict
-
-
-@njit(cache=True, inline="always")
-def _advance(w, li, state, ratio, refine, IT, moves, tol, max_iter):
-    """Lane ``w``'s outer iterations (:func:`_answer`'s loop, where each re-solve starts from the last iterate)
-    from where its last refined solve left them (``li[PHASE, w]``) to its next refined solve (:func:`_solving`),
-    whose steps :func:`lanes_kernel` runs in lanes: whether it wants one (False: its iterations ended).  The
-    first solve's refinement waits until its iterate may be the answer, unless the pivots are suspect
-    (``ratio``): then it is refined and verified first; a re-solve's one more step where its change is large --
-    on a suspect factorization its steps until they settle -- waits the same way (:func:`_may_be_answer`).  A
-    re-solve refines the iterate in place: the per-state kernel refines a copy and copies it back, the same
-    numbers.  ``state``: the lane's last ``qdd`` step and its verification's (or re-solve's) last change.
-
-    The numbers are the lanes' (:func:`_lane_steps`: the iterate's ``qdd`` step and its residual's largest
-    magnitude in ``IT``); what the iterate then does, in lanes, is marked in ``IT`` for
-    :func:`_lanes_updated` -- its ``qdd`` kept (``SET_QDD``), ``lambda`` updated (``UPDATE``) -- its answer
-    for :func:`_lanes_concluded` (``DONE``), and in ``moves[w]`` for :func:`_lanes_moved`: its terms moved
-    for the re-solve."""
-    phase, suspect = li[PHASE, w], ratio < PIVOT_SUSPECT_RTOL
-    step, top = IT[ix(QDD_STEP), w], IT[ix(RES_TOP), w]
-    if (phase == RESOLVED and li[MODE, w] == 3 and started_error(state[1], ratio) > WARM_RTOL
-            and (li[ITERS, w] + 1 >= max_iter or min(step, top) < tol)):  # _started_solve's one more step, or
-        li[PHASE, w] = FINISHED  # a suspect factorization's steps until they settle (_may_be_answer)
-        return _solving(li, state, w, 2, 0, 0) if suspect else _solving(li, state, w, 3, 1, 0)
-    if phase == RESOLVED or phase == FINISHED:  # a re-solve, refined: the next iterate
-        state[0] = step
-        li[ITERS, w] += 1
-        IT[ix(SET_QDD), w] = 1.0
-    elif phase == REFINED:  # the first iterate, refined
-        IT[ix(SET_QDD), w] = 1.0
-    elif suspect:  # (HEAD) the first solve's refinement and verification (_solve)
-        li[PHASE, w] = REFINED
-        return _solving(li, state, w, 1, refine, 0)
-    else:  # (HEAD) the first iterate: refined now where it may be the answer (refined solves only)
-        IT[ix(SET_QDD), w] = 1.0
-        if refine > 0 and (top < tol or li[ITERS, w] >= max_iter):
-            li[PHASE, w] = REFINED
-            return _solving(li, state, w, 0, 0, 0)
-    IT[ix(UPDATE), w] = 1.0  # (_update)
-    if min(state[0], top) < tol or li[ITERS, w] >= max_iter:
-        IT[ix(DONE), w] = 1.0  # (_lanes_concluded)
-        return False
-    moves[w] = 1.0  # alm's and prox's terms (_move)
-    li[PHASE, w] = RESOLVED  # from the last iterate where the solves are refined (Factorization.startable)
-    if refine == 0:  # a fresh solve (verified where suspect)
-        return _solving(li, state, w, 1 if suspect else 0, 0, 1)
-    # started: the steps alone (then _advance), a suspect factorization's too (the first solve verified it)
-    return _solving(li, state, w, 3, refine, 0)
+                  (k, meas, meas0, res, lam, corrected), X[:, w], as_column(xn), refine, has_soft, tol, nv, machine,
+                  out, flags)
 
 
 @njit(cache=True, inline="always")
@@ -230,44 +138,6 @@ def _lanes_moved(constraints, factors, KC, pairs, m, mu, Lin):
         return
     _moves(constraints, factors, KK, Kk, LAM, MEAS, E, mu, Lin, KC, MOVE, ITERATES, 1)
     vectors.fill(KC, MOVE, 0.0)
-
-
-QDD_STEP, RES_TOP, SET_QDD, UPDATE, DONE, IT_T = range(6)  # IT's rows (:func:`_lane_steps`, _advance's marks)
-
-
-ITERATION_ROWS = 6  # then the qdd each lane's iterations kept (nv rows): IT's rows, ITERATION_ROWS + nv
-
-
-@njit(cache=True, inline="always")
-def _lane_steps(links, X, RES, IT):
-    """Every lane's iterate ``X``: its ``qdd`` step ``max |qdd(X) - qdd|`` from the ``qdd`` its iterations kept
-    (``IT``'s rows from ``ITERATION_ROWS``; :func:`_qdd_step`'s operations) and its residual's ``max |RES|``
-    (:func:`_largest`'s) into ``IT``'s rows ``QDD_STEP``, ``RES_TOP``; :func:`_advance`'s marks cleared.
-    Lanes that advance none get numbers nothing reads.  (Joints of embedded clusters, whose ``qdd`` is a map of
-    their cluster's values, run state by state: :attr:`~mechanics.compiled.CompiledDynamics.lanes`.)"""
-    vectors.fill(IT, QDD_STEP, 0.0)
-    for l in range(links.shape[0]):
-        v0, off = links[ix(l), V0], links[ix(l), QDD]
-        for i in range(links[ix(l), NV]):
-            vectors.copy(IT, IT_T, X, off + i)
-            vectors.sub(IT, IT_T, IT, ITERATION_ROWS + v0 + i)
-            vectors.largest(IT, QDD_STEP, IT, IT_T)
-    vectors.fill(IT, RES_TOP, 0.0)
-    for r in range(RES.shape[0]):
-        vectors.largest(IT, RES_TOP, RES, r)
-    for row in (SET_QDD, UPDATE, DONE):
-        vectors.fill(IT, row, 0.0)
-
-
-@njit(cache=True, inline="always")
-def _lanes_updated(constraints, links, X, RES, LAM, IT, mu):
-    """What :func:`_advance` marked, in lanes: ``qdd = qdd(X)`` kept where ``SET_QDD``, and ``lambda`` updated
-    from ``RES`` where ``UPDATE`` (:func:`_update`'s operations); the other lanes keep theirs."""
-    for l in range(links.shape[0]):
-        v0, off = links[ix(l), V0], links[ix(l), QDD]
-        for i in range(links[ix(l), NV]):
-            vectors.put(IT, ITERATION_ROWS + v0 + i, X, off + i, IT, SET_QDD)
-    _update(constraints, X, RES, LAM, mu, IT, IT_T, IT, UPDATE)
 
 
 @njit(cache=True, inline="always")
@@ -306,8 +176,7 @@ def _lanes_advanced(li, lk, need, tops, ratio, pairs, m, refine, IT, move, tol, 
             continue
         step = _iteration_state(lk, w, pairs, m)
         if li[FRESH, w]:  # solved: done, or verified from here
-            li[FRESH, w] = 0
-            done = 0 if li[MODE, w] else 1
+            done = _fresh_done(li, w)
         else:
             done = _refined(li, step, w, tops[0, w] / max(tops[1, w], 2.2250738585072014e-308), refine, ratio[w])
         if done == 0:
@@ -315,7 +184,7 @@ def _lanes_advanced(li, lk, need, tops, ratio, pairs, m, refine, IT, move, tol, 
         if done == -1:  # left to the numpy path
             need[w], li[STATE, w] = 0, -1
             continue
-        need[w] = _advance(w, li, step, ratio[w], refine, IT, move, tol, max_iter)
+        need[w] = _advance(w, li, step, ratio[w], refine, refine > 0, True, IT, move, tol, max_iter)
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -342,6 +211,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
     rows_x, e = ws[o[4]:o[5]].reshape((3, np.int64(sizes[4]))), ws[o[5]:o[6]]
     dropped, qn = ws[o[9]:o[10]], ws[o[0] + kparts[7]:o[0] + kparts[7] + Q.shape[1]]  # (the per-state kernel's q)
     fscr, sscr = factorize_scratch_in(ws[o[10]:o[11]], wi, maxn), solve_scratch_in(ws[o[11]:o[12]], maxn)
+    machine = _machine(ws[o[12]:o[13]], wi)  # (a state's iterations in its lane: the per-state kernel's)
     meas0, corrected, Lin0, Lres1, xn, corr = rows_m[0], rows_m[1], rows_L[1], rows_L[3], rows_x[1], rows_x[2]
     Fw, C, Lin, Lmag, cache, X, Lres, D, floor, ratio, tops, flane, slane, KL, KC, IT = _lane_parts(
         lw, sizes, maxn, kparts[-1] + 1, constraint_rows(pairs, m), ITERATION_ROWS + nv)
@@ -368,7 +238,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
             for i in range(0 if whole else X.shape[0]):  # the new lanes' first solve (KL's row of them: MASK)
                 vectors.put(X, i, D, i, KL, kparts[10])
             _constraint_residual(constraints, KK, Kk, links, X, RES)
-            _lane_steps(links, X, RES, IT)
+            _iterate_numbers(links, constraints[6], X, RES, IT)
             for w in range(LANES):  # each new state's iterations: up to its next solve in lanes, or all in its lane
                 b = li[STATE, w]
                 if valid[w] == 0:
@@ -379,7 +249,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
                 if in_lanes:
                     step = _iteration_state(lk, w, pairs, m)
                     li[PHASE, w], li[ITERS, w], li[STATE, w], step[0] = HEAD, 1, b, np.inf
-                    need[w] = _advance(w, li, step, ratio[w], refine, IT, KC[MOVE], tol, max_iter)
+                    need[w] = _advance(w, li, step, ratio[w], refine, refine > 0, True, IT, KC[MOVE], tol, max_iter)
                     continue
                 Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
                 work = _lane_work(w, links, factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, Lres1, e, corr, cache,
@@ -388,11 +258,11 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
                 _copy(meas, meas0)
                 _answer(b, ratio[w], True, smaps, drops, sscr, work, C[:, w], Lmag[:, w], as_column(Lin0),
                         (k, meas, meas0, res, lam, corrected), X[:, w], as_column(xn), refine, iterating, has_soft, tol,
-                        max_iter, nv, out, flags)
+                        max_iter, nv, machine, out, flags)
             if in_lanes:
                 _lanes_concluded(links, factors, scope, constraints, lk, pairs, m, mu, li, ratio, smaps, drops, sscr,
                                  Fw, Lin, C, Lmag, cache, X, RES, LAM, IT, Lin0, Lres1, e, corr, dropped, meas0,
-                                 corrected, xn, refine, has_soft, tol, nv, out, flags)
+                                 corrected, xn, refine, has_soft, tol, nv, machine, out, flags)
             _lanes_moved(constraints, factors, KC, pairs, m, mu, Lin)
             continue
         if idle == LANES:
@@ -401,11 +271,11 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
         _lanes_solved(links, factors, scope, constraints, KC, pairs, m, mu, smaps, sscr, slane, Fw, Lin, X, C,
                       cache, Lres, D, need, li[FRESH], tops)
         _constraint_residual(constraints, KK, Kk, links, X, RES)  # (read by the lanes whose solve is done)
-        _lane_steps(links, X, RES, IT)
+        _iterate_numbers(links, constraints[6], X, RES, IT)
         _lanes_advanced(li, lk, need, tops, ratio, pairs, m, refine, IT, KC[MOVE], tol, max_iter)
         _lanes_concluded(links, factors, scope, constraints, lk, pairs, m, mu, li, ratio, smaps, drops, sscr, Fw, Lin,
                          C, Lmag, cache, X, RES, LAM, IT, Lin0, Lres1, e, corr, dropped, meas0, corrected, xn, refine,
-                         has_soft, tol, nv, out, flags)
+                         has_soft, tol, nv, machine, out, flags)
         _lanes_moved(constraints, factors, KC, pairs, m, mu, Lin)
 
 
