@@ -67,6 +67,7 @@ def main() -> None:
     cycle = lqr.periodic(12)
     plan = elimination.analyze(cycle, elimination.min_fill(cycle))
     picture(to_dot(interaction_with_fill(cycle, plan), layout="circo"), "lqr_periodic_fill")
+    example("simulate_loops").main(["--seconds", "2", "--plot", str(OUT / "simulate_loops_gaps.svg")])  # (minutes)
     print(f"pictures written to {OUT}")
 
 

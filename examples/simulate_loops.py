@@ -20,8 +20,9 @@ where the accelerations grow without bound; there a fixed 1 ms step cannot follo
 first depends on round-off (from some starts, moving the start by 1e-12 changes it).  A run that gets
 there stops and says so (its gaps up to then are kept) instead of stepping into NaN.  From this start all
 three runs stay clear for 1 s; over 2 s the projected one meets such a configuration at 1.69 s (and from
-seeds 6, 8, 9 at 1.06-1.52 s) -- the motion's, not an algorithm's: LCABA, proxLTL and the embedded loops
-stop within 0.1 s of proxBBO.
+seeds 6, 8, 9 at 1.06-1.52 s) -- the motion's, not an algorithm's or the step's: LCABA, proxLTL and the
+embedded loops stop within 0.1 s of proxBBO, and steps halved down to 1 ms / 4096 where a step cannot follow
+stop at the same 1.694 s (accelerations of 5e12, velocities of 6e4 there).
 
     python examples/simulate_loops.py [--seconds 1] [--plot gaps.png]
 """
@@ -59,8 +60,8 @@ def simulate(mech, q, v, seconds: float, correction: str) -> tuple:
             v = v + STEP * qdd
             if not np.all(np.isfinite(v)) or STEP * np.max(np.abs(v)) > FOLLOW:
                 print(f"  {correction}: stopped at t = {step * STEP:.3f} s: accelerations of "
-                      f"{np.max(np.abs(qdd)):.1e} (near a singular configuration); a {STEP * 1e3:g} ms step cannot "
-                      f"follow -- a smaller or variable step would")
+                      f"{np.max(np.abs(qdd)):.1e} (near a singular configuration of the loops); a {STEP * 1e3:g} ms "
+                      f"step cannot follow")
                 break
             q = mech.integrate(q, STEP * v)
             if correction == "projection":

@@ -44,6 +44,21 @@ def test_cassie_tree_equals_pinocchio_aba(cassie):
     assert relative(mechanics.forward_dynamics(mech.without_constraints(), q, v, tau, algorithm="aba").qdd, expected) < 1e-9
 
 
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_cassie_inverse_dynamics_equals_pinocchio_rnea(cassie, backend):
+    """Inverse dynamics of Cassie's tree (read from SDF: the loops' links and the rods' joints as the file states
+    them) against Pinocchio's ``rnea`` of the same model, at its closed pose and at random ones, one state and a
+    batch."""
+    mech, model, *_ = cassie
+    rng = np.random.default_rng(5)
+    q = np.concatenate([mech.neutral_configuration()[None], mech.random_configuration(rng, (3,))])
+    v, qdd = rng.normal(size=(4, mech.nv)), rng.normal(size=(4, mech.nv))
+    expected = np.stack([pin.rnea(model, model.createData(), *state) for state in zip(q, v, qdd)])
+    batch = mechanics.inverse_dynamics(mech, q, v, qdd, backend=backend)
+    assert relative(batch, expected) < 1e-12
+    assert relative(mechanics.inverse_dynamics(mech, q[2], v[2], qdd[2], backend=backend), expected[2]) < 1e-12
+
+
 @pytest.mark.parametrize("algorithm", ["proxpv", "proxbbo", "lcaba", "proxltl", "min_degree", "min_fill"])
 def test_cassie_closed_loops_equal_the_pinocchio_reference(cassie, algorithm):
     mech, model, cms, q, v, tau, J = cassie
