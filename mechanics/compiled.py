@@ -134,7 +134,8 @@ class CompiledDynamics:
         self.soft = any(n.test == HOLDS for n in numbers)
         # a batch of a program of tree pairs runs LANES states at a time (lanes_kernel), bit for bit as one by
         # one; an embedded cluster's joints (their qdd = G y + g) run state by state
-        self.lanes = lanes_pairs.covers_pairs(program) and not layout.clusters
+        # (and no dropped rows: the lanes check none after a fresh solve)
+        self.lanes = lanes_pairs.covers_pairs(program) and not layout.clusters and not len(self.drops)
         self.refill, self.patience = REFILL, PATIENCE
         hard = np.concatenate([np.full(c.dim, n.test == EXACT) for c, n in zip(mechanism.constraints, numbers)]
                               or [np.zeros(0, bool)])
@@ -182,14 +183,18 @@ class CompiledDynamics:
                 and v.shape[1] == tau.shape[1] == mech.nv and forces0.shape[1] == mech.constraint_dim):
             raise ValueError(f"CompiledDynamics.run: shapes q {q.shape}, v {v.shape}, tau {tau.shape}, forces0 "
                              f"{forces0.shape} do not fit ({mech.nq}, {mech.nv}, {mech.constraint_dim}) per state")
-        if self.lanes and B >= LANES and (refine == 0 and not self.iterating or self.iterating and not self.soft):
-            # (where the iterations would run on a lane's columns, strided -- soft rows' iterations, or refined
-            # first solves without re-solves -- state by state is faster: benchmarks/README.md)
+        if self.lanes and B >= LANES and not self.soft and (refine == 0 or self.iterating):
+            # (soft rows' one correction, and refined first solves without re-solves, run state by state:
+            # benchmarks/README.md)
             return self._run_lanes(q, v, tau, forces0, mu, tol, max_iter, refine, data)
         return self._run_states(q, v, tau, forces0, mu, tol, max_iter, refine, data)
 
     def _run_lanes(self, q, v, tau, forces0, mu, tol, max_iter, refine, data) -> tuple:
-        """:meth:`run` of a program of tree pairs ``LANES`` states at a time (:func:`lanes_kernel`)."""
+        """:meth:`run` of a program of tree pairs ``LANES`` states at a time (:func:`lanes_kernel`); soft rows
+        only where the program does not iterate (their one correction starts from the lane's unmoved terms)."""
+        if self.soft and self.iterating:
+            raise ValueError(f"{self.mechanism.name!r}: soft rows beside iterating policies run state by state, not in "
+                             "lanes (CompiledDynamics.run chooses)")
         # (the longest compile: sixteen lanes of every kernel it inlines; benchmarks/README.md, cold start)
         announce_first_compile(compiled_lanes.__file__, "the dynamics kernel for batches side by side", "lanes_kernel",
                                "two or three minutes")

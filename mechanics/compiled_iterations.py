@@ -362,10 +362,9 @@ def _moved(work, k, lam, column, value):
 
 
 @njit(cache=True, inline="always")
-def _answer(b, ratio, solved, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows, x, xn, refine, iterating, has_soft, tol,
+def _answer(b, ratio, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows, x, xn, refine, iterating, has_soft, tol,
             max_iter, nv, machine, out, flags):
-    """State ``b`` after its factorization (smallest pivot ratio ``ratio``): the first solve (unless ``solved``:
-    its solve without refinement is in ``x`` already), the outer iterations (:func:`_advance`, each solve run by
+    """State ``b`` after its factorization (smallest pivot ratio ``ratio``): the first solve, the outer iterations (:func:`_advance`, each solve run by
     :func:`_steps`), the convergence status, ``out[b]`` and ``flags[b]`` (``OK``; left ``FALLBACK`` where the
     numpy path must answer).  ``work``: the state's arrays (:func:`_refine_step`); ``rows``: its constraint
     rows ``k, meas, meas0, res, lam, corrected``; ``machine``: its integers and ``IT``, ``moves``, ``state``
@@ -375,7 +374,7 @@ def _answer(b, ratio, solved, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows
     li, IT, moves, state = machine
     maps = constraints[6]
     startable = refine > 0 and drops.shape[0] == 0  # Factorization.startable
-    if (solved and drops.shape[0] == 0) or _fresh(solve_maps, drops, sscr, work, C, Lmag, x):
+    if _fresh(solve_maps, drops, sscr, work, C, Lmag, x):
         li[PHASE, 0], li[ITERS, 0], state[0], wants = HEAD, 1, np.inf, 1
         while wants == 1:  # elimination.drive's loop with defer, for one state
             _constraint_residual(constraints, Kbuf, k, links, x, res)
@@ -494,5 +493,5 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
         ratio, weak, failed = factorize_one(factorize_maps, Fw, C, SCALE_FLOOR * KL[ix(TOP)], check_rank != 0, fscr)
         if failed != -1:
             continue
-        _answer(b, ratio, False, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows, x, xn, refine, iterating, has_soft,
+        _answer(b, ratio, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows, x, xn, refine, iterating, has_soft,
                 tol, max_iter, nv, machine, out, flags)

@@ -26,7 +26,7 @@ from .compiled_kinematics import (
 )
 from .compiled_fill import _fill_constraints, _fill_links, _moves, _residual_terms
 from .compiled_iterations import (
-    DONE, FAILED, FRESH, HEAD, ITERATION_ROWS, ITERS, LANE_ROWS, NEED, PHASE, STATE, VALID, WEAK, _advance, _answer,
+    DONE, FAILED, FRESH, HEAD, ITERATION_ROWS, ITERS, LANE_ROWS, NEED, PHASE, STATE, VALID, WEAK, _advance,
     _conclude, _copy, _fresh_done, _has_soft, _iterate_numbers, _load_state, _machine, _marked, _refined,
 )
 
@@ -93,9 +93,9 @@ def _own_terms(lk, w, pairs, m):
 
 @njit(cache=True, inline="always")
 def _lane_work(w, links, factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, Lres, e, corr, cache, dropped):
-    """Lane ``w``'s state as the per-state outer iterations take it (:func:`_answer`'s ``work``): the lanes'
-    columns, and the state's own rows typed as lane columns too (``as_column``; ``_answer``'s ``Lin0`` and
-    ``xn`` as well) -- one compiled chain below ``_answer`` for every lane call, not one per mix of layouts."""
+    """Lane ``w``'s state as the per-state conclusion takes it (:func:`_conclude`'s ``work``): the lanes'
+    columns, and the state's own rows typed as lane columns too (``as_column``; ``_conclude``'s ``Lin0`` and
+    ``xn`` as well) -- one compiled chain below ``_conclude`` for every lane call, not one per mix of layouts."""
     return (links, factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], as_column(Lres), e,
             as_column(corr), cache[:, w], dropped)
 
@@ -120,6 +120,9 @@ def _lanes_concluded(links, factors, scope, constraints, lk, pairs, m, mu, li, r
             out[ix(b), ix(i)] = IT[ix(ITERATION_ROWS + i), w]
         work = _lane_work(w, links, factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, Lres1, e, corr, cache,
                           dropped)
+        if has_soft:  # (its one correction starts from the lane's own terms: nothing moved them, it does not iterate)
+            _copy(Lin[:, w], Lin0)
+            _copy(meas, meas0)
         _conclude(b, li[ITERS, w], ratio[w], smaps, drops, sscr, work, C[:, w], Lmag[:, w], as_column(Lin0),
                   (k, meas, meas0, res, lam, corrected), X[:, w], as_column(xn), refine, has_soft, tol, nv, machine,
                   out, flags)
@@ -167,7 +170,7 @@ def _lanes_solved(links, factors, scope, constraints, KC, pairs, m, mu, smaps, s
 
 
 @njit(cache=True, inline="always")
-def _lanes_advanced(li, lk, need, tops, ratio, pairs, m, refine, IT, move, tol, max_iter):
+def _lanes_advanced(li, lk, need, tops, ratio, pairs, m, refine, startable, iterating, IT, move, tol, max_iter):
     """Each lane's outer iterations between its solves in lanes (``need``): a fresh solve done, or verified
     from here; a refinement step judged by its change (``tops``: the correction's and the values' sizes);
     then advanced to its next solve (:func:`_advance`), or left to the numpy path (its state -1)."""
@@ -184,7 +187,7 @@ def _lanes_advanced(li, lk, need, tops, ratio, pairs, m, refine, IT, move, tol, 
         if done == -1:  # left to the numpy path
             need[w], li[STATE, w] = 0, -1
             continue
-        need[w] = _advance(w, li, step, ratio[w], refine, refine > 0, True, IT, move, tol, max_iter)
+        need[w] = _advance(w, li, step, ratio[w], refine, startable, iterating, IT, move, tol, max_iter)
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -199,8 +202,8 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
     (:func:`_lanes_solved`); a lane whose state has its answer idles until ``refill`` lanes do and ``patience``
     rounds more have run, and they take the next states (the lanes' factorization again: the busy lanes' own
     conditionals come out as they were).
-    Where the program does not iterate, or has soft rows, each state runs :func:`_answer` on its lane's
-    columns after the first solve.  The numbers of :func:`dynamics_kernel` bit for bit.  ``lw``, ``li``,
+    A program that does not iterate runs the same way: its iterations end at their first iterate (refined in
+    lanes where it asks for refinement).  The numbers of :func:`dynamics_kernel` bit for bit.  ``lw``, ``li``,
     ``lk``: the lanes' workspace, integers and each state's own constraint terms (:func:`_lane_sizes`), zeroed
     once when made."""
     fmaps, smaps, constraints, factors, scope, drops, sizes, unit, o, model, general = _unpacked_tables(TI, II, TF, IF)
@@ -217,10 +220,8 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
         lw, sizes, maxn, kparts[-1] + 1, constraint_rows(pairs, m), ITERATION_ROWS + nv)
     weak, failed, valid, need = li[WEAK], li[FAILED], li[VALID], li[NEED]
     KK, MEAS, Kk, LAM, RES, MOVE, E = _constraint_parts(KC, pairs, m)
-    has_soft = _has_soft(table)
-    # the outer iterations in lanes: each re-solve refined from the last iterate (Factorization.startable) or a
-    # fresh solve (refine == 0), the first solve's refinement deferred (_answer), a suspect pivot's verification
-    in_lanes = iterating and drops.shape[0] == 0 and not has_soft
+    has_soft = _has_soft(table)  # (False: CompiledDynamics.run sends soft rows and dropped ones state by state)
+    startable = refine > 0  # each re-solve refined from the last iterate (Factorization.startable), else fresh
     for w in range(LANES):
         li[STATE, w], need[w] = -1, 0
     loaded, waited = 0, 0
@@ -231,7 +232,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
         if loaded < B and (idle == LANES or (idle >= refill and waited >= patience)):
             waited = 0
             loaded = _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, unit, pairs, m, qn, li,
-                             lk, Fw, Lin, Lmag, floor, flags, KL, kparts, KC, in_lanes)
+                             lk, Fw, Lin, Lmag, floor, flags, KL, kparts, KC, has_soft)
             lanes_pairs.factorize_pairs(fmaps, Fw, C, floor, fscr, flane, ratio, weak, failed)
             whole = idle == LANES  # (every lane new: the first solve straight into X)
             lanes_pairs.solve_pairs(smaps, C, Lin, cache, X if whole else D, slane, sscr)
@@ -246,23 +247,12 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
                 li[STATE, w] = -1
                 if failed[w] != -1:
                     continue
-                if in_lanes:
-                    step = _iteration_state(lk, w, pairs, m)
-                    li[PHASE, w], li[ITERS, w], li[STATE, w], step[0] = HEAD, 1, b, np.inf
-                    need[w] = _advance(w, li, step, ratio[w], refine, refine > 0, True, IT, KC[MOVE], tol, max_iter)
-                    continue
-                Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
-                work = _lane_work(w, links, factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, Lres1, e, corr, cache,
-                                  dropped)
-                _copy(Lin[:, w], Lin0)
-                _copy(meas, meas0)
-                _answer(b, ratio[w], True, smaps, drops, sscr, work, C[:, w], Lmag[:, w], as_column(Lin0),
-                        (k, meas, meas0, res, lam, corrected), X[:, w], as_column(xn), refine, iterating, has_soft, tol,
-                        max_iter, nv, machine, out, flags)
-            if in_lanes:
-                _lanes_concluded(links, factors, scope, constraints, lk, pairs, m, mu, li, ratio, smaps, drops, sscr,
-                                 Fw, Lin, C, Lmag, cache, X, RES, LAM, IT, Lin0, Lres1, e, corr, dropped, meas0,
-                                 corrected, xn, refine, has_soft, tol, nv, machine, out, flags)
+                step = _iteration_state(lk, w, pairs, m)
+                li[PHASE, w], li[ITERS, w], li[STATE, w], step[0] = HEAD, 1, b, np.inf
+                need[w] = _advance(w, li, step, ratio[w], refine, startable, iterating, IT, KC[MOVE], tol, max_iter)
+            _lanes_concluded(links, factors, scope, constraints, lk, pairs, m, mu, li, ratio, smaps, drops, sscr,
+                             Fw, Lin, C, Lmag, cache, X, RES, LAM, IT, Lin0, Lres1, e, corr, dropped, meas0,
+                             corrected, xn, refine, has_soft, tol, nv, machine, out, flags)
             _lanes_moved(constraints, factors, KC, pairs, m, mu, Lin)
             continue
         if idle == LANES:
@@ -272,7 +262,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
                       cache, Lres, D, need, li[FRESH], tops)
         _constraint_residual(constraints, KK, Kk, links, X, RES)  # (read by the lanes whose solve is done)
         _iterate_numbers(links, constraints[6], X, RES, IT)
-        _lanes_advanced(li, lk, need, tops, ratio, pairs, m, refine, IT, KC[MOVE], tol, max_iter)
+        _lanes_advanced(li, lk, need, tops, ratio, pairs, m, refine, startable, iterating, IT, KC[MOVE], tol, max_iter)
         _lanes_concluded(links, factors, scope, constraints, lk, pairs, m, mu, li, ratio, smaps, drops, sscr, Fw, Lin,
                          C, Lmag, cache, X, RES, LAM, IT, Lin0, Lres1, e, corr, dropped, meas0, corrected, xn, refine,
                          has_soft, tol, nv, machine, out, flags)
@@ -281,15 +271,15 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
 
 @njit(cache=True, inline="always")
 def _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, unit, pairs, m, qn, li, lk, Fw, Lin,
-            Lmag, floor, flags, KL, kparts, KC, in_lanes):
+            Lmag, floor, flags, KL, kparts, KC, has_soft):
     """The next states, from ``loaded`` on, into the idle lanes (``li[STATE] < 0``), all in lanes: their
     kinematics, their links' factors, their constraint terms and the constraints' factors
     (:func:`~mechanics.compiled_kinematics._kinematics`, :func:`~mechanics.compiled_fill._fill_links`,
     :func:`~mechanics.compiled_kinematics._constraint_terms`, :func:`~mechanics.compiled_fill._fill_constraints`:
     ``KC``'s rows, :func:`~mechanics.compiled_kinematics._constraint_parts`), then each one's own
     constraint terms copied to its lane's ``lk`` for its iterations (``li[VALID]``: 1 where a state was loaded
-    and the checks pass, its lane then holding it) -- its ``K`` only where they run lane by lane (not
-    ``in_lanes``).  Returns how many states are loaded now."""
+    and the checks pass, its lane then holding it) -- its ``K`` too where soft rows' one correction will read it
+    (``has_soft``).  Returns how many states are loaded now."""
     n = model[0].shape[0]
     QN, VV, MASK, TOP = kparts[7], kparts[8], kparts[10], kparts[11]
     for w in range(LANES):
@@ -318,8 +308,8 @@ def _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, uni
     for w in range(LANES):  # each new state's own terms, for its iterations lane by lane
         if li[VALID, w] != 0:
             Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
-            if not in_lanes:  # (the iterations in lanes read the lanes' K; its answer, k)
-                _copy(KK[:, w], lk[w, :36 * pairs])
+            if has_soft:  # (the conclusion's one correction, per state: _conclude)
+                _copy(KK[:, w], Kbuf)
             _copy(Kk[:, w], k)
             _copy(MEAS[:, w], meas)
             floor[0, w] = SCALE_FLOOR * KL[ix(TOP), w]
