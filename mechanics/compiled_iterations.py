@@ -246,10 +246,10 @@ def _update(constraints, X, RES, LAM, mu, T, t, M, mask):
 
 
 @njit(cache=True, inline="always")
-def _joint_qdd(links, maps, X, IT, l, i):
-    """Row ``IT_T`` of ``IT``: the ``i``-th ``qdd`` of joint ``l`` in the values ``X`` -- its entry, or its embedded
-    cluster's ``G_j y + g_j`` (``maps``: :func:`mechanics.compiled_tables._cluster_maps`)."""
-    off, at, nv, ny = links[ix(l), QDD], links[ix(l), GMAP], links[ix(l), NV], links[ix(l), NY]
+def _joint_qdd(maps, X, IT, off, at, nv, ny, i):
+    """Row ``IT_T`` of ``IT``: a joint's ``i``-th ``qdd`` in the values ``X`` (the joint's columns of the link
+    table: ``off``, ``at``, ``nv``, ``ny``) -- its entry, or its embedded cluster's ``G_j y + g_j`` (``maps``:
+    :func:`mechanics.compiled_tables._cluster_maps`)."""
     if at < 0:
         vectors.copy(IT, IT_T, X, off + i)
     else:
@@ -265,10 +265,11 @@ def _iterate_numbers(links, maps, X, RES, IT):
     ``qdd`` the iterations kept (``IT``'s rows from ``ITERATION_ROWS``) and its residual's ``max |RES|`` into
     ``IT``'s rows ``QDD_STEP``, ``RES_TOP``; the marks cleared."""
     vectors.fill(IT, QDD_STEP, 0.0)
-    for l in range(links.shape[0]):
-        for i in range(links[ix(l), NV]):
-            _joint_qdd(links, maps, X, IT, l, i)
-            vectors.sub(IT, IT_T, IT, ITERATION_ROWS + links[ix(l), V0] + i)
+    for l in range(links.shape[0]):  # (each link's columns read once: stores to IT may alias them for LLVM)
+        v0, off, at, nv, ny = links[ix(l), V0], links[ix(l), QDD], links[ix(l), GMAP], links[ix(l), NV], links[ix(l), NY]
+        for i in range(nv):
+            _joint_qdd(maps, X, IT, off, at, nv, ny, i)
+            vectors.sub(IT, IT_T, IT, ITERATION_ROWS + v0 + i)
             vectors.largest(IT, QDD_STEP, IT, IT_T)
     vectors.fill(IT, RES_TOP, 0.0)
     for r in range(RES.shape[0]):
@@ -282,9 +283,10 @@ def _marked(constraints, links, maps, X, RES, LAM, IT, mu):
     """What :func:`_advance` marked: ``qdd = qdd(X)`` kept where ``SET_QDD``, ``lambda`` updated from ``RES``
     where ``UPDATE`` (:func:`_update`); the others keep theirs."""
     for l in range(links.shape[0]):
-        for i in range(links[ix(l), NV]):
-            _joint_qdd(links, maps, X, IT, l, i)
-            vectors.put(IT, ITERATION_ROWS + links[ix(l), V0] + i, IT, IT_T, IT, SET_QDD)
+        v0, off, at, nv, ny = links[ix(l), V0], links[ix(l), QDD], links[ix(l), GMAP], links[ix(l), NV], links[ix(l), NY]
+        for i in range(nv):
+            _joint_qdd(maps, X, IT, off, at, nv, ny, i)
+            vectors.put(IT, ITERATION_ROWS + v0 + i, IT, IT_T, IT, SET_QDD)
     _update(constraints, X, RES, LAM, mu, IT, IT_T, IT, UPDATE)
 
 
