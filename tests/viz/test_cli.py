@@ -116,6 +116,18 @@ def test_compare_a_built_in_with_a_true_or_false_parameter(flag, constraints, tm
     assert rows[0]["deviation"] < 1e-8 and constraints in result.stdout, result.stdout
 
 
+@pytest.mark.parametrize("model, constraints", [("geared_chain", "12 constraints"), ("belt_chain", "12 constraints"),
+                                                ("tello_leg", "4 constraints")])
+def test_compare_the_coupled_built_ins(model, constraints, tmp_path):
+    """The geared, belt-driven and differential built-ins (their couplings as constraints) run from the command
+    line, each algorithm beside the dense solve."""
+    result = gaussgraph("compare", model, "--algorithms", "proxbbo,pv", "--repeat", "1", "--json", tmp_path / "t.json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads((tmp_path / "t.json").read_text())["rows"]
+    assert [r["algorithm"] for r in rows] == ["proxbbo", "pv"] and all(r["deviation"] < 1e-8 for r in rows), rows
+    assert constraints in result.stdout, result.stdout
+
+
 def test_a_plot_without_matplotlib_is_refused_before_the_run(monkeypatch, tmp_path, capsys):
     import importlib.util
 
