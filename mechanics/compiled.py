@@ -184,17 +184,17 @@ class CompiledDynamics:
             raise ValueError(f"CompiledDynamics.run: shapes q {q.shape}, v {v.shape}, tau {tau.shape}, forces0 "
                              f"{forces0.shape} do not fit ({mech.nq}, {mech.nv}, {mech.constraint_dim}) per state")
         if self.lanes and B >= LANES and not self.soft and (refine == 0 or self.iterating):
-            # (soft rows' one correction, and refined first solves without re-solves, run state by state:
+            # (soft rows' one correction runs state by state, and so do refined first solves without re-solves:
             # benchmarks/README.md)
             return self._run_lanes(q, v, tau, forces0, mu, tol, max_iter, refine, data)
         return self._run_states(q, v, tau, forces0, mu, tol, max_iter, refine, data)
 
     def _run_lanes(self, q, v, tau, forces0, mu, tol, max_iter, refine, data) -> tuple:
-        """:meth:`run` of a program of tree pairs ``LANES`` states at a time (:func:`lanes_kernel`); soft rows
-        only where the program does not iterate (their one correction starts from the lane's unmoved terms)."""
-        if self.soft and self.iterating:
-            raise ValueError(f"{self.mechanism.name!r}: soft rows beside iterating policies run state by state, not in "
-                             "lanes (CompiledDynamics.run chooses)")
+        """:meth:`run` of a program of tree pairs ``LANES`` states at a time (:func:`lanes_kernel`); not of soft
+        rows, whose one ALM correction the per-state kernel checks (:meth:`run` sends them state by state)."""
+        if self.soft:
+            raise ValueError(f"{self.mechanism.name!r}: soft rows run state by state, not in lanes "
+                             "(CompiledDynamics.run chooses)")
         # (the longest compile: sixteen lanes of every kernel it inlines; benchmarks/README.md, cold start)
         announce_first_compile(compiled_lanes.__file__, "the dynamics kernel for batches side by side", "lanes_kernel",
                                "two or three minutes")

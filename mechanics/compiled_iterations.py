@@ -388,29 +388,33 @@ def _answer(b, ratio, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows, x, xn,
                 if moves[0] != 0.0:
                     _moved(work, k, lam, ITERATES, 1)
                 wants = _steps(li, state, ratio, refine, solve_maps, drops, sscr, work, C, Lmag, x)
-        if wants == 0:  # its iterations ended (-1: a solve the numpy path must answer)
+        held, solved = True, wants == 0  # (wants -1: a solve the numpy path must answer)
+        if solved and has_soft:
+            held, solved = _soft_held(ratio, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows, xn, refine, tol,
+                                      machine)
+        if solved:
             for i in range(nv):
                 out[ix(b), ix(i)] = IT[ix(ITERATION_ROWS + i)]
-            _conclude(b, li[ITERS, 0], ratio, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows, x, xn, refine,
-                      has_soft, tol, nv, machine, out, flags)
+            _conclude(b, li[ITERS, 0], held, links, constraints, rows, x, tol, nv, out, flags)
+
+
+@njit(cache=True, inline="always")
+def _tolerance(k, tol):
+    """The residual a converged state reaches: ``tol``, or round-off of ``k`` where that is larger
+    (:mod:`mechanics.convergence`)."""
+    return max(tol, RESIDUAL_RTOL * (1.0 + _largest(k)))
 
 
 @njit(cache=True, **UNCOUNTED)
-def _conclude(b, iterations, ratio, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows, x, xn, refine, has_soft, tol,
-              nv, machine, out, flags):
-    """State ``b``'s answer after ``iterations`` outer iterations ended at ``x`` (:func:`_answer`): the
-    convergence status (a soft row's halving checked by one ALM correction, solved into ``xn`` as a fresh
-    re-solve), ``out[b]`` and ``flags[b]`` (left ``FALLBACK`` where that solve needs the numpy path)."""
+def _soft_held(ratio, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows, xn, refine, tol, machine):
+    """Whether the soft rows hold (:data:`mechanics.policies.HOLDS`): their residual within the tolerance, or
+    halved by one ALM correction (solved into ``xn`` as a fresh re-solve); and whether that solve was made (False:
+    the numpy path must answer).  The per-state kernel's alone: the lanes run no soft rows."""
     links, constraints, Kbuf, meas, Lin = work[0], work[3], work[4], work[5], work[8]
     k, meas0, res, lam, corrected = rows[0], rows[2], rows[3], rows[4], rows[5]
-    li, state = machine[0], machine[3]
-    table, m, n = constraints[0], lam.shape[0], links.shape[0]
-    c_forces, c_acc, c_res, c_k = nv, nv + m, nv + m + 6 * n, nv + 2 * m + 6 * n
-    c_worst = nv + 3 * m + 6 * n  # then the hard rows' largest residual and largest |k| (_output_columns)
-    tolerance = max(tol, RESIDUAL_RTOL * (1.0 + _largest(k)))
-    converged = _rows_max(table, res, TEST, RESIDUAL) <= tolerance
-    solved = True
-    if has_soft and not _rows_max(table, res, TEST, HOLDS) <= tolerance:  # does one ALM correction halve it?
+    li, state, table = machine[0], machine[3], constraints[0]
+    held, solved = True, True
+    if not _rows_max(table, res, TEST, HOLDS) <= _tolerance(k, tol):  # does one ALM correction halve it?
         _copy(Lin0, Lin)
         _copy(meas0, meas)
         _moved(work, k, lam, TEST, HOLDS)
@@ -418,16 +422,28 @@ def _conclude(b, iterations, ratio, solve_maps, drops, sscr, work, C, Lmag, Lin0
         _solving(li, state, 0, 1 if suspect else (3 if refine > 0 else 0), refine, 1)
         solved = _steps(li, state, ratio, refine, solve_maps, drops, sscr, work, C, Lmag, xn) == 1
         _constraint_residual(constraints, Kbuf, k, links, xn, corrected)
-        converged = converged and _soft_norm(table, corrected) <= SOFT_CONTRACTION * _soft_norm(table, res)
-    if solved:
-        for r in range(m):
-            out[ix(b), ix(c_forces + r)], out[ix(b), ix(c_res + r)] = -lam[ix(r)], res[ix(r)]
-            out[ix(b), ix(c_k + r)] = k[ix(r)]
-        out[ix(b), ix(c_worst)] = _largest(res)
-        out[ix(b), ix(c_worst + 1)] = _rows_max(table, res, TEST, EXACT)  # the hard rows'
-        out[ix(b), ix(c_worst + 2)] = _rows_max(table, k, TEST, EXACT)
-        _accelerations_out(links, x, out[ix(b)], c_acc)
-        flags[ix(b), CONVERGED], flags[ix(b), ITERATIONS], flags[ix(b), STATUS] = converged, iterations, OK
+        held = _soft_norm(table, corrected) <= SOFT_CONTRACTION * _soft_norm(table, res)
+    return held, solved
+
+
+@njit(cache=True, **UNCOUNTED)
+def _conclude(b, iterations, held, links, constraints, rows, x, tol, nv, out, flags):
+    """State ``b``'s answer after ``iterations`` outer iterations ended at ``x`` (:func:`_answer`): its
+    convergence status (its residual-judged rows within the tolerance, and ``held``: its soft rows',
+    :func:`_soft_held`), ``out[b]`` and ``flags[b]``.  ``rows``: ``k, meas, meas0, res, lam, corrected``."""
+    k, res, lam = rows[0], rows[3], rows[4]
+    table, m, n = constraints[0], lam.shape[0], links.shape[0]
+    c_forces, c_acc, c_res, c_k = nv, nv + m, nv + m + 6 * n, nv + 2 * m + 6 * n
+    c_worst = nv + 3 * m + 6 * n  # then the hard rows' largest residual and largest |k| (_output_columns)
+    converged = held and _rows_max(table, res, TEST, RESIDUAL) <= _tolerance(k, tol)
+    for r in range(m):
+        out[ix(b), ix(c_forces + r)], out[ix(b), ix(c_res + r)] = -lam[ix(r)], res[ix(r)]
+        out[ix(b), ix(c_k + r)] = k[ix(r)]
+    out[ix(b), ix(c_worst)] = _largest(res)
+    out[ix(b), ix(c_worst + 1)] = _rows_max(table, res, TEST, EXACT)  # the hard rows'
+    out[ix(b), ix(c_worst + 2)] = _rows_max(table, k, TEST, EXACT)
+    _accelerations_out(links, x, out[ix(b)], c_acc)
+    flags[ix(b), CONVERGED], flags[ix(b), ITERATIONS], flags[ix(b), STATUS] = converged, iterations, OK
 
 
 @njit(cache=True, inline="always")

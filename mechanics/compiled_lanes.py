@@ -11,7 +11,6 @@ from numba import njit
 
 import elimination.lanes_pairs as lanes_pairs
 import elimination.vectors as vectors
-from elimination.vectors import as_column
 from elimination.compiled import factorize_scratch_in, max_front, solve_scratch_in
 from elimination.compiled_front import UNCOUNTED, ix
 from elimination.numeric import SCALE_FLOOR
@@ -27,7 +26,7 @@ from .compiled_kinematics import (
 from .compiled_fill import _fill_constraints, _fill_links, _moves, _residual_terms
 from .compiled_iterations import (
     DONE, FAILED, FRESH, HEAD, ITERATION_ROWS, ITERS, LANE_ROWS, NEED, PHASE, STATE, VALID, WEAK, _advance,
-    _conclude, _copy, _fresh_done, _has_soft, _iterate_numbers, _load_state, _machine, _marked, _refined,
+    _conclude, _copy, _fresh_done, _iterate_numbers, _load_state, _marked, _refined,
 )
 
 drop_stale_kernels(__file__)
@@ -40,13 +39,14 @@ REFILL, PATIENCE = 11, 1  # a refill waits until this many lanes (of sixteen) id
 
 def _lane_sizes(program, constraints: tuple, mechanism) -> tuple:
     """Floats of :func:`_lane_parts`' workspace (a float per lane per entry), its integer rows, and the floats
-    per lane of each state's own constraint terms (``Kbuf``, ``k``, the measurements, ``lambda``)."""
+    per lane of each state's own constraint terms (``k``, the measurements, ``lambda``, the residual) and its
+    iterations' last two numbers."""
     m = mechanism.constraint_dim
     entries = (program.factor_size + program.conditional_size + 3 * program.linear_size + program.cache_size
                + 2 * program.value_size + 4 + lanes_pairs.pairs_scratch_rows(max_front(program))
                + kinematic_rows(len(mechanism.links), mechanism.nq, mechanism.nv)
                + constraint_rows(constraints[2].shape[0], m) + ITERATION_ROWS + mechanism.nv)
-    return entries * LANES, (LANE_ROWS, LANES), (LANES, 36 * constraints[2].shape[0] + 4 * m + 2)
+    return entries * LANES, (LANE_ROWS, LANES), (LANES, 4 * m + 2)
 
 
 @njit(cache=True, inline="always")
@@ -75,57 +75,37 @@ def _lane_parts(lw, sizes, maxn, kinematic_rows, constraint_rows, iteration_rows
 
 
 @njit(cache=True, inline="always")
-def _iteration_state(lk, w, pairs, m):
+def _iteration_state(lk, w, m):
     """Lane ``w``'s last ``qdd`` step and its verification's last change ``(2,)`` (:func:`_own_terms`' last)."""
-    K = 36 * pairs + 4 * m
-    return lk[w, K:K + 2]
+    return lk[w, 4 * m:4 * m + 2]
 
 
 @njit(cache=True, inline="always")
-def _own_terms(lk, w, pairs, m):
-    """Lane ``w``'s state's own constraint terms in ``lk`` (:func:`_lane_sizes`): ``Kbuf (36 pairs), k,
-    meas, lam, res (m)``, and its outer iterations' last ``qdd`` step and its verification's last change
-    ``(2,)``."""
-    K = 36 * pairs
-    return (lk[w, :K], lk[w, K:K + m], lk[w, K + m:K + 2 * m], lk[w, K + 2 * m:K + 3 * m],
-            lk[w, K + 3 * m:K + 4 * m], _iteration_state(lk, w, pairs, m))
-
-
-@njit(cache=True, inline="always")
-def _lane_work(w, links, factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, Lres, e, corr, cache, dropped):
-    """Lane ``w``'s state as the per-state conclusion takes it (:func:`_conclude`'s ``work``): the lanes'
-    columns, and the state's own rows typed as lane columns too (``as_column``; ``_conclude``'s ``Lin0`` and
-    ``xn`` as well) -- one compiled chain below ``_conclude`` for every lane call, not one per mix of layouts."""
-    return (links, factors, scope, constraints, Kbuf, meas, mu, Fw[:, w], Lin[:, w], as_column(Lres), e,
-            as_column(corr), cache[:, w], dropped)
+def _own_terms(lk, w, m):
+    """Lane ``w``'s state's own constraint terms in ``lk`` (:func:`_lane_sizes`): ``k, meas, lam, res (m)``, and
+    its outer iterations' last ``qdd`` step and its verification's last change ``(2,)``."""
+    return lk[w, :m], lk[w, m:2 * m], lk[w, 2 * m:3 * m], lk[w, 3 * m:4 * m], _iteration_state(lk, w, m)
 
 
 @njit(cache=True, **UNCOUNTED)
-def _lanes_concluded(links, factors, scope, constraints, lk, pairs, m, mu, li, ratio, smaps, drops, sscr, Fw, Lin, C,
-                     Lmag, cache, X, RES, LAM, IT, Lin0, Lres1, e, corr, dropped, meas0, corrected, xn, refine,
-                     has_soft, tol, nv, machine, out, flags):
-    """What :func:`_advance` marked in ``IT`` (:func:`~mechanics.compiled_iterations._marked`), then the answers of the lanes whose
-    iterations ended (row ``DONE``): each one's ``lambda``, residual and ``qdd`` out of the lanes, then
-    :func:`_conclude`; the lane idles."""
+def _lanes_concluded(links, constraints, lk, m, mu, li, X, RES, LAM, IT, tol, nv, out, flags):
+    """What :func:`_advance` marked in ``IT`` (:func:`~mechanics.compiled_iterations._marked`), then the answers
+    of the lanes whose iterations ended (row ``DONE``): each one's ``lambda``, residual and ``qdd`` out of the
+    lanes, then :func:`_conclude` (no soft rows here: :meth:`~mechanics.compiled.CompiledDynamics.run`); the lane
+    idles."""
     _marked(constraints, links, constraints[6], X, RES, LAM, IT, mu)
     for w in range(LANES):
         if IT[ix(DONE), w] == 0.0:
             continue
         b = li[STATE, w]
         li[STATE, w] = -1
-        Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
+        k, meas, lam, res, _ = _own_terms(lk, w, m)
         _copy(LAM[:, w], lam)
         _copy(RES[:, w], res)
         for i in range(nv):
             out[ix(b), ix(i)] = IT[ix(ITERATION_ROWS + i), w]
-        work = _lane_work(w, links, factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, Lres1, e, corr, cache,
-                          dropped)
-        if has_soft:  # (its one correction starts from the lane's own terms: nothing moved them, it does not iterate)
-            _copy(Lin[:, w], Lin0)
-            _copy(meas, meas0)
-        _conclude(b, li[ITERS, w], ratio[w], smaps, drops, sscr, work, C[:, w], Lmag[:, w], as_column(Lin0),
-                  (k, meas, meas0, res, lam, corrected), X[:, w], as_column(xn), refine, has_soft, tol, nv, machine,
-                  out, flags)
+        _conclude(b, li[ITERS, w], np.bool_(True), links, constraints, (k, meas, meas, res, lam, res), X[:, w], tol,
+                  nv, out, flags)
 
 
 @njit(cache=True, inline="always")
@@ -170,14 +150,14 @@ def _lanes_solved(links, factors, scope, constraints, KC, pairs, m, mu, smaps, s
 
 
 @njit(cache=True, inline="always")
-def _lanes_advanced(li, lk, need, tops, ratio, pairs, m, refine, startable, iterating, IT, move, tol, max_iter):
+def _lanes_advanced(li, lk, need, tops, ratio, m, refine, startable, iterating, IT, move, tol, max_iter):
     """Each lane's outer iterations between its solves in lanes (``need``): a fresh solve done, or verified
     from here; a refinement step judged by its change (``tops``: the correction's and the values' sizes);
     then advanced to its next solve (:func:`_advance`), or left to the numpy path (its state -1)."""
     for w in range(LANES):
         if need[w] == 0:
             continue
-        step = _iteration_state(lk, w, pairs, m)
+        step = _iteration_state(lk, w, m)
         if li[FRESH, w]:  # solved: done, or verified from here
             done = _fresh_done(li, w)
         else:
@@ -207,20 +187,15 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
     ``lk``: the lanes' workspace, integers and each state's own constraint terms (:func:`_lane_sizes`), zeroed
     once when made."""
     fmaps, smaps, constraints, factors, scope, drops, sizes, unit, o, model, general = _unpacked_tables(TI, II, TF, IF)
-    links, table, maxn = model[0], constraints[0], np.int64(sizes[6])
+    links, maxn = model[0], np.int64(sizes[6])
     m, nv, B, pairs = F0.shape[1], V.shape[1], Q.shape[0], constraints[2].shape[0]
     kparts = _kinematic_parts(links.shape[0], Q.shape[1], nv)
-    rows_m, rows_L = ws[o[2]:o[3]].reshape((2, m)), ws[o[3]:o[4]].reshape((4, np.int64(sizes[2])))
-    rows_x, e = ws[o[4]:o[5]].reshape((3, np.int64(sizes[4]))), ws[o[5]:o[6]]
-    dropped, qn = ws[o[9]:o[10]], ws[o[0] + kparts[7]:o[0] + kparts[7] + Q.shape[1]]  # (the per-state kernel's q)
+    qn = ws[o[0] + kparts[7]:o[0] + kparts[7] + Q.shape[1]]  # (the per-state kernel's q)
     fscr, sscr = factorize_scratch_in(ws[o[10]:o[11]], wi, maxn), solve_scratch_in(ws[o[11]:o[12]], maxn)
-    machine = _machine(ws[o[12]:o[13]], wi)  # (a state's iterations in its lane: the per-state kernel's)
-    meas0, corrected, Lin0, Lres1, xn, corr = rows_m[0], rows_m[1], rows_L[1], rows_L[3], rows_x[1], rows_x[2]
     Fw, C, Lin, Lmag, cache, X, Lres, D, floor, ratio, tops, flane, slane, KL, KC, IT = _lane_parts(
         lw, sizes, maxn, kparts[-1] + 1, constraint_rows(pairs, m), ITERATION_ROWS + nv)
     weak, failed, valid, need = li[WEAK], li[FAILED], li[VALID], li[NEED]
     KK, MEAS, Kk, LAM, RES, MOVE, E = _constraint_parts(KC, pairs, m)
-    has_soft = _has_soft(table)  # (False: CompiledDynamics.run sends soft rows and dropped ones state by state)
     startable = refine > 0  # each re-solve refined from the last iterate (Factorization.startable), else fresh
     for w in range(LANES):
         li[STATE, w], need[w] = -1, 0
@@ -232,7 +207,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
         if loaded < B and (idle == LANES or (idle >= refill and waited >= patience)):
             waited = 0
             loaded = _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, unit, pairs, m, qn, li,
-                             lk, Fw, Lin, Lmag, floor, flags, KL, kparts, KC, has_soft)
+                             lk, Fw, Lin, Lmag, floor, flags, KL, kparts, KC)
             lanes_pairs.factorize_pairs(fmaps, Fw, C, floor, fscr, flane, ratio, weak, failed)
             whole = idle == LANES  # (every lane new: the first solve straight into X)
             lanes_pairs.solve_pairs(smaps, C, Lin, cache, X if whole else D, slane, sscr)
@@ -247,12 +222,10 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
                 li[STATE, w] = -1
                 if failed[w] != -1:
                     continue
-                step = _iteration_state(lk, w, pairs, m)
+                step = _iteration_state(lk, w, m)
                 li[PHASE, w], li[ITERS, w], li[STATE, w], step[0] = HEAD, 1, b, np.inf
                 need[w] = _advance(w, li, step, ratio[w], refine, startable, iterating, IT, KC[MOVE], tol, max_iter)
-            _lanes_concluded(links, factors, scope, constraints, lk, pairs, m, mu, li, ratio, smaps, drops, sscr,
-                             Fw, Lin, C, Lmag, cache, X, RES, LAM, IT, Lin0, Lres1, e, corr, dropped, meas0,
-                             corrected, xn, refine, has_soft, tol, nv, machine, out, flags)
+            _lanes_concluded(links, constraints, lk, m, mu, li, X, RES, LAM, IT, tol, nv, out, flags)
             _lanes_moved(constraints, factors, KC, pairs, m, mu, Lin)
             continue
         if idle == LANES:
@@ -262,24 +235,21 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
                       cache, Lres, D, need, li[FRESH], tops)
         _constraint_residual(constraints, KK, Kk, links, X, RES)  # (read by the lanes whose solve is done)
         _iterate_numbers(links, constraints[6], X, RES, IT)
-        _lanes_advanced(li, lk, need, tops, ratio, pairs, m, refine, startable, iterating, IT, KC[MOVE], tol, max_iter)
-        _lanes_concluded(links, factors, scope, constraints, lk, pairs, m, mu, li, ratio, smaps, drops, sscr, Fw, Lin,
-                         C, Lmag, cache, X, RES, LAM, IT, Lin0, Lres1, e, corr, dropped, meas0, corrected, xn, refine,
-                         has_soft, tol, nv, machine, out, flags)
+        _lanes_advanced(li, lk, need, tops, ratio, m, refine, startable, iterating, IT, KC[MOVE], tol, max_iter)
+        _lanes_concluded(links, constraints, lk, m, mu, li, X, RES, LAM, IT, tol, nv, out, flags)
         _lanes_moved(constraints, factors, KC, pairs, m, mu, Lin)
 
 
 @njit(cache=True, inline="always")
 def _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, unit, pairs, m, qn, li, lk, Fw, Lin,
-            Lmag, floor, flags, KL, kparts, KC, has_soft):
+            Lmag, floor, flags, KL, kparts, KC):
     """The next states, from ``loaded`` on, into the idle lanes (``li[STATE] < 0``), all in lanes: their
     kinematics, their links' factors, their constraint terms and the constraints' factors
     (:func:`~mechanics.compiled_kinematics._kinematics`, :func:`~mechanics.compiled_fill._fill_links`,
     :func:`~mechanics.compiled_kinematics._constraint_terms`, :func:`~mechanics.compiled_fill._fill_constraints`:
     ``KC``'s rows, :func:`~mechanics.compiled_kinematics._constraint_parts`), then each one's own
     constraint terms copied to its lane's ``lk`` for its iterations (``li[VALID]``: 1 where a state was loaded
-    and the checks pass, its lane then holding it) -- its ``K`` too where soft rows' one correction will read it
-    (``has_soft``).  Returns how many states are loaded now."""
+    and the checks pass, its lane then holding it).  Returns how many states are loaded now."""
     n = model[0].shape[0]
     QN, VV, MASK, TOP = kparts[7], kparts[8], kparts[10], kparts[11]
     for w in range(LANES):
@@ -289,7 +259,7 @@ def _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, uni
         b = loaded
         loaded += 1
         flags[ix(b), STATUS], flags[ix(b), ITERATIONS], flags[ix(b), CONVERGED] = BAD_INPUT, 0, 0
-        Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
+        lam = _own_terms(lk, w, m)[2]
         if not _load_state(Q, V, TAU, F0, b, unit, qn, lam):
             continue
         flags[ix(b), STATUS], li[VALID, w], li[STATE, w], KL[ix(MASK), w] = FALLBACK, 1, b, 1.0
@@ -303,13 +273,11 @@ def _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, uni
     _constraint_terms(constraints, general, model[6], n, KL, kparts, KK, Kk)
     for w in range(LANES):
         if li[VALID, w] != 0:
-            _copy(_own_terms(lk, w, pairs, m)[3], LAM[:, w])
+            _copy(_own_terms(lk, w, m)[2], LAM[:, w])
     _fill_constraints(constraints, factors, KK, MEAS, Kk, LAM, E, mu, Fw, Lin, KL, MASK, TOP)
     for w in range(LANES):  # each new state's own terms, for its iterations lane by lane
         if li[VALID, w] != 0:
-            Kbuf, k, meas, lam, res, step = _own_terms(lk, w, pairs, m)
-            if has_soft:  # (the conclusion's one correction, per state: _conclude)
-                _copy(KK[:, w], Kbuf)
+            k, meas, _, _, _ = _own_terms(lk, w, m)
             _copy(Kk[:, w], k)
             _copy(MEAS[:, w], meas)
             floor[0, w] = SCALE_FLOOR * KL[ix(TOP), w]

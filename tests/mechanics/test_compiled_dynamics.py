@@ -385,12 +385,18 @@ def test_a_batch_of_tree_pairs_in_lanes_equals_its_states_one_at_a_time_bit_for_
         return
     q, v, tau = random_state(mech, np.random.default_rng(seed), (B,))
     v[3, 0] = np.nan
+    if algorithm == "pv_soft":  # soft rows' one ALM correction is the per-state kernel's: they run state by state
+        with pytest.raises(ValueError, match="soft rows run state by state"):
+            _lanes_and_states(prepared, q, v, tau)
+        c, before = prepared.compiled, dict(prepared.compiled.states_run)
+        c.run(q, v, tau, np.zeros((B, mech.constraint_dim)), prepared.mu, prepared.tol, prepared.max_iter,
+              prepared.refine)
+        assert c.states_run == {"lanes": before["lanes"], "one_by_one": before["one_by_one"] + B}
+        return
     (out, flags), (ref_out, ref_flags) = _lanes_and_states(prepared, q, v, tau)
     assert np.array_equal(flags, ref_flags) and flags[3, STATUS] == BAD_INPUT
     answered = flags[:, STATUS] == OK
     assert np.array_equal(out[answered], ref_out[answered])
-    if algorithm == "pv_soft":  # (soft answers are 1/mu away from the constrained one)
-        return
     model, cms = pinocchio_model_of(mech)
     for state in np.flatnonzero(answered & (flags[:, CONVERGED] == 1))[:3]:  # against the dense KKT solve
         ddq, _ = dense_reference(model, cms, q[state], v[state], tau[state])
@@ -504,7 +510,7 @@ def test_which_programs_and_batches_run_in_lanes():
         other = mechanics.prepare(mech, name, backend="numba")
         assert other.compiled.lanes
         other(*random_state(mech, np.random.default_rng(0), (B,)))
-        # (soft rows' iterations would run on a lane's columns, strided: state by state)
+        # (soft rows' one ALM correction is the per-state kernel's: state by state)
         assert other.compiled.states_run == ({"lanes": 0, "one_by_one": B} if name == "pv_soft" else
                                              {"lanes": B, "one_by_one": 0})
     v[3, 1] = np.nan  # a state the lanes refuse: the call names it
