@@ -266,7 +266,8 @@ def _iterate_numbers(links, maps, X, RES, IT):
     ``IT``'s rows ``QDD_STEP``, ``RES_TOP``; the marks cleared."""
     vectors.fill(IT, QDD_STEP, 0.0)
     for l in range(links.shape[0]):  # (each link's columns read once: stores to IT may alias them for LLVM)
-        v0, off, at, nv, ny = links[ix(l), V0], links[ix(l), QDD], links[ix(l), GMAP], links[ix(l), NV], links[ix(l), NY]
+        v0, off, at = links[ix(l), V0], links[ix(l), QDD], links[ix(l), GMAP]
+        nv, ny = links[ix(l), NV], links[ix(l), NY]
         for i in range(nv):
             _joint_qdd(maps, X, IT, off, at, nv, ny, i)
             vectors.sub(IT, IT_T, IT, ITERATION_ROWS + v0 + i)
@@ -283,7 +284,8 @@ def _marked(constraints, links, maps, X, RES, LAM, IT, mu):
     """What :func:`_advance` marked: ``qdd = qdd(X)`` kept where ``SET_QDD``, ``lambda`` updated from ``RES``
     where ``UPDATE`` (:func:`_update`); the others keep theirs."""
     for l in range(links.shape[0]):
-        v0, off, at, nv, ny = links[ix(l), V0], links[ix(l), QDD], links[ix(l), GMAP], links[ix(l), NV], links[ix(l), NY]
+        v0, off, at = links[ix(l), V0], links[ix(l), QDD], links[ix(l), GMAP]
+        nv, ny = links[ix(l), NV], links[ix(l), NY]
         for i in range(nv):
             _joint_qdd(maps, X, IT, off, at, nv, ny, i)
             vectors.put(IT, ITERATION_ROWS + v0 + i, IT, IT_T, IT, SET_QDD)
@@ -366,11 +368,11 @@ def _moved(work, k, lam, column, value):
 @njit(cache=True, inline="always")
 def _answer(b, ratio, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows, x, xn, refine, iterating, has_soft, tol,
             max_iter, nv, machine, out, flags):
-    """State ``b`` after its factorization (smallest pivot ratio ``ratio``): the first solve, the outer iterations (:func:`_advance`, each solve run by
-    :func:`_steps`), the convergence status, ``out[b]`` and ``flags[b]`` (``OK``; left ``FALLBACK`` where the
-    numpy path must answer).  ``work``: the state's arrays (:func:`_refine_step`); ``rows``: its constraint
-    rows ``k, meas, meas0, res, lam, corrected``; ``machine``: its integers and ``IT``, ``moves``, ``state``
-    (:func:`_advance`'s, one column)."""
+    """State ``b`` after its factorization (smallest pivot ratio ``ratio``): the first solve, the outer
+    iterations (:func:`_advance`, each solve run by :func:`_steps`), the soft rows' check (:func:`_soft_held`),
+    ``out[b]`` and ``flags[b]`` (``OK``; left ``FALLBACK`` where the numpy path must answer).  ``work``: the
+    state's arrays (:func:`_refine_step`); ``rows``: its constraint rows ``k, meas, meas0, res, lam, corrected``;
+    ``machine``: its integers and ``IT``, ``moves``, ``state`` (:func:`_advance`'s, one column)."""
     links, constraints, Kbuf, mu = work[0], work[3], work[4], work[6]
     k, res, lam = rows[0], rows[3], rows[4]
     li, IT, moves, state = machine
