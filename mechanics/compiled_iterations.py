@@ -397,7 +397,7 @@ def _answer(b, ratio, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows, x, xn,
         if solved:
             for i in range(nv):
                 out[ix(b), ix(i)] = IT[ix(ITERATION_ROWS + i)]
-            _conclude(b, li[ITERS, 0], held, links, constraints, rows, x, tol, nv, out, flags)
+            _conclude(b, li[ITERS, 0], held, links, constraints, k, res, lam, x, tol, nv, out, flags)
 
 
 @njit(cache=True, inline="always")
@@ -429,11 +429,10 @@ def _soft_held(ratio, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows, xn, re
 
 
 @njit(cache=True, **UNCOUNTED)
-def _conclude(b, iterations, held, links, constraints, rows, x, tol, nv, out, flags):
+def _conclude(b, iterations, held, links, constraints, k, res, lam, x, tol, nv, out, flags):
     """State ``b``'s answer after ``iterations`` outer iterations ended at ``x`` (:func:`_answer`): its
     convergence status (its residual-judged rows within the tolerance, and ``held``: its soft rows',
-    :func:`_soft_held`), ``out[b]`` and ``flags[b]``.  ``rows``: ``k, meas, meas0, res, lam, corrected``."""
-    k, res, lam = rows[0], rows[3], rows[4]
+    :func:`_soft_held`), ``out[b]`` and ``flags[b]``, from its ``k``, residual ``res`` and ``lam (m)``."""
     table, m, n = constraints[0], lam.shape[0], links.shape[0]
     c_forces, c_acc, c_res, c_k = nv, nv + m, nv + m + 6 * n, nv + 2 * m + 6 * n
     c_worst = nv + 3 * m + 6 * n  # then the hard rows' largest residual and largest |k| (_output_columns)

@@ -39,14 +39,13 @@ REFILL, PATIENCE = 11, 1  # a refill waits until this many lanes (of sixteen) id
 
 def _lane_sizes(program, constraints: tuple, mechanism) -> tuple:
     """Floats of :func:`_lane_parts`' workspace (a float per lane per entry), its integer rows, and the floats
-    per lane of each state's own constraint terms (``k``, the measurements, ``lambda``, the residual) and its
-    iterations' last two numbers."""
+    per lane of each state's own terms (:func:`_own_terms`)."""
     m = mechanism.constraint_dim
     entries = (program.factor_size + program.conditional_size + 3 * program.linear_size + program.cache_size
                + 2 * program.value_size + 4 + lanes_pairs.pairs_scratch_rows(max_front(program))
                + kinematic_rows(len(mechanism.links), mechanism.nq, mechanism.nv)
                + constraint_rows(constraints[2].shape[0], m) + ITERATION_ROWS + mechanism.nv)
-    return entries * LANES, (LANE_ROWS, LANES), (LANES, 4 * m + 2)
+    return entries * LANES, (LANE_ROWS, LANES), (LANES, 2 * m + 2)
 
 
 @njit(cache=True, inline="always")
@@ -77,14 +76,15 @@ def _lane_parts(lw, sizes, maxn, kinematic_rows, constraint_rows, iteration_rows
 @njit(cache=True, inline="always")
 def _iteration_state(lk, w, m):
     """Lane ``w``'s last ``qdd`` step and its verification's last change ``(2,)`` (:func:`_own_terms`' last)."""
-    return lk[w, 4 * m:4 * m + 2]
+    return lk[w, 2 * m:2 * m + 2]
 
 
 @njit(cache=True, inline="always")
 def _own_terms(lk, w, m):
-    """Lane ``w``'s state's own constraint terms in ``lk`` (:func:`_lane_sizes`): ``k, meas, lam, res (m)``, and
-    its outer iterations' last ``qdd`` step and its verification's last change ``(2,)``."""
-    return lk[w, :m], lk[w, m:2 * m], lk[w, 2 * m:3 * m], lk[w, 3 * m:4 * m], _iteration_state(lk, w, m)
+    """Lane ``w``'s state's own terms in ``lk`` (:func:`_lane_sizes`): its ``k (m)`` (a refill's constraint terms
+    overwrite the lanes' for every lane), the ``lambda (m)`` it loads its warm start into, and its outer
+    iterations' last ``qdd`` step and its verification's last change ``(2,)``."""
+    return lk[w, :m], lk[w, m:2 * m], _iteration_state(lk, w, m)
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -99,13 +99,10 @@ def _lanes_concluded(links, constraints, lk, m, mu, li, X, RES, LAM, IT, tol, nv
             continue
         b = li[STATE, w]
         li[STATE, w] = -1
-        k, meas, lam, res, _ = _own_terms(lk, w, m)
-        _copy(LAM[:, w], lam)
-        _copy(RES[:, w], res)
         for i in range(nv):
             out[ix(b), ix(i)] = IT[ix(ITERATION_ROWS + i), w]
-        _conclude(b, li[ITERS, w], np.bool_(True), links, constraints, (k, meas, meas, res, lam, res), X[:, w], tol,
-                  nv, out, flags)
+        _conclude(b, li[ITERS, w], np.bool_(True), links, constraints, _own_terms(lk, w, m)[0], RES[:, w], LAM[:, w],
+                  X[:, w], tol, nv, out, flags)
 
 
 @njit(cache=True, inline="always")
@@ -259,7 +256,7 @@ def _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, uni
         b = loaded
         loaded += 1
         flags[ix(b), STATUS], flags[ix(b), ITERATIONS], flags[ix(b), CONVERGED] = BAD_INPUT, 0, 0
-        lam = _own_terms(lk, w, m)[2]
+        lam = _own_terms(lk, w, m)[1]
         if not _load_state(Q, V, TAU, F0, b, unit, qn, lam):
             continue
         flags[ix(b), STATUS], li[VALID, w], li[STATE, w], KL[ix(MASK), w] = FALLBACK, 1, b, 1.0
@@ -273,12 +270,10 @@ def _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, uni
     _constraint_terms(constraints, general, model[6], n, KL, kparts, KK, Kk)
     for w in range(LANES):
         if li[VALID, w] != 0:
-            _copy(_own_terms(lk, w, m)[2], LAM[:, w])
+            _copy(_own_terms(lk, w, m)[1], LAM[:, w])
     _fill_constraints(constraints, factors, KK, MEAS, Kk, LAM, E, mu, Fw, Lin, KL, MASK, TOP)
-    for w in range(LANES):  # each new state's own terms, for its iterations lane by lane
+    for w in range(LANES):  # each new state's k, kept for its answer
         if li[VALID, w] != 0:
-            k, meas, _, _, _ = _own_terms(lk, w, m)
-            _copy(Kk[:, w], k)
-            _copy(MEAS[:, w], meas)
+            _copy(Kk[:, w], _own_terms(lk, w, m)[0])
             floor[0, w] = SCALE_FLOOR * KL[ix(TOP), w]
     return loaded
