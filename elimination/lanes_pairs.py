@@ -27,8 +27,8 @@ import numpy as np
 from numba import njit
 
 from .compiled_front import (
-    A0, A1, HF_, IDENTITY, KEEP, M, NF, NS, OP, OP_FRONT, OP_FUSED, OP_PIVOT, OP_REVOLUTE, OP_TREE, OP_UNIT,
-    OP_WIDE_REVOLUTE, START, T_, UNCOUNTED, UROW,
+    A0, A1, HF_, IDENTITY, KEEP, M, NF, NS, NZ, OP, OP_FRONT, OP_FUSED, OP_PIVOT, OP_REVOLUTE, OP_TREE, OP_UNIT,
+    OP_WIDE_REVOLUTE, OUT_H, OUT_S, RS, START, T_, UNCOUNTED, UROW,
 )
 from .kernel_cache import drop_stale_cache
 from .compiled_front import _generic_step as generic_step, _step_backward as step_backward, _step_forward as step_forward
@@ -39,7 +39,7 @@ from .compiled_pairs import (
 )
 from .lanes import LANES, _pivot_forward, _pivoted, _record
 from . import compiled, compiled_front, compiled_pairs, compiled_pivot, jacobi, lanes, vectors as v
-from .program import KEEP_MIRRORED, START_GATHERED, START_LEFT
+from .program import KEEP_MIRRORED, KEEP_NONE, START_GATHERED, START_LEFT
 
 drop_stale_cache(__file__, compiled_front.__file__, compiled_pairs.__file__, compiled_pivot.__file__,
                  jacobi.__file__, lanes.__file__, v.__file__)  # (inlined or linked in)
@@ -47,17 +47,36 @@ drop_stale_cache(__file__, compiled_front.__file__, compiled_pairs.__file__, com
 
 def covers_pairs(program) -> bool:
     """Whether :func:`factorize_pairs` and :func:`solve_pairs` run ``program`` and it pays: the programs of a
-    mechanism's dynamics in a spanning-tree order (ABA's, LCABA's, proxBBO's), mostly tree pairs
+    mechanism's dynamics in a spanning-tree order (ABA's, LCABA's, proxBBO's, C-ABA's), mostly tree pairs
     (:func:`elimination.program._tree_pair`) and wide pairs (``_wide_pair``).  A revolute pair runs in lanes; any
     other pair (a free-flyer or spherical joint) and the steps alone (``FRONT``, ``PIVOT``, ``UNIT``: a loop
-    root's multipliers, a free body's link) in lanes or lane by lane through the per-element kernels -- at
-    most a quarter of the steps, and no ``FRONT`` with hard rows (the lanes pass no sizes of right-hand sides
-    and check no dropped rows)."""
+    root's multipliers, a free body's link, an embedded cluster's links and ``y``) in lanes or lane by lane
+    through the per-element kernels -- those lane by lane (:func:`lane_by_lane`) at most a quarter of the steps,
+    and no ``FRONT`` with hard rows (the lanes pass no sizes of right-hand sides and check no dropped rows)."""
     steps = program.steps
     op = steps[:, OP]
-    generic = (op == OP_FRONT) | (op == OP_PIVOT) | (op == OP_UNIT)  # (not a pair's)
     return (bool(len(steps)) and not program.unsupported and bool(np.all(np.isin(op, tuple(compiled.KERNELS))))
-            and not bool(np.any((op == OP_FRONT) & (steps[:, M] > 0))) and 4 * int(generic.sum()) <= len(steps))
+            and not bool(np.any((op == OP_FRONT) & (steps[:, M] > 0))) and 4 * lane_by_lane(steps) <= len(steps))
+
+
+def lane_by_lane(steps: np.ndarray) -> int:
+    """How many of ``steps`` :func:`factorize_pairs` runs lane by lane through the per-element kernels: the steps
+    alone but a whole pivot, an embedded cluster's link (:func:`_unit_out`) and a wide pair's link read from its
+    joint with its joint's pivot (:func:`_unit_link`), each alone in its run (:func:`_run_end`)."""
+    count, st, n = 0, 0, len(steps)
+    while st < n:
+        if steps[st, OP] in (OP_REVOLUTE, OP_TREE, OP_WIDE_REVOLUTE):
+            st += 2
+            continue
+        end = _run_end(steps, st)
+        alone = end == st + 1
+        if (alone and (_whole_pivot(steps, st, START_GATHERED) or _unit_out(steps, st))) or (
+                end == st + 2 and _unit_link(steps, st) and _whole_pivot(steps, st + 1, START_LEFT)):
+            st = end
+            continue
+        count += end - st - int(bool(_unit_link(steps, st)))
+        st = end
+    return count
 
 
 @njit(cache=True, inline="always")
@@ -98,6 +117,15 @@ def _unit_link(steps, st):
     """Whether step ``st`` is a ``UNIT`` that leaves its front to a wide pair's joint half (a free flyer's, a
     spherical joint's: :func:`_wide_unit_link`)."""
     return steps[st, OP] == OP_UNIT and steps[st, START] == START_GATHERED and steps[st, KEEP] == KEEP_MIRRORED
+
+
+@njit(cache=True, inline="always")
+def _unit_out(steps, st):
+    """Whether step ``st`` is a ``UNIT`` that substitutes its front whole through its ``+-I`` rows and writes
+    its separator block out as the generated factor (an embedded cluster's link: ``a_i`` on ``(a_parent, y)``;
+    :func:`_wide_unit_link`): gathered, no rows left over, nothing to pivot."""
+    return (steps[st, OP] == OP_UNIT and steps[st, START] == START_GATHERED and steps[st, KEEP] == KEEP_NONE
+            and steps[st, M] == steps[st, NF] and steps[st, RS] < 0 and steps[st, NZ] == 0)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -145,6 +173,12 @@ def _wide_unit_link(maps, st, Fw, C, floor, H, scale, A, T, HFT, maxn, tmp):
             if _nonzero(T, q * nS + i):
                 v.mul(tmp, 0, T, q * nS + i, T, q * nS + i)
                 v.add_mul(scale, nF + i, tmp, 0, scale, q)
+    out, outs = steps[st, OUT_H], steps[st, OUT_S]
+    for i in range(nS if steps[st, KEEP] == KEEP_NONE and out >= 0 else 0):  # written out (_left_front's)
+        v.copy(Fw, outs + i, scale, nF + i)
+        for j in range(i, nS):
+            v.copy(Fw, out + i * nS + j, H, (nF + i) * maxn + nF + j)
+            v.copy(Fw, out + j * nS + i, H, (nF + i) * maxn + nF + j)
 
 
 @njit(cache=True, inline="always")
@@ -201,6 +235,10 @@ def factorize_pairs(maps, Fw, C, floor, scratch, lane_scratch, ratio, weak, fail
             end, first = _run_end(steps, st), st
             if end == st + 1 and _whole_pivot(steps, st, START_GATHERED):  # a contact's multipliers, say: in lanes
                 _pivot_step(maps, st, Fw, C, floor, H, scale, A, T, HFT, maxn, tmp, r, ratio, weak, failed)
+                st = end
+                continue
+            if end == st + 1 and _unit_out(steps, st):  # an embedded cluster's link: in lanes
+                _wide_unit_link(maps, st, Fw, C, floor, H, scale, A, T, HFT, maxn, tmp)
                 st = end
                 continue
             if _unit_link(steps, st):  # but a wide pair's link half read from its joint: in lanes

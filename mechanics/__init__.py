@@ -25,7 +25,10 @@ from .couplings import CouplingMap, Rotor, coupling_map, with_rotors
 from .dynamics import DynamicsResult, PreparedDynamics, algorithm_plan, delassus, forward_dynamics, prepare
 from .gplc import GPLCLayout, gplc_graph
 from .inverse_dynamics import inverse_dynamics
-from .keys import JointAcceleration, LinkAcceleration, LoopTerm, Multiplier, Penalty, Prior, ProximalPrior, Torque, TreeJoint
+from .keys import (
+    ClusterCoordinates, JointAcceleration, LinkAcceleration, LoopTerm, Multiplier, Penalty, Prior, ProximalPrior, Torque,
+    TreeJoint,
+)
 from .policies import ALM, POLICIES, ConstraintPolicy, Hard, PolicyNumbers, Prox, Soft, resolve_policies
 from .joints import Joint
 from .kinematics import constraint_terms, kinematics
@@ -44,6 +47,7 @@ __all__ = [
     "Algorithm",
     "Connect",
     "ConstraintPolicy",
+    "ClusterCoordinates",
     "ConvergenceWarning",
     "Coupling",
     "CouplingMap",

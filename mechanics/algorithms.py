@@ -19,12 +19,15 @@ pv_soft        soft     as ABA
 proxltl        prox     joint space: all a_i root to leaves, qdd leaves to root, multipliers last
 min_degree     prox     a_i root to leaves, then minimum degree over qdd and multipliers
 min_fill       prox     a_i root to leaves, then minimum fill over qdd and multipliers
+caba           embed    as proxBBO, each embedded cluster's y right after its top link
 ============== ======== ===========================================================
 
-Constraint embedding (003's C-ABA) is the pair ``"embed/clusters"``: the ``embed`` policy writes each group
-of coupled joints through independent coordinates ``y`` (:class:`~mechanics.policies.Embed`), and
-:func:`cluster_order` eliminates links leaves to root with each cluster's ``y`` after its top link, the other
-loops' multipliers as proxBBO's -- on the numpy path for now, and not yet in :data:`ALGORITHMS`.
+Constraint embedding (003's C-ABA, ``caba``) is the pair ``"embed/clusters"``: the ``embed`` policy writes
+each cluster -- coupled joints, a local loop's joints -- through independent coordinates ``y``
+(:class:`~mechanics.policies.Embed`), and :func:`cluster_order` eliminates links leaves to root with each
+cluster's ``y`` after its top link, the other loops' multipliers as proxBBO's (004 Sec. VII's mixed
+algorithm).  Couplings' maps are constant and run compiled; a loop's depends on the state and runs on the numpy
+path, for now.
 """
 from __future__ import annotations
 
@@ -233,6 +236,7 @@ ALGORITHMS = {
     "proxltl": Algorithm("prox", joint_space, "proxLTL (002): joint-space sparse LTL order"),
     "min_degree": Algorithm("prox", any_min_degree, "joint-space minimum degree: tree-unconstrained over qdd and multipliers"),
     "min_fill": Algorithm("prox", any_min_fill, "joint-space minimum fill: tree-unconstrained over qdd and multipliers"),
+    "caba": Algorithm("embed", cluster_order, "C-ABA (003): clusters embedded as one block each, other loops prox"),
 }
 
 
@@ -246,7 +250,7 @@ ORDERING_POLICIES = {
     "clusters": cluster_order,
 }
 """The ordering policies by name, for pairs written as text: ``"prox/tree_min_degree"``, ``"embed/clusters"``
-(constraint embedding, :class:`~mechanics.policies.Embed`: the numpy path, not yet one of :data:`ALGORITHMS`)."""
+(constraint embedding, :class:`~mechanics.policies.Embed`: ``caba``)."""
 
 
 def _check_policies(spec) -> None:
@@ -286,6 +290,9 @@ def resolve_algorithm(algorithm) -> tuple:
                 f"(orderings {sorted(ORDERING_POLICIES)}) or a (policy, ordering) pair"
             )
         return algorithm.lower(), ALGORITHMS[algorithm.lower()]
+    named = next((name for name, algo in ALGORITHMS.items() if algo is algorithm), None)
+    if named is not None:  # (one of ALGORITHMS itself: by its name, as its messages say it)
+        return named, algorithm
     if isinstance(algorithm, tuple) and len(algorithm) in (2, 3, 4):
         algo = Algorithm(*algorithm)
         _check_policies(algo.policies)

@@ -133,9 +133,8 @@ class CompiledDynamics:
         self.iterating = any(n.iterates for n in numbers)
         self.soft = any(n.test == HOLDS for n in numbers)
         # a batch of a program of tree pairs runs LANES states at a time (lanes_kernel), bit for bit as one by
-        # one; an embedded cluster's joints (their qdd = G y + g) run state by state
-        # (and no dropped rows: the lanes check none after a fresh solve)
-        self.lanes = lanes_pairs.covers_pairs(program) and not layout.clusters and not len(self.drops)
+        # one, embedded couplings' clusters too (no dropped rows: the lanes check none after a fresh solve)
+        self.lanes = lanes_pairs.covers_pairs(program) and not len(self.drops)
         self.refill, self.patience = REFILL, PATIENCE
         hard = np.concatenate([np.full(c.dim, n.test == EXACT) for c, n in zip(mechanism.constraints, numbers)]
                               or [np.zeros(0, bool)])

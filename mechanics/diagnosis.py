@@ -27,6 +27,13 @@ short has one of four causes, told apart here in this order:
     The contraction is slow while the rows are well apart: the inertia makes
     ``D`` ill-conditioned (or ``mu`` is small for it); more ``max_iter`` or a
     larger ``mu``.
+``"open loops"``
+    Under constraint embedding (``caba``): an embedded loop's rows have more
+    rank at this state than where the loop closes, which is the rank its
+    coordinates ``y`` were made for (:func:`mechanics.couplings.state_maps`);
+    the extra directions are left out and their residual stays, whatever the
+    iterations.  Closing the loops (:meth:`~mechanics.Mechanism.project`, and
+    velocities that keep them closed) helps, or holding them with ``prox``.
 
 Where the contraction is fast but the accelerations settled (the run stopped
 itself) with the residual above the tolerance, round-off in the solves left a
@@ -38,6 +45,7 @@ angular and linear rows, or a revolute and a prismatic column, weigh alike.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,11 +56,13 @@ from .kinematics import Kinematics, constraint_terms, kinematics
 from .mechanism import GROUND, Mechanism
 
 INCONSISTENT, SINGULAR, ILL_CONDITIONED, MAX_ITER = "inconsistent", "singular configuration", "ill-conditioned", "max_iter"
-CAUSES = (INCONSISTENT, SINGULAR, ILL_CONDITIONED, MAX_ITER)
+OPEN_LOOPS = "open loops"
+CAUSES = (INCONSISTENT, SINGULAR, ILL_CONDITIONED, MAX_ITER, OPEN_LOOPS)
 RANK_RTOL = 1e-10  # singular values of the row-scaled J below this, relative to the largest, are its null space
 REMEDIES = {  # what helps, in a few words (the explanation says it with the numbers)
     INCONSISTENT: "fix the constraints or the velocities", SINGULAR: "move away from this configuration",
     ILL_CONDITIONED: "raise max_iter or mu", MAX_ITER: "raise max_iter",
+    OPEN_LOOPS: "close the loops (mechanism.project) or hold them with prox",
 }
 SLOW_CONTRACTION = SOFT_CONTRACTION  # keeping more of its residual per iteration is slow (a soft correction: not holding)
 
@@ -135,7 +145,10 @@ class Diagnosis:
         ``1 / (1 + mu smallest)``: what the weakest direction keeps of its residual per iteration.
     constraints : tuple of str
         The constraints the cause lies in: those left with the gap (inconsistent), those the slowest
-        direction combines (the others).
+        direction combines, an opened cluster's loops (open loops).
+    embedded : int
+        Open loops: the rank the cluster's coordinates were made for (where its loops close); ``rank`` is
+        then its rows' rank at this state.  -1 otherwise.
     """
 
     cause: str
@@ -147,10 +160,17 @@ class Diagnosis:
     condition: float
     contraction: float
     constraints: tuple
+    embedded: int = -1
 
     def explanation(self, max_iter: int, soft: bool = False) -> str:
         """The cause in words, with the numbers that show it and what helps."""
         names = ", ".join(repr(n) for n in self.constraints)
+        if self.cause == OPEN_LOOPS:
+            return (f"the embedded loops {names} are open at this state: their rows have rank {self.rank} here and "
+                    f"{self.embedded} where they close, the rank their coordinates y were made for, so the extra "
+                    f"directions are left out and their residual stays; close the loops (mechanism.project(q), "
+                    f"with velocities that keep them closed: mechanics.closure.project_velocity) or hold them "
+                    f"with the prox policy")
         rank = f"; the constraint rows have rank {self.rank} of {self.rows} here" if self.rank < self.rows else ""
         if self.cause == INCONSISTENT:
             return (f"the constraints are inconsistent at this state -- no motion meets them all: the closest any "
@@ -212,8 +232,24 @@ def _diagnose_one(J, c, M, mu: float, tolerance: float, capped: bool, names: np.
                      tuple(dict.fromkeys(names[rows])))
 
 
+def _opened(mechanism: Mechanism, clusters, kin: Kinematics, terms: dict) -> list:
+    """Per state, ``(constraints, rank here, rank embedded)`` of the first of the embedded ``clusters`` whose
+    rows have more rank at that state than their coordinates were made for (None where none has)."""
+    from .couplings import LOOP_RANK_RTOL, _relative_rows
+
+    found = [None] * kin.batch_shape[0]
+    for cluster in clusters:
+        A = _relative_rows(mechanism, cluster.joints, cluster.constraints, kin, terms)[0]
+        sv = np.linalg.svd(A, compute_uv=False)
+        ranks = np.sum(sv > LOOP_RANK_RTOL * sv[..., :1], axis=-1)
+        embedded = A.shape[-1] - cluster.ny
+        for i in np.flatnonzero(ranks > embedded):
+            found[i] = found[i] or (cluster.constraints, int(ranks[i]), embedded)
+    return found
+
+
 def diagnose(mechanism: Mechanism, q: np.ndarray, v: np.ndarray, mu: float, tol: float, capped=None,
-             baumgarte: dict | None = None) -> list:
+             baumgarte: dict | None = None, clusters=()) -> list:
     """Why the runs at these states did not converge: a :class:`Diagnosis` each.
 
     Parameters
@@ -229,6 +265,9 @@ def diagnose(mechanism: Mechanism, q: np.ndarray, v: np.ndarray, mu: float, tol:
         accelerations settled (or, ``soft``, after its one correction).
     baumgarte : dict, optional
         The run's Baumgarte gains, ``{constraint name: (Kp, Kd)}`` (they move ``k``).
+    clusters : sequence of mechanics.couplings.EmbeddedCluster, optional
+        The run's embedded clusters whose maps depend on the state (local loops under ``embed``): a state
+        where one is open past its coordinates is diagnosed ``"open loops"``.
 
     Returns
     -------
@@ -250,4 +289,9 @@ def diagnose(mechanism: Mechanism, q: np.ndarray, v: np.ndarray, mu: float, tol:
     J, c, M = _joint_space(mechanism, kin, list(terms.values()))
     names = np.array([c.name for c in mechanism.constraints for _ in range(c.dim)], dtype=object)
     capped = np.ones(len(q), dtype=bool) if capped is None else capped
-    return [_diagnose_one(J[i], c[i], M[i], mu, float(tolerance[i]), bool(capped[i]), names) for i in range(len(q))]
+    found = [_diagnose_one(J[i], c[i], M[i], mu, float(tolerance[i]), bool(capped[i]), names) for i in range(len(q))]
+    for i, opened in enumerate(_opened(mechanism, clusters, kin, terms)):
+        if opened is not None:
+            found[i] = dataclasses.replace(found[i], cause=OPEN_LOOPS, constraints=opened[0], rank=opened[1],
+                                           embedded=opened[2])
+    return found

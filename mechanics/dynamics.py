@@ -488,7 +488,8 @@ class PreparedDynamics:
         state = [np.array(np.broadcast_to(a, batch + a.shape[-1:])[failed]) for a in (q, v)]  # (kept past the call)
         iterating = any(p.iterates for p in self.policies.values())
         capped = (iterations >= self.max_iter)[failed] & iterating
-        diagnosed = functools.cache(lambda: diagnose(self.mechanism, *state, self.mu, self.tol, capped, self.baumgarte))
+        diagnosed = functools.cache(lambda: diagnose(self.mechanism, *state, self.mu, self.tol, capped, self.baumgarte,
+                                                           [c for c in self.layout.clusters if not c.constant]))
         warn_not_converged(self._context, self._numbers, self.tol, self.max_iter, converged, iterations, worst,
                            diagnosed, stacklevel=stacklevel)
 

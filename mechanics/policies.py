@@ -287,8 +287,8 @@ POLICIES = {policy.name: policy for policy in (ALM(), Prox(), Hard(), Soft())}
 """The papers' constraint policies by name."""
 
 EMBED = Embed()
-"""Constraint embedding (:class:`Embed`): ``policy("embed")``, ``"embed/clusters"``; not yet one of the
-:data:`POLICIES` every algorithm comparison runs."""
+"""Constraint embedding (:class:`Embed`): ``policy("embed")``, ``"embed/clusters"`` (``caba``); not one of the
+papers' multiplier policies in :data:`POLICIES`."""
 
 
 def policy(value) -> ConstraintPolicy:

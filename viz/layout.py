@@ -18,7 +18,7 @@ import subprocess
 
 import networkx as nx
 
-from mechanics import GROUND, LinkAcceleration, Mechanism, Multiplier, resolve_policies
+from mechanics import GROUND, ClusterCoordinates, LinkAcceleration, Mechanism, Multiplier, resolve_policies
 from mechanics.gplc import GPLCLayout
 
 from .dot import quoted_text
@@ -102,14 +102,17 @@ def grouped_interaction(structure, group) -> nx.Graph:
 
 
 def mechanism_nodes(mechanism: Mechanism, group) -> nx.Graph:
-    """The grouped interaction graph of ``mechanism`` with a multiplier for every constraint: the nodes every
-    algorithm's frames draw (a policy without multipliers just leaves theirs out)."""
-    return grouped_interaction(GPLCLayout(mechanism, resolve_policies("prox", mechanism)).structure(), group)
+    """The grouped interaction graph of ``mechanism`` with a multiplier for every constraint and the
+    coordinates ``y`` of every embedded cluster: the nodes every algorithm's frames draw (a policy without
+    multipliers, or one that embeds nothing, just leaves theirs out)."""
+    return nx.compose(*(grouped_interaction(GPLCLayout(mechanism, resolve_policies(name, mechanism)).structure(), group)
+                        for name in ("prox", "embed")))
 
 
 def mechanism_positions(mechanism: Mechanism, group) -> dict:
     """Node -> ``(x, y)`` points for every frame of every algorithm of ``mechanism``: its links along the
-    spanning tree (root on top), each constraint's multiplier below the deepest of its links."""
+    spanning tree (root on top), each constraint's multiplier below the deepest of its links, each embedded
+    cluster's ``y`` below its top link."""
     view = mechanism_nodes(mechanism, group)
     link = lambda name: group(LinkAcceleration(name))  # noqa: E731
     tree = [(link(l.parent), link(l.name)) for l in mechanism.links if l.parent != GROUND]
@@ -117,6 +120,7 @@ def mechanism_positions(mechanism: Mechanism, group) -> dict:
     for c in mechanism.constraints:
         deepest = max((l for l in c.links if l != GROUND), key=depth.get)
         tree.append((link(deepest), group(Multiplier(c.name))))
+    tree += [(link(node.name), node) for node in view if isinstance(node, ClusterCoordinates)]  # (below its top link)
     labels = {node: getattr(node, "label", str(node)) for node in view}
     return fixed_positions(view, tree_edges=tree, labels=labels)
 

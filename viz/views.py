@@ -393,7 +393,7 @@ def clique_tree_view(plan) -> nx.DiGraph:
 
 
 VARIABLE_NAMES = {"link": "link acceleration a", "joint": "joint acceleration qdd", "multiplier": "multiplier λ",
-                  "min": "variable", "max": "multiplier (max)"}
+                  "cluster": "cluster coordinates y (qdd = G y + g)", "min": "variable", "max": "multiplier (max)"}
 
 
 def legend_dot(view: nx.Graph, palette: Palette = PALETTE) -> str:

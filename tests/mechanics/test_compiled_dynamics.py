@@ -454,6 +454,27 @@ def test_couplings_in_lanes_equal_their_states_one_at_a_time_bit_for_bit(name):
     assert np.array_equal(flags, ref_flags) and np.array_equal(out, ref_out)
 
 
+@pytest.mark.parametrize("model", ["geared_chain", "mini_cheetah", "tello_leg"])
+def test_embedded_couplings_in_lanes_equal_their_states_one_at_a_time_bit_for_bit(model):
+    """C-ABA's clusters of coupled joints (``caba``: each link's ``a_i`` substituted onto ``(a_parent, y)``, a
+    ``UNIT`` whose separator block is written out, then one pivot on ``y``) run in lanes -- their maps
+    ``qdd_c = G y + g`` in the fill and the answer, the link steps as vector operations -- every answer and flag
+    the per-state kernel's bit for bit, and each state the dense KKT's of its couplings as multipliers."""
+    mech = models.MODELS[model]()
+    prepared = mechanics.prepare(mech, "caba", tol=1e-12, backend="numba")
+    steps, F, Op = prepared.plan.lowered().steps, elimination.program.F, elimination.program.Op
+    out_units = (steps[:, F["op"]] == Op.UNIT) & (steps[:, F["keep"]] == elimination.program.KEEP_NONE)
+    assert prepared.compiled.lanes and np.any(out_units) and prepared.compiled.layout.clusters
+    q, v, tau = random_state(mech, np.random.default_rng(8), (LANES + 5,))
+    (out, flags), (ref_out, ref_flags) = _lanes_and_states(prepared, q, v, tau)
+    assert np.all(ref_flags[:, STATUS] == OK)
+    assert np.array_equal(flags, ref_flags) and np.array_equal(out, ref_out)
+    for b in range(3):  # (the couplings' rows C qdd = c held exactly, the rest Gauss' principle: the KKT)
+        x = mechanics.gplc_graph(mech, q[b], v[b], tau[b], policy="hard").dense_solve()
+        qdd = np.concatenate([x[("qdd", link.name)] for link in mech.links if link.joint.nv])
+        assert relative(out[b, :mech.nv], qdd) < 1e-9
+
+
 @pytest.mark.parametrize("robot, name", [("solo12_feet", "proxbbo"), ("allegro_cube", "proxbbo"),
                                          ("allegro_cube", "lcaba")])
 def test_a_floating_base_in_lanes_equals_its_states_one_at_a_time_bit_for_bit(robot, name):

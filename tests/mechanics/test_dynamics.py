@@ -39,6 +39,28 @@ def dense_qdd(mech, q, v, tau, policy, mu=1e6):
     return np.concatenate([x[("qdd", l.name)] for l in mech.links if l.joint.nv], axis=-1)
 
 
+def embedding_reference(mech):
+    """The policies of the dense reference of ``caba``: its embedded constraints exact (``hard``), the others
+    as it holds them (``prox``)."""
+    chosen = mechanics.policies.resolve_policies("embed", mech)
+    return {name: ("hard" if p.name == "embed" else p.name) for name, p in chosen.items()} or "hard"
+
+
+def opened_where_it_closes(mech, q) -> bool:
+    """Whether some loop is open at ``q``: its ends apart (position level)."""
+    return max(float(np.max(np.abs(e), initial=0.0)) for e in mech.constraint_error(q).values()) > 1e-8
+
+
+def embedding_stopped_open(mech, q, result, name) -> bool:
+    """Whether ``caba`` stopped short at an open state and said so: its coordinates ``y`` are made for the rank
+    the loops have where they close (fig4's two loops: 4 of 6), which an opened planar loop exceeds -- the one
+    answer it may give in place of the reference's (at a closed state it must converge)."""
+    if name != "caba" or result.converged or result.cause != "open loops":
+        return False
+    assert opened_where_it_closes(mech, q), name
+    return True
+
+
 def regularized_qdd(mech, q, v, tau, policy, mu):
     """Dense solve of one outer iteration's problem (multipliers at zero).
 
@@ -47,6 +69,8 @@ def regularized_qdd(mech, q, v, tau, policy, mu):
     the penalty -- and the saddle form's KKT is far better conditioned (cond 1e5
     against 5e8 on worst_case at mu = 1e3), so it is the accurate reference.
     """
+    if policy == "embed":
+        return dense_qdd(mech, q, v, tau, embedding_reference(mech), mu)
     return dense_qdd(mech, q, v, tau, "hard" if policy == "hard" else "prox", mu)
 
 
@@ -63,6 +87,8 @@ def test_builtin_mechanisms_all_algorithms_agree_with_the_dense_solve(model):
             assert relative(result.qdd, dense_qdd(mech, q, v, tau, "soft", 1e2)) < 1e-9
             continue
         result = mechanics.forward_dynamics(mech, q, v, tau, algorithm=name, mu=1e6, tol=1e-12, max_iter=100)
+        if embedding_stopped_open(mech, q, result, name):
+            continue
         assert relative(result.qdd, reference) < 1e-8 and result.converged, name
     assert mechanics.forward_dynamics(mech, q, v, tau, algorithm="pv").residual < 1e-8
 
@@ -75,6 +101,8 @@ def test_one_outer_iteration_is_the_exact_regularized_solve(model):
     for name in CONSTRAINED:
         policy = mechanics.ALGORITHMS[name].policies
         result = reporting(mech, q, v, tau, algorithm=name, mu=1e3, max_iter=1)
+        if embedding_stopped_open(mech, q, result, name):
+            continue
         assert relative(result.qdd, regularized_qdd(mech, q, v, tau, policy, 1e3)) < 1e-9, name
         if policy in ("alm", "prox"):  # one step at mu = 1e3 leaves a residual ~ force / mu
             assert not result.converged and result.iterations == 1, name
@@ -89,9 +117,13 @@ def well_posed_hard(mech, q) -> bool:
 @settings(max_examples=40)
 @given(mechanisms(), st.integers(0, 2**31 - 1))
 def test_random_mechanisms_one_iteration_equals_the_regularized_dense_solve(mech, seed):
+    """Every algorithm with multipliers; embedding (``caba``) at random open states leaves the rows its loops
+    gain there out by least squares, which this oracle does not say: its random mechanisms are
+    tests/mechanics/test_couplings.py's (closed and opened loops, redundant ones, against the KKT on the rows'
+    row space)."""
     q, v, tau = random_state(mech, np.random.default_rng(seed))
     hard_ok = well_posed_hard(mech, q)
-    for name in CONSTRAINED:
+    for name in (name for name in CONSTRAINED if mechanics.ALGORITHMS[name].policies != "embed"):
         policy = mechanics.ALGORITHMS[name].policies
         if policy == "hard" and not hard_ok:  # ill-conditioned or singular: solved to the constraint, or refused
             try:

@@ -435,9 +435,12 @@ def test_render_without_an_algorithm_draws_every_one_that_applies_into_a_folder_
     assert result.returncode == 0, result.stderr
     folder = tmp_path / "four_bar"
     drawn = sorted(p.name for p in folder.iterdir() if p.is_dir())
-    assert drawn == sorted(["pv", "proxpv", "proxbbo", "lcaba", "pv_soft", "proxltl", "min_degree", "min_fill"])
+    assert drawn == sorted(["pv", "proxpv", "proxbbo", "lcaba", "pv_soft", "proxltl", "min_degree", "min_fill", "caba"])
     assert (folder / "mechanism.dot").exists() and (folder / "factor_graph_prox.dot").exists()
-    assert result.stdout.strip().endswith("(pv, proxpv, proxbbo, lcaba, pv_soft, proxltl, min_degree, min_fill)")
+    assert (folder / "factor_graph_embed.dot").exists()  # (the four-bar's loop embedded: y, no multiplier)
+    assert 'label="y crank"' in (folder / "factor_graph_embed.dot").read_text()
+    assert result.stdout.strip().endswith(
+        "(pv, proxpv, proxbbo, lcaba, pv_soft, proxltl, min_degree, min_fill, caba)")
 
 
 def test_ctrl_c_ends_with_one_line_and_status_130():
