@@ -487,97 +487,85 @@ def _generic_step(maps, st, Fw, C, floor, check_rank, scratch, Hf, Af):
 def _leftover_forward(steps, st, C, Lin, Lmag, dropped, bl, bm, m):
     """The forward sweep of step ``st``'s rows left over, right-hand sides ``bl`` (their sizes ``bm``): the rows
     passed on, ``E_keep b``, and the size they are made of into the generated hard factor's terms; the
-    dropped rows' ``E_drop b``, which must vanish, and the size of what they combine into ``dropped``."""
-    top, total = 0.0, 0.0
-    for j in range(m):
-        u = C[ix(steps[st, RS] + j)] * bm[ix(j)]
-        top = max(top, u)
-        total += u * u
+    dropped rows' ``E_drop b``, which must vanish, and the size of what they combine into ``dropped``.  Any
+    width (:mod:`elimination.vectors`), as :func:`_step_forward`."""
+    u = v.get(C, steps[st, RS]) * v.get(bm, 0)  # (m >= 1: a step with rows left over has rows)
+    top, total = max(0.0, u), 0.0 + u * u
+    for j in range(1, m):
+        u = v.get(C, steps[st, RS] + j) * v.get(bm, j)
+        top, total = max(top, u), total + u * u
     for i in range(steps[st, P]):
-        t = 0.0
-        for j in range(m):
-            t += C[ix(steps[st, EE] + i * m + j)] * bl[ix(j)]
-        Lin[ix(steps[st, OUT_B] + i)] = t
-        Lmag[ix(steps[st, OUT_B] + i)] = top
+        v.dot(Lin, steps[st, OUT_B] + i, C, steps[st, EE] + i * m, 1, bl, 0, 1, m)
+        v.set(Lmag, steps[st, OUT_B] + i, top)
     for i in range(steps[st, D_]):
-        t = 0.0
-        for j in range(m):
-            t += C[ix(steps[st, ED] + i * m + j)] * bl[ix(j)]
-        dropped[ix(steps[st, DROP] + i)] = t
+        v.dot(dropped, steps[st, DROP] + i, C, steps[st, ED] + i * m, 1, bl, 0, 1, m)
     if steps[st, D_]:
-        dropped[ix(steps[st, DROP] + steps[st, D_])] = np.sqrt(total)
+        k = steps[st, DROP] + steps[st, D_]
+        v.set(dropped, k, total)
+        v.sqrt(dropped, k, dropped, k)
 
 
 @njit(cache=True, inline="always")
 def _step_forward(steps, st, gs, gd, bs, bd, C, Lin, Lmag, cache, dropped, g, bl, bm, gz):
     """The forward sweep of one generic step ``st`` (a wide pair's halves among them, the joint half starting
     from the separator terms its link half left in ``g``): ``g`` gathered, ``t = W b`` and ``g -= HF t``, the
-    hard rows' passed-on and dropped terms, ``y = Linv g_z``, ``g_S - Y' D y`` into the generated linear term."""
+    hard rows' passed-on and dropped terms, ``y = Linv g_z``, ``g_S - Y' D y`` into the generated linear term.
+    Written once for every width (:mod:`elimination.vectors`: one state's 1-d arrays, or sixteen states'
+    lanes), with no decision on the numbers: the per-element solve and the lanes run it alike."""
     nF, nS, m, nz, ident = steps[st, NF], steps[st, NS], steps[st, M], steps[st, NZ], steps[st, IDENTITY]
     n = nF + nS
     if steps[st, START] == START_LEFT:  # the link half's separator terms, where it left them
         o = steps[st - 1, NF]
         for i in range(n):
-            g[ix(i)] = g[ix(o + i)]
+            v.copy(g, i, g, o + i)
     else:
         for i in range(n):
-            g[ix(i)] = 0.0
+            v.fill(g, i, 0.0)
     for q in range(steps[st, G0], steps[st, G1]):
-        g[ix(gd[ix(q)])] += Lin[ix(gs[ix(q)])]
+        v.add(g, gd[ix(q)], Lin, gs[ix(q)])
     if m:
         tc, hf, ts = steps[st, TC], steps[st, HF_], steps[st, T_]
         for q in range(steps[st, B0], steps[st, B1]):
-            bl[ix(bd[ix(q)])] = Lin[ix(bs[ix(q)])]
-            bm[ix(bd[ix(q)])] = Lmag[ix(bs[ix(q)])]
+            v.copy(bl, bd[ix(q)], Lin, bs[ix(q)])
+            v.copy(bm, bd[ix(q)], Lmag, bs[ix(q)])
         if ident != 0:  # t = W b with W = sign I on the declared rows
             r0 = steps[st, UROW]
             for i in range(nF):
-                cache[ix(tc + i)] = ident * bl[ix(r0 + i)]
+                v.scaled(cache, tc + i, float(ident), bl, r0 + i)
         else:
             w = steps[st, WW]
             for i in range(nF):
-                t = 0.0
-                for j in range(m):
-                    t += C[ix(w + i * m + j)] * bl[ix(j)]
-                cache[ix(tc + i)] = t
+                v.dot(cache, tc + i, C, w + i * m, 1, bl, 0, 1, m)
         for i in range(n):  # g -= HF t
-            t = 0.0
-            for j in range(nF):
-                t += C[ix(hf + i * nF + j)] * cache[ix(tc + j)]
-            g[ix(i)] -= t
+            v.set(g, i, v.get(g, i) - v.dotted(C, hf + i * nF, 1, cache, tc, 1, nF))
         if nz:  # g_z = N' g_F
             nn = steps[st, NN]
             for j in range(nz):
-                gz[ix(j)] = 0.0
+                v.fill(gz, j, 0.0)
             for i in range(nF):
-                gi = g[ix(i)]
                 for j in range(nz):
-                    gz[ix(j)] += C[ix(nn + i * nz + j)] * gi
+                    v.add_mul(gz, j, C, nn + i * nz + j, g, i)
         for i in range(nF):  # g_S += T' g_F, along the rows of T
-            gi = g[ix(i)]
             for j in range(nS):
-                g[ix(nF + j)] += C[ix(ts + i * nS + j)] * gi
+                v.add_mul(g, nF + j, C, ts + i * nS + j, g, i)
         if steps[st, P] or steps[st, D_]:
             _leftover_forward(steps, st, C, Lin, Lmag, dropped, bl, bm, m)
     else:
         for j in range(nz):
-            gz[ix(j)] = g[ix(j)]
+            v.copy(gz, j, g, j)
     if nz:
         li, yy, ds, yc = steps[st, LINV], steps[st, Y_], steps[st, DS], steps[st, YC]
         full = steps[st, PIVOT] == INDEFINITE  # (otherwise Linv is lower triangular)
         for i in range(nz):  # y = Linv g_z
-            t = 0.0
-            for q in range(nz if full else i + 1):
-                t += C[ix(li + i * nz + q)] * gz[ix(q)]
-            cache[ix(yc + i)] = t
+            v.dot(cache, yc + i, C, li + i * nz, 1, gz, 0, 1, nz if full else i + 1)
         for i in range(nz):  # g_S -= Y' D y, along the rows of Y
-            a = C[ix(ds + i)] * cache[ix(yc + i)]
+            a = v.get(C, ds + i) * v.get(cache, yc + i)
             for j in range(nS):
-                g[ix(nF + j)] -= C[ix(yy + i * nS + j)] * a
+                v.set(g, nF + j, v.get(g, nF + j) - v.get(C, yy + i * nS + j) * a)
     out = steps[st, OUT_G]
     if out >= 0:
         for j in range(nS):
-            Lin[ix(out + j)] = g[ix(nF + j)]
+            v.copy(Lin, out + j, g, nF + j)
 
 
 @njit(cache=True, inline="always")

@@ -41,7 +41,7 @@ from numba.typed import List
 from .compiled import announce_first_compile, factorize_maps, max_front, solve_maps
 from .compiled_front import (
     DEFINITE, DS, G0, G1, LINV, NF, NS, NZ, OP, OP_PIVOT, OUT_G, OUT_H, OUT_S, PIVOT, UNCOUNTED, Y_, YC, _gathered,
-    _step_backward,
+    _step_backward, _step_forward,
 )
 from .compiled_pivot import _pivot_block
 from .kernel_cache import drop_stale_cache
@@ -253,38 +253,15 @@ def factorize_graph(program, matrices: list, batch: tuple, floor_rtol: float, C:
 # solve
 
 
-@njit(cache=True, inline="always", error_model="numpy")
-def _pivot_forward(steps, st, gs, gd, C, Lin, cache, g, T):
-    """The forward sweep of a step that pivots its whole frontal block, with no rows to substitute
-    (:func:`elimination.compiled_front._step_forward`'s operations, lane by lane): ``g`` gathered, ``y = Linv g_F``
-    into the cache, ``g_S - Y' D y`` into the generated linear term.  ``T``: a scratch row."""
-    nF, nS, nz = steps[st, NF], steps[st, NS], steps[st, NZ]
-    li, yy, ds, yc = steps[st, LINV], steps[st, Y_], steps[st, DS], steps[st, YC]
-    for i in range(nF + nS):
-        v.fill(g, i, 0.0)
-    for q in range(steps[st, G0], steps[st, G1]):
-        v.add(g, gd[q], Lin, gs[q])
-    for i in range(nz):  # y = Linv g_z, g_z = g_F (Linv lower triangular)
-        v.dot(cache, yc + i, C, li + i * nz, 1, g, 0, 1, i + 1)
-    for i in range(nz):  # g_S -= Y' D y
-        v.mul(T, 0, C, ds + i, cache, yc + i)
-        for j in range(nS):
-            v.sub_mul(g, nF + j, C, yy + i * nS + j, T, 0)
-    out = steps[st, OUT_G]
-    if out >= 0:
-        for j in range(nS):
-            v.copy(Lin, out + j, g, nF + j)
-
-
 @njit(cache=True, error_model="numpy", **UNCOUNTED)
 def solve_group(maps, C, Lin, cache, Xout, scratch):
     """Forward sweep of the lanes' linear terms ``Lin (linear_size, LANES)`` through their conditionals ``C``
     and back-substitution into ``Xout (value_size, LANES)`` (:func:`elimination.compiled.solve_one`'s
     operations for steps without hard rows); ``Lin`` holds the generated factors' terms after it."""
-    steps, gs, gd, xfs, xfd, xss, xsd = maps[0], maps[1], maps[2], maps[5], maps[6], maps[7], maps[8]
-    g, x, xs, gz, T = scratch  # T: rows 0 and 1, scratch
+    steps, gs, gd, bs, bd, xfs, xfd, xss, xsd = maps[:9]
+    g, x, xs, gz, T = scratch  # (T: two rows; no hard rows here, so the rows' right-hand sides are never read)
     for st in range(steps.shape[0]):
-        _pivot_forward(steps, st, gs, gd, C, Lin, cache, g, T)
+        _step_forward(steps, st, gs, gd, bs, bd, C, Lin, Lin, cache, Lin, g, T, T, gz)
     for st in range(steps.shape[0] - 1, -1, -1):
         _step_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, g, gz)
 

@@ -28,7 +28,7 @@ from numba import njit
 
 from .compiled_front import (
     A0, A1, HF_, IDENTITY, KEEP, M, NF, NS, NZ, OP, OP_FRONT, OP_FUSED, OP_PIVOT, OP_REVOLUTE, OP_TREE, OP_UNIT,
-    OP_WIDE_REVOLUTE, OUT_H, OUT_S, RS, START, T_, UNCOUNTED, UROW,
+    OP_WIDE_REVOLUTE, OUT_H, OUT_S, P, RS, START, T_, UNCOUNTED, UROW, D_,
 )
 from .kernel_cache import drop_stale_cache
 from .compiled_front import _generic_step as generic_step, _step_backward as step_backward, _step_forward as step_forward
@@ -37,7 +37,7 @@ from .compiled_pairs import (
     _floored, _revolute_backward, _revolute_forward, _revolute_pair, _tree_forward, _tree_pair,
     _wide_revolute_backward, _wide_revolute_forward, _wide_revolute_pair,
 )
-from .lanes import LANES, _pivot_forward, _pivoted, _record
+from .lanes import LANES, _pivoted, _record
 from . import compiled, compiled_front, compiled_pairs, compiled_pivot, jacobi, lanes, vectors as v
 from .program import KEEP_MIRRORED, KEEP_NONE, START_GATHERED, START_LEFT
 
@@ -55,8 +55,10 @@ def covers_pairs(program) -> bool:
     and no ``FRONT`` with hard rows (the lanes pass no sizes of right-hand sides and check no dropped rows)."""
     steps = program.steps
     op = steps[:, OP]
+    passed_on = (steps[:, P] > 0) | (steps[:, D_] > 0)  # (rows left over whose sizes or drops a solve keeps)
     return (bool(len(steps)) and not program.unsupported and bool(np.all(np.isin(op, tuple(compiled.KERNELS))))
-            and not bool(np.any((op == OP_FRONT) & (steps[:, M] > 0))) and 4 * lane_by_lane(steps) <= len(steps))
+            and not bool(np.any((op == OP_FRONT) & (steps[:, M] > 0))) and not bool(np.any(passed_on))
+            and 4 * lane_by_lane(steps) <= len(steps))
 
 
 def lane_by_lane(steps: np.ndarray) -> int:
@@ -270,14 +272,15 @@ def factorize_pairs(maps, Fw, C, floor, scratch, lane_scratch, ratio, weak, fail
 def pairs_scratch_rows(maxn: int) -> int:
     """Rows of ``LANES`` that :func:`pairs_scratch_in` carves for fronts up to ``maxn`` wide."""
     maxn = max(maxn, 6)
-    return 4 * maxn * maxn + 2 * maxn + 19 + 4 * maxn + 6
+    return 4 * maxn * maxn + 2 * maxn + 19 + 6 * maxn + 6
 
 
 @njit(cache=True, inline="always")
 def pairs_scratch_in(rows, maxn):
     """The lane scratch of :func:`factorize_pairs` (the front ``H`` (``maxn * maxn``, row-major), scales,
     ``t``, ``u``, temporaries, a pair's ratios, a wide pair's ``y``, a substitution's ``A``, ``T`` and ``HFT``
-    (``maxn * maxn`` each)) and of :func:`solve_pairs` (``g``, ``x``, ``x_S``, temporaries), carved from
+    (``maxn * maxn`` each)) and of :func:`solve_pairs` (``g``, ``x``, ``x_S``, temporaries, ``g_z``, a step's
+    right-hand sides and their sizes), carved from
     ``rows (pairs_scratch_rows(maxn), LANES)``: a caller that keeps them allocates nothing per call."""
     n = max(maxn, 6)
     a = n * n
@@ -287,37 +290,28 @@ def pairs_scratch_in(rows, maxn):
     return ((rows[:a], rows[a:b], rows[b:b + 6], rows[b + 6:b + 12], rows[b + 12:b + 18], rows[b + 18],
              rows[b + 19:s], rows[t:t + a], rows[t + a:t + 2 * a], rows[t + 2 * a:t + 3 * a]),
             (rows[s:s + n], rows[s + n:s + 2 * n], rows[s + 2 * n:s + 3 * n], rows[s + 3 * n:s + 3 * n + 6],
-             rows[t + 3 * a:t + 3 * a + n]))
+             rows[t + 3 * a:t + 3 * a + n], rows[t + 3 * a + n:t + 3 * a + 2 * n],
+             rows[t + 3 * a + 2 * n:t + 3 * a + 3 * n]))
 
 
 @njit(cache=True, error_model="numpy", **UNCOUNTED)
 def solve_pairs(maps, C, Lin, cache, Xout, lane_scratch, scratch):
     """Forward sweep of the lanes' linear terms ``Lin (linear_size, LANES)`` through the conditionals ``C`` of
     :func:`factorize_pairs` and back-substitution into ``Xout (value_size, LANES)``: the operations of
-    :func:`elimination.compiled.solve_one` (a tree's pairs have no dropped rows, no size of right-hand sides
-    to pass on).  A step that pivots its whole frontal block (:func:`_whole_pivot`: a loop's or the contacts'
-    multipliers) runs in lanes (:func:`_pivot_forward`), as do the pairs and every back-substitution
-    (:func:`elimination.compiled_front._step_backward`, written once for every width); ``scratch``:
-    :func:`elimination.compiled.solve_scratch_in`'s, for the steps run lane by lane."""
+    :func:`elimination.compiled.solve_one`, all in lanes -- the pairs', and every step alone through the sweeps
+    written once for every width (:func:`elimination.compiled_front._step_forward`, ``_step_backward``); a
+    tree's pairs have no dropped rows and no size of right-hand sides to pass on (:func:`covers_pairs`), so
+    ``Lin`` stands in for them.  ``scratch``: unused, kept for the caller's one signature of both kernels."""
     steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, pgs, pgd = maps
-    g, x, xs, tmp, gz = lane_scratch
-    gw, bl, bm, _, _, gz1, _ = scratch  # (the per-element scratch of a step's forward sweep, lane by lane)
+    g, x, xs, tmp, gz, bl, bm = lane_scratch
     st = 0
     while st < steps.shape[0]:
         op = steps[st, OP]
         if op == OP_WIDE_REVOLUTE:
             _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g, tmp)
-        elif op != OP_REVOLUTE and op != OP_TREE:  # steps alone, lane by lane (each lane's run at once); no
-            end = _run_end(steps, st)  # hard rows (covers_pairs): the sizes and dropped rows are neither read
-            if end == st + 1 and _whole_pivot(steps, st, START_GATHERED):  # a contact's or a loop's multipliers: in lanes
-                _pivot_forward(steps, st, gs, gd, C, Lin, cache, g, tmp)
-                st = end
-                continue
-            for w in range(LANES):  # nor written -- Lin stands in for them
-                for s in range(st, end):
-                    step_forward(steps, s, gs, gd, bs, bd, C[:, w], Lin[:, w], Lin[:, w], cache[:, w], Lin[:, w], gw,
-                                 bl, bm, gz1)
-            st = end
+        elif op != OP_REVOLUTE and op != OP_TREE:  # a step alone
+            step_forward(steps, st, gs, gd, bs, bd, C, Lin, Lin, cache, Lin, g, bl, bm, gz)
+            st += 1
             continue
         elif op == OP_REVOLUTE:
             _revolute_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp)

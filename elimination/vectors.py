@@ -527,26 +527,45 @@ def add_rows(typingctx, D, A, T, rows):
     return _void(D, A, T, rows), codegen
 
 
+def _dot_value(context, builder, signature, args, at: int):
+    """``0 + A[i] * B[j] + A[i + sa] * B[j + sb] + ...`` of the arguments ``A, i, sa, B, j, sb, count`` from
+    ``at`` on, its running value in a register: a row of ``A``'s width."""
+    intp = lambda k: context.cast(builder, args[k], signature.args[k], types.intp)
+    i, sa, j, sb, n = intp(at + 1), intp(at + 2), intp(at + 4), intp(at + 5), intp(at + 6)
+    value = cgutils.alloca_once_value(builder, _constant(_vector(_width(signature.args[at])), 0.0))
+    with cgutils.for_range(builder, n) as loop:
+        q = loop.index
+        a = builder.load(_row(context, builder, signature.args[at], args[at], builder.add(i, builder.mul(q, sa))),
+                         align=8)
+        x = builder.load(_row(context, builder, signature.args[at + 3], args[at + 3],
+                              builder.add(j, builder.mul(q, sb))), align=8)
+        builder.store(builder.fadd(builder.load(value), builder.fmul(a, x)), value)
+    return builder.load(value)
+
+
 @intrinsic
 def dot(typingctx, D, k, A, i, sa, B, j, sb, count):
     """``D[k] = 0 + A[i] * B[j] + A[i + sa] * B[j + sb] + ...`` (``count`` products, added to zero in that
     order): :func:`dot6` for any number of terms, its running value in a register."""
 
     def codegen(context, builder, signature, args):
-        intp = lambda at: context.cast(builder, args[at], signature.args[at], types.intp)
-        k, i, sa, j, sb, n = intp(1), intp(3), intp(4), intp(6), intp(7), intp(8)
-        value = cgutils.alloca_once_value(builder, _constant(_row_type(signature), 0.0))
-        with cgutils.for_range(builder, n) as loop:
-            q = loop.index
-            a = builder.load(_row(context, builder, signature.args[2], args[2], builder.add(i, builder.mul(q, sa))),
-                             align=8)
-            x = builder.load(_row(context, builder, signature.args[5], args[5], builder.add(j, builder.mul(q, sb))),
-                             align=8)
-            builder.store(builder.fadd(builder.load(value), builder.fmul(a, x)), value)
-        builder.store(builder.load(value), _row(context, builder, signature.args[0], args[0], k), align=8)
+        k = context.cast(builder, args[1], signature.args[1], types.intp)
+        value = _dot_value(context, builder, signature, args, 2)
+        builder.store(value, _row(context, builder, signature.args[0], args[0], k), align=8)
         return context.get_dummy_value()
 
     return _void(D, k, A, i, sa, B, j, sb, count), codegen
+
+
+@intrinsic
+def dotted(typingctx, A, i, sa, B, j, sb, count):
+    """:func:`dot`'s value, ``0 + A[i] * B[j] + A[i + sa] * B[j + sb] + ...``, as a value of :func:`get`'s
+    kind (a float of one state, a :class:`Row` of lanes), for arithmetic on values."""
+    if _width(A) != _width(B):
+        raise TypeError("elimination.vectors.dotted: operands of one width")
+    value_type = types.float64 if _width(A) == 1 else ROW
+    return value_type(A, i, sa, B, j, sb, count), lambda context, builder, signature, args: _dot_value(
+        context, builder, signature, args, 0)
 
 
 @intrinsic
@@ -695,6 +714,24 @@ def _arithmetic(instruction: str, operation):
 for _instruction, _operation in (("fadd", operator.add), ("fsub", operator.sub), ("fmul", operator.mul),
                                  ("fdiv", operator.truediv)):
     _arithmetic(_instruction, _operation)
+
+
+@intrinsic
+def _larger(typingctx, a, b):
+    def codegen(context, builder, signature, args):
+        x, y = (_value(context, builder, t, v) for t, v in zip(signature.args, args))
+        return builder.select(builder.fcmp_ordered(">", y, x), y, x)
+
+    return ROW(a, b), codegen
+
+
+@overload(max, inline="always")
+def _maximum(a, b):
+    """``max(a, b)`` lane by lane, numba's rule for floats: ``b`` where ``b > a``, else ``a`` (a NaN ``b`` is
+    passed over)."""
+    if (isinstance(a, Row) or isinstance(b, Row)) and all(isinstance(t, (Row, types.Float, types.Integer))
+                                                         for t in (a, b)):
+        return lambda a, b: _larger(a, b)
 
 
 @intrinsic

@@ -313,6 +313,9 @@ def _values(D, A, s):
     v.set(D, 8, 2 * x + 1)
     v.set(D, 9, abs(x - y))
     v.set_where(D, 10, x * z, A, 1)  # where y is not zero (NaN is not zero)
+    v.set(D, 11, max(x, y))
+    v.set(D, 12, max(0.0, x))
+    v.set(D, 13, v.dotted(A, 0, 1, A, 1, 1, 2))  # 0 + x y + y z
 
 
 @njit(error_model="numpy")
@@ -327,7 +330,8 @@ def _rows(D, A, s):
 
 
 def test_values_held_in_registers_are_the_scalar_arithmetic_at_every_width():
-    """``get`` / ``set`` / ``set_where``, ``+ - * /``, negation and ``abs`` on row values: at width 16 each lane is the scalar
+    """``get`` / ``set`` / ``set_where``, ``+ - * /``, negation, ``abs``, ``max`` (numba's rule: the second where it is
+    larger, so a NaN there is passed over) and ``dotted`` on row values: at width 16 each lane is the scalar
     expression's bits (numpy on the lane's floats, the same operations in the same order), and width 1 is the
     scalar arithmetic itself."""
     rng = np.random.default_rng(11)
@@ -337,15 +341,16 @@ def test_values_held_in_registers_are_the_scalar_arithmetic_at_every_width():
             _edged(rng, A, 3)
         s = float(rng.normal())
         A[1, :3] = [0.0, -0.0, np.nan]
-        D = np.zeros((11, W))
+        D = np.zeros((14, W))
         with np.errstate(all="ignore"):
             _values(D, A, s)
             x, y, z = A
             want = np.stack([x + y, x - s, s * y, x / z, s / x, -(x * y - z) - (y - s * z) / x, 0.0 - x * y,
-                             np.full(W, s), 2 * x + 1, np.abs(x - y), np.where(y != 0.0, x * z, 0.0)])
+                             np.full(W, s), 2 * x + 1, np.abs(x - y), np.where(y != 0.0, x * z, 0.0),
+                             np.where(y > x, y, x), np.where(x > 0.0, x, 0.0), 0.0 + x * y + y * z])
             _same_bits(D, want)
             for w in range(W):
-                one = np.zeros(11)
+                one = np.zeros(14)
                 _values(one, np.ascontiguousarray(A[:, w]), s)
                 _same_bits(one, D[:, w])
             R = np.zeros((11, W))
