@@ -40,7 +40,7 @@ from numba.typed import List
 
 from .compiled import announce_first_compile, factorize_maps, max_front, solve_maps
 from .compiled_front import (
-    DEFINITE, DS, G0, G1, LINV, NF, NS, NZ, OP, OP_PIVOT, OUT_G, OUT_H, OUT_S, PIVOT, UNCOUNTED, Y_, YC, _gathered,
+    DEFINITE, DS, LINV, NF, NS, OP, OP_PIVOT, OUT_H, OUT_S, PIVOT, UNCOUNTED, Y_, _gathered,
     _step_backward, _step_forward,
 )
 from .compiled_pivot import _pivot_block

@@ -143,7 +143,8 @@ class CompiledDynamics:
         self.columns = _output_columns(mechanism)
         # one state's warm start, never written (not flagged read-only: numba would compile the kernel again)
         self.no_forces = np.zeros((1, mechanism.constraint_dim))
-        self.width = self.columns["hard_k"] + 1
+        # (the joint torques' columns only where embedded clusters' forces want them: _joint_torques)
+        self.width = self.columns["wrenches"].stop if layout.clusters else self.columns["hard_k"] + 1
         self.link_count = len(mechanism.links)
         self.parts = _workspace_parts(mechanism, self.constraints, program)
         # every table in two flat arrays (the order dynamics_kernel unpacks them in): two arguments, not 48

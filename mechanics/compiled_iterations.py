@@ -25,8 +25,8 @@ from elimination.numeric import SCALE_FLOOR
 from .convergence import RESIDUAL_RTOL, SOFT_CONTRACTION
 from .policies import EXACT, HOLDS, RESIDUAL
 from .compiled_tables import (
-    drop_stale_kernels, ACC, BAD_INPUT, CDIM, CONVERGED, FALLBACK, GMAP, ITERATES, ITERATIONS, KEEP, MULT, NV, NY, OK,
-    PUSH, QDD, ROW0, STATUS, TAKE, TEST, V0, _unpacked_tables,
+    drop_stale_kernels, ACC, ARMATURE, BAD_INPUT, CDIM, CONVERGED, FALLBACK, GMAP, ITERATES, ITERATIONS, KEEP, MULT,
+    NV, NY, OK, PARENT, PUSH, QDD, ROW0, STATUS, TAKE, TEST, V0, _unpacked_tables,
 )
 from .compiled_kinematics import (
     PENALTY_ROWS, _constraint_parts, _constraint_residual, _constraint_terms, _kinematic_parts, _kinematics,
@@ -448,6 +448,38 @@ def _conclude(b, iterations, held, links, constraints, k, res, lam, x, tol, nv, 
 
 
 @njit(cache=True, inline="always")
+def _joint_torques(model, KL, parts, x, row, nv, m):
+    """``M qdd + b`` of the answer in ``row`` (its ``qdd`` first, :func:`_conclude`'s columns), from its links'
+    accelerations in the solution ``x`` and the state's kinematics in ``KL`` (``parts``: its rows): each link's
+    net wrench ``Iw_l a_l - f_b,l`` summed over its subtree, on its joint's ``S_l``, the armature's ``qdd``
+    added -- :func:`mechanics.compiled_inverse.inverse_kernel`'s backward pass, on the accelerations the
+    elimination already has.  Into ``row``'s ``inverse`` columns, the subtrees' wrenches through its
+    ``wrenches`` ones (:func:`mechanics.compiled_tables._output_columns`): what an embedded cluster's forces
+    are recovered from."""
+    links, body = model[0], model[4]
+    S, IW, FB, n = parts[3], parts[5], parts[6], links.shape[0]
+    c_tau = nv + 3 * m + 6 * n + 3
+    c_w = c_tau + nv
+    for l in range(n):
+        a = links[ix(l), ACC]
+        for i in range(6):
+            w = -KL[ix(FB + 6 * l + i)]
+            for k in range(6):
+                w += KL[ix(IW + 36 * l + 6 * i + k)] * x[ix(a + k)]
+            row[ix(c_w + 6 * l + i)] = w
+    for l in range(n - 1, -1, -1):  # (topological order: a link's children come after it)
+        parent, v0, nj = links[ix(l), PARENT], links[ix(l), V0], links[ix(l), NV]
+        for c in range(nj):
+            t = 0.0
+            for i in range(6):
+                t += KL[ix(S + 36 * l + 6 * i + c)] * row[ix(c_w + 6 * l + i)]
+            row[ix(c_tau + v0 + c)] = t + body[ix(l), ARMATURE + c] * row[ix(v0 + c)]
+        if parent < n:
+            for i in range(6):
+                row[ix(c_w + 6 * parent + i)] += row[ix(c_w + 6 * l + i)]
+
+
+@njit(cache=True, inline="always")
 def _machine(part, wi):
     """One state's integers of :func:`_advance` ``(LANE_ROWS, 1)`` (``wi``'s before its last entry, the state's
     index), and its ``moves (1,)``, ``state (2,)`` and ``IT (ITERATION_ROWS + nv,)`` from ``part``."""
@@ -495,6 +527,7 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
     work = (links, factors, scope, constraints, Kbuf, meas, mu, Fw, Lin, Lres, e, corr, cache, dropped)
     rows = (k, meas, meas0, res, lam, corrected)
     has_soft, state = _has_soft(table), wi[wi.shape[0] - 1:]  # (the one lane's state: _fill_links reads its tau)
+    embedded = constraints[6].shape[0] > 0  # (embedded clusters' maps: their forces want the joint torques)
     vectors.fill(KL, MASK, 1.0)  # (the one lane takes each state)
     for b in range(Q.shape[0]):
         flags[ix(b), STATUS], flags[ix(b), ITERATIONS], flags[ix(b), CONVERGED] = BAD_INPUT, 0, 0
@@ -514,3 +547,5 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
             continue
         _answer(b, ratio, solve_maps, drops, sscr, work, C, Lmag, Lin0, rows, x, xn, refine, iterating, has_soft,
                 tol, max_iter, nv, machine, out, flags)
+        if embedded and flags[ix(b), STATUS] == OK:  # (an embedded cluster's forces are recovered from these)
+            _joint_torques(model, KL, kparts, x, out[ix(b)], nv, F0.shape[1])

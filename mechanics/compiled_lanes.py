@@ -26,7 +26,7 @@ from .compiled_kinematics import (
 from .compiled_fill import _fill_constraints, _fill_links, _moves, _residual_terms
 from .compiled_iterations import (
     DONE, FAILED, FRESH, HEAD, ITERATION_ROWS, ITERS, LANE_ROWS, NEED, PHASE, STATE, VALID, WEAK, _advance,
-    _conclude, _copy, _fresh_done, _iterate_numbers, _load_state, _marked, _refined,
+    _conclude, _copy, _fresh_done, _iterate_numbers, _joint_torques, _load_state, _marked, _refined,
 )
 
 drop_stale_kernels(__file__)
@@ -88,11 +88,13 @@ def _own_terms(lk, w, m):
 
 
 @njit(cache=True, **UNCOUNTED)
-def _lanes_concluded(links, constraints, lk, m, mu, li, X, RES, LAM, IT, tol, nv, out, flags):
+def _lanes_concluded(model, KL, kparts, constraints, lk, m, mu, li, X, RES, LAM, IT, tol, nv, out, flags):
     """What :func:`_advance` marked in ``IT`` (:func:`~mechanics.compiled_iterations._marked`), then the answers
     of the lanes whose iterations ended (row ``DONE``): each one's ``lambda``, residual and ``qdd`` out of the
     lanes, then :func:`_conclude` (no soft rows here: :meth:`~mechanics.compiled.CompiledDynamics.run`); the lane
-    idles."""
+    idles.  With embedded clusters, its joint torques too (:func:`_joint_torques`, from the lane's kinematics,
+    which it keeps until it takes its next state)."""
+    links = model[0]
     _marked(constraints, links, constraints[6], X, RES, LAM, IT, mu)
     for w in range(LANES):
         if IT[ix(DONE), w] == 0.0:
@@ -103,6 +105,8 @@ def _lanes_concluded(links, constraints, lk, m, mu, li, X, RES, LAM, IT, tol, nv
             out[ix(b), ix(i)] = IT[ix(ITERATION_ROWS + i), w]
         _conclude(b, li[ITERS, w], np.bool_(True), links, constraints, _own_terms(lk, w, m)[0], RES[:, w], LAM[:, w],
                   X[:, w], tol, nv, out, flags)
+        if constraints[6].shape[0] > 0:
+            _joint_torques(model, KL[:, w], kparts, X[:, w], out[ix(b)], nv, m)
 
 
 @njit(cache=True, inline="always")
@@ -222,7 +226,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
                 step = _iteration_state(lk, w, m)
                 li[PHASE, w], li[ITERS, w], li[STATE, w], step[0] = HEAD, 1, b, np.inf
                 need[w] = _advance(w, li, step, ratio[w], refine, startable, iterating, IT, KC[MOVE], tol, max_iter)
-            _lanes_concluded(links, constraints, lk, m, mu, li, X, RES, LAM, IT, tol, nv, out, flags)
+            _lanes_concluded(model, KL, kparts, constraints, lk, m, mu, li, X, RES, LAM, IT, tol, nv, out, flags)
             _lanes_moved(constraints, factors, KC, pairs, m, mu, Lin)
             continue
         if idle == LANES:
@@ -233,7 +237,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
         _constraint_residual(constraints, KK, Kk, links, X, RES)  # (read by the lanes whose solve is done)
         _iterate_numbers(links, constraints[6], X, RES, IT)
         _lanes_advanced(li, lk, need, tops, ratio, m, refine, startable, iterating, IT, KC[MOVE], tol, max_iter)
-        _lanes_concluded(links, constraints, lk, m, mu, li, X, RES, LAM, IT, tol, nv, out, flags)
+        _lanes_concluded(model, KL, kparts, constraints, lk, m, mu, li, X, RES, LAM, IT, tol, nv, out, flags)
         _lanes_moved(constraints, factors, KC, pairs, m, mu, Lin)
 
 

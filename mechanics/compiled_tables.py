@@ -79,12 +79,16 @@ ITERATIONS, CONVERGED, STATUS = range(3)  # columns of the kernel's integer outp
 
 
 def _output_columns(mechanism) -> dict:
-    """Name -> first column (``slice`` of columns for arrays) of :meth:`CompiledDynamics.run`'s ``out``."""
+    """Name -> first column (``slice`` of columns for arrays) of :meth:`CompiledDynamics.run`'s ``out``: with
+    embedded clusters, ``inverse`` holds ``M qdd + b`` (:func:`~mechanics.compiled_iterations._joint_torques`;
+    ``wrenches`` its scratch), else nothing written there."""
     nv, m, n = mechanism.nv, mechanism.constraint_dim, len(mechanism.links)
     starts = np.cumsum([0, nv, m, 6 * n, m, m])
     names = ("qdd", "forces", "accelerations", "residual", "k")
-    return {**{name: slice(int(a), int(b)) for name, a, b in zip(names, starts, starts[1:])}, "worst": int(starts[-1]),
-            "hard_worst": int(starts[-1]) + 1, "hard_k": int(starts[-1]) + 2}
+    end = int(starts[-1])
+    return {**{name: slice(int(a), int(b)) for name, a, b in zip(names, starts, starts[1:])}, "worst": end,
+            "hard_worst": end + 1, "hard_k": end + 2, "inverse": slice(end + 3, end + 3 + nv),
+            "wrenches": slice(end + 3 + nv, end + 3 + nv + 6 * n)}
 
 
 def _unsupported(mechanism, layout) -> str:

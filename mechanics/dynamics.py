@@ -183,22 +183,26 @@ def algorithm_plan(mechanism: Mechanism, algorithm):
     return layout.structure(), plan_of(mechanism, algo, layout)
 
 
-def _embedded_forces(mechanism: Mechanism, policies: dict, q, v, tau, qdd, forces, backend: str = "numpy"):
+def _embedded_forces(mechanism: Mechanism, policies: dict, q, v, tau, qdd, forces, backend: str = "numpy",
+                     inverse=None):
     """``forces`` with the embedded constraints' rows filled in: with ``M qdd + b = tau + J' f`` (Pinocchio's
     sign), their ``J_e' f_e = M qdd + b - tau - J_o' f_o`` (the other constraints' rows ``o`` known), least
-    squares on ``J_e'`` (least norm where an embedded loop is redundant); ``M qdd + b`` by inverse dynamics on
+    squares on ``J_e'`` (least norm where an embedded loop is redundant); ``M qdd + b`` as given
+    (``inverse``: the compiled kernel's, from the accelerations it solved for), else by inverse dynamics on
     ``backend``.  Couplings alone: their constant ``C`` and no Jacobian."""
     from .couplings import coupling_rows
     from .inverse_dynamics import inverse_dynamics
 
     embedded = np.concatenate([np.full(c.dim, policies[c.name].embeds(c)) for c in mechanism.constraints])
     names = frozenset(c.name for c in mechanism.constraints if policies[c.name].embeds(c))
-    left = inverse_dynamics(mechanism, q, v, qdd, backend=backend) - tau
+    left = (inverse_dynamics(mechanism, q, v, qdd, backend=backend) if inverse is None else inverse) - tau
     out = np.array(forces, dtype=float)
     if embedded.all() and all(isinstance(mechanism.constraint(n), Coupling) for n in names):
         solve = mechanism.derived.get(("embedded forces", names),
                                       lambda: np.linalg.pinv(coupling_rows(mechanism, names)[0].T).T)
-        out[..., embedded] = left @ solve
+        # (products summed row by row, in one order for a state alone or in a batch: BLAS would pick gemv for one
+        # and gemm for many, whose sums round apart)
+        out[..., embedded] = (left[..., :, None] * solve).sum(axis=-2)
         return out
     from .diagnosis import joint_space_constraints
 
@@ -419,7 +423,8 @@ class PreparedDynamics:
                                                   np.asarray(worst), stacklevel + 1)
         forces = row[forces_columns]
         if self.layout.clusters:
-            forces = _embedded_forces(self.mechanism, self.policies, q, v, tau, row[qdd_columns], forces, "numba")
+            forces = _embedded_forces(self.mechanism, self.policies, q, v, tau, row[qdd_columns], forces, "numba",
+                                      row[self.compiled.columns["inverse"]])
         return DynamicsResult(row[qdd_columns], forces, iterations, worst, NamedParts(link_parts, row), self.name,
                               converged == 1, NamedParts(self._constraint_parts, forces), cause)
 
@@ -473,7 +478,8 @@ class PreparedDynamics:
         qdd, forces = np.ascontiguousarray(row[..., columns["qdd"]]), np.ascontiguousarray(row[..., columns["forces"]])
         q, v, tau = (a.reshape(batch + (-1,)) for a in rows[:3])
         if self.layout.clusters:
-            forces = _embedded_forces(self.mechanism, self.policies, q, v, tau, qdd, forces, "numba")
+            forces = _embedded_forces(self.mechanism, self.policies, q, v, tau, qdd, forces, "numba",
+                                      row[..., columns["inverse"]])
         cause = self._causes(q, v, converged, iterations, worst, stacklevel + 1)
         accelerations = row[..., columns["accelerations"]].reshape(batch + (len(self.mechanism.links), 6))
         return self._result(qdd, forces, accelerations, iterations, worst, converged, cause, batch)

@@ -469,10 +469,15 @@ def test_embedded_couplings_in_lanes_equal_their_states_one_at_a_time_bit_for_bi
     (out, flags), (ref_out, ref_flags) = _lanes_and_states(prepared, q, v, tau)
     assert np.all(ref_flags[:, STATUS] == OK)
     assert np.array_equal(flags, ref_flags) and np.array_equal(out, ref_out)
+    result = prepared(q, v, tau)  # (the couplings' forces from the kernel's M qdd + b: a state alone alike)
+    for b in range(LANES + 5):
+        alone = prepared(q[b], v[b], tau[b])
+        assert np.array_equal(alone.qdd, result.qdd[b]) and np.array_equal(alone.forces, result.forces[b]), b
     for b in range(3):  # (the couplings' rows C qdd = c held exactly, the rest Gauss' principle: the KKT)
         x = mechanics.gplc_graph(mech, q[b], v[b], tau[b], policy="hard").dense_solve()
         qdd = np.concatenate([x[("qdd", link.name)] for link in mech.links if link.joint.nv])
-        assert relative(out[b, :mech.nv], qdd) < 1e-9
+        forces = np.concatenate([-x[("lam", c.name)] for c in mech.constraints])
+        assert relative(out[b, :mech.nv], qdd) < 1e-9 and relative(result.forces[b], forces) < 1e-8
 
 
 @pytest.mark.parametrize("robot, name", [("solo12_feet", "proxbbo"), ("allegro_cube", "proxbbo"),
