@@ -199,7 +199,9 @@ def embedded_clusters(mechanism: Mechanism, names) -> list:
             seen |= set(joints)
             parent = _hanging_from(mechanism, joints)
             moving = parent != GROUND and any(not isinstance(mechanism.constraint(n), (Coupling, Weld)) for n in inside)
-            ny = _columns(mechanism, joints).size - _generic_rank(mechanism, inside, joints)
+            rank = mechanism.derived.get(("generic rank", inside, joints),  # (projections: read once)
+                                         lambda: _generic_rank(mechanism, inside, joints))
+            ny = _columns(mechanism, joints).size - rank
             clusters.append(EmbeddedCluster(joints[0], joints, None, None, inside, ny, parent, moving))
     return clusters
 
