@@ -183,33 +183,44 @@ def algorithm_plan(mechanism: Mechanism, algorithm):
     return layout.structure(), plan_of(mechanism, algo, layout)
 
 
-def _embedded_forces(mechanism: Mechanism, policies: dict, q, v, tau, qdd, forces, backend: str = "numpy",
+def _embedded_forces(mechanism: Mechanism, embedding: tuple, q, v, tau, qdd, forces, backend: str = "numpy",
                      inverse=None):
     """``forces`` with the embedded constraints' rows filled in: with ``M qdd + b = tau + J' f`` (Pinocchio's
     sign), their ``J_e' f_e = M qdd + b - tau - J_o' f_o`` (the other constraints' rows ``o`` known), least
     squares on ``J_e'`` (least norm where an embedded loop is redundant); ``M qdd + b`` as given
     (``inverse``: the compiled kernel's, from the accelerations it solved for), else by inverse dynamics on
-    ``backend``.  Couplings alone: their constant ``C`` and no Jacobian."""
-    from .couplings import coupling_rows
+    ``backend``.  Couplings alone: their constant ``C`` and no Jacobian.  ``embedding``: :func:`_embedding_rows`."""
     from .inverse_dynamics import inverse_dynamics
 
-    embedded = np.concatenate([np.full(c.dim, policies[c.name].embeds(c)) for c in mechanism.constraints])
-    names = frozenset(c.name for c in mechanism.constraints if policies[c.name].embeds(c))
+    embedded, solve = embedding
     left = (inverse_dynamics(mechanism, q, v, qdd, backend=backend) if inverse is None else inverse) - tau
     out = np.array(forces, dtype=float)
-    if embedded.all() and all(isinstance(mechanism.constraint(n), Coupling) for n in names):
-        solve = mechanism.derived.get(("embedded forces", names),
-                                      lambda: np.linalg.pinv(coupling_rows(mechanism, names)[0].T).T)
+    if solve is not None:  # (every row embedded: couplings alone)
         # (products summed row by row, in one order for a state alone or in a batch: BLAS would pick gemv for one
         # and gemm for many, whose sums round apart)
-        out[..., embedded] = (left[..., :, None] * solve).sum(axis=-2)
-        return out
+        return (left[..., :, None] * solve).sum(axis=-2)
     from .diagnosis import joint_space_constraints
 
     J = joint_space_constraints(mechanism, q, v)[0]
     left = left - (np.where(embedded, 0.0, forces)[..., None, :] @ J)[..., 0, :]
     out[..., embedded] = (np.linalg.pinv(np.swapaxes(J[..., embedded, :], -1, -2)) @ left[..., None])[..., 0]
     return out
+
+
+def _embedding_rows(mechanism: Mechanism, policies: dict) -> tuple:
+    """``(embedded, solve)``: which constraint rows ``policies`` embed (a boolean mask), and where they are all
+    couplings' the constant ``pinv(C')'`` their forces come from (else None); kept with the mechanism (a
+    single call's Python is most of a small robot's time)."""
+    from .couplings import coupling_rows
+
+    names = tuple(c.name for c in mechanism.constraints if policies[c.name].embeds(c))
+
+    def made():
+        embedded = np.concatenate([np.full(c.dim, c.name in names) for c in mechanism.constraints])
+        couplings = bool(embedded.all()) and all(isinstance(mechanism.constraint(n), Coupling) for n in names)
+        return embedded, (np.linalg.pinv(coupling_rows(mechanism, frozenset(names))[0].T).T if couplings else None)
+
+    return mechanism.derived.get(("embedded rows", names), made)
 
 
 def _max_abs(arrays) -> float:
@@ -312,6 +323,7 @@ class PreparedDynamics:
         self.mechanism, self.algorithm, self.backend = mechanism, algo, backend
         self.layout = layout_of(mechanism, algo)
         self.policies, self.label = self.layout.policies, algo.policy_label
+        self._embedding = _embedding_rows(mechanism, self.policies) if self.layout.clusters else None
         self._numbers = {p.numbers for p in self.policies.values()}
         self._context = f"forward_dynamics: {self.name} ({self.label} policy, mu={self.mu:g}) on {mechanism.name!r}"
         if _stacklevel is not None:  # (None: the caller warns, forward_dynamics for a kept one too)
@@ -398,7 +410,7 @@ class PreparedDynamics:
         forces = [np.broadcast_to(-lam[c.name], batch + (c.dim,)) for c in mechanism.constraints]
         forces = np.concatenate(forces, axis=-1) if forces else np.zeros(batch + (0,))
         if self.layout.clusters:
-            forces = _embedded_forces(mechanism, policies, q, v, tau, qdd, forces)
+            forces = _embedded_forces(mechanism, _embedding_rows(mechanism, policies), q, v, tau, qdd, forces)
         accelerations = np.stack([np.broadcast_to(x[LinkAcceleration(l.name)], batch + (6,)) for l in mechanism.links],
                                  axis=-2)
         return self._result(qdd, forces, accelerations[..., LINEAR_FIRST], iterations, worst, converged, cause, batch)
@@ -423,7 +435,7 @@ class PreparedDynamics:
                                                   np.asarray(worst), stacklevel + 1)
         forces = row[forces_columns]
         if self.layout.clusters:
-            forces = _embedded_forces(self.mechanism, self.policies, q, v, tau, row[qdd_columns], forces, "numba",
+            forces = _embedded_forces(self.mechanism, self._embedding, q, v, tau, row[qdd_columns], forces, "numba",
                                       row[self.compiled.columns["inverse"]])
         return DynamicsResult(row[qdd_columns], forces, iterations, worst, NamedParts(link_parts, row), self.name,
                               converged == 1, NamedParts(self._constraint_parts, forces), cause)
@@ -478,7 +490,7 @@ class PreparedDynamics:
         qdd, forces = np.ascontiguousarray(row[..., columns["qdd"]]), np.ascontiguousarray(row[..., columns["forces"]])
         q, v, tau = (a.reshape(batch + (-1,)) for a in rows[:3])
         if self.layout.clusters:
-            forces = _embedded_forces(self.mechanism, self.policies, q, v, tau, qdd, forces, "numba",
+            forces = _embedded_forces(self.mechanism, self._embedding, q, v, tau, qdd, forces, "numba",
                                       row[..., columns["inverse"]])
         cause = self._causes(q, v, converged, iterations, worst, stacklevel + 1)
         accelerations = row[..., columns["accelerations"]].reshape(batch + (len(self.mechanism.links), 6))
