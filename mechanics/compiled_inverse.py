@@ -15,6 +15,34 @@ from .compiled_tables import ARMATURE, NV, PARENT, V0, drop_stale_kernels, model
 drop_stale_kernels(__file__)
 
 
+@njit(cache=True, inline="always")
+def net_wrench(KL, parts, l, A, a, W, w):
+    """Link ``l``'s net wrench ``Iw_l a_l - f_b,l`` (its acceleration at ``A[a:a + 6]``) into ``W[w:w + 6]``."""
+    IW, FB = parts[5], parts[6]
+    for i in range(6):
+        t = -KL[ix(FB + 6 * l + i)]
+        for k in range(6):
+            t += KL[ix(IW + 36 * l + 6 * i + k)] * A[ix(a + k)]
+        W[ix(w + 6 * l + i)] = t
+
+
+@njit(cache=True, inline="always")
+def subtree_torques(links, body, KL, parts, W, w, qdd, q0, tau, t0):
+    """RNEA's backward pass: each link's subtree wrench (``W[w:]``, the links' net wrenches, summed in place) on
+    its joint's ``S``, the armature's ``qdd`` (``qdd[q0:]``) added, into ``tau[t0:]``."""
+    S, n = parts[3], links.shape[0]
+    for l in range(n - 1, -1, -1):  # (topological order: a link's children come after it)
+        parent, v0, nv = links[ix(l), PARENT], links[ix(l), V0], links[ix(l), NV]
+        for c in range(nv):
+            t = 0.0
+            for i in range(6):
+                t += KL[ix(S + 36 * l + 6 * i + c)] * W[ix(w + 6 * l + i)]
+            tau[ix(t0 + v0 + c)] = t + body[ix(l), ARMATURE + c] * qdd[ix(q0 + v0 + c)]
+        if parent < n:
+            for i in range(6):
+                W[ix(w + 6 * parent + i)] += W[ix(w + 6 * l + i)]
+
+
 @njit(cache=True, **UNCOUNTED)
 def inverse_kernel(model, unit, Q, V, QDD, KL, AW, tau):
     """``tau[b] = M qdd + b(q, v)`` (``M`` with the armature on its diagonal) of every state ``Q (B, nq)`` (checked; its unit parts, columns ``unit (k,
@@ -24,7 +52,7 @@ def inverse_kernel(model, unit, Q, V, QDD, KL, AW, tau):
     links, body, root = model[0], model[4], model[6]
     n = links.shape[0]
     parts = _kinematic_parts(n, Q.shape[1], V.shape[1])
-    S, BIAS, IW, FB, QN, VV = parts[3], parts[4], parts[5], parts[6], parts[7], parts[8]
+    S, BIAS, QN, VV = parts[3], parts[4], parts[7], parts[8]
     A, W = AW[:6 * (n + 1)], AW[6 * (n + 1):]
     for i in range(6):
         A[ix(6 * n + i)] = root[ix(i)]
@@ -42,21 +70,8 @@ def inverse_kernel(model, unit, Q, V, QDD, KL, AW, tau):
                 for c in range(nv):
                     acc += KL[ix(S + 36 * l + 6 * i + c)] * QDD[ix(b), ix(v0 + c)]
                 A[ix(6 * l + i)] = acc
-            for i in range(6):
-                w = -KL[ix(FB + 6 * l + i)]
-                for k in range(6):
-                    w += KL[ix(IW + 36 * l + 6 * i + k)] * A[ix(6 * l + k)]
-                W[ix(6 * l + i)] = w
-        for l in range(n - 1, -1, -1):  # the subtree's wrench on the joint, then on the parent
-            parent, v0, nv = links[ix(l), PARENT], links[ix(l), V0], links[ix(l), NV]
-            for c in range(nv):
-                t = 0.0
-                for i in range(6):
-                    t += KL[ix(S + 36 * l + 6 * i + c)] * W[ix(6 * l + i)]
-                tau[ix(b), ix(v0 + c)] = t + body[ix(l), ARMATURE + c] * QDD[ix(b), ix(v0 + c)]
-            if parent < n:
-                for i in range(6):
-                    W[ix(6 * parent + i)] += W[ix(6 * l + i)]
+            net_wrench(KL, parts, l, A, 6 * l, W, 0)
+        subtree_torques(links, body, KL, parts, W, 0, QDD[ix(b)], 0, tau[ix(b)], 0)
 
 
 def run(mechanism, q: np.ndarray, v: np.ndarray, qdd: np.ndarray) -> np.ndarray:

@@ -25,14 +25,15 @@ from elimination.numeric import SCALE_FLOOR
 from .convergence import RESIDUAL_RTOL, SOFT_CONTRACTION
 from .policies import EXACT, HOLDS, RESIDUAL
 from .compiled_tables import (
-    drop_stale_kernels, ACC, ARMATURE, BAD_INPUT, CDIM, CONVERGED, FALLBACK, GMAP, ITERATES, ITERATIONS, KEEP, MULT,
-    NV, NY, OK, PARENT, PUSH, QDD, ROW0, STATUS, TAKE, TEST, V0, _unpacked_tables,
+    drop_stale_kernels, ACC, BAD_INPUT, CDIM, CONVERGED, FALLBACK, GMAP, ITERATES, ITERATIONS, KEEP, MULT, NV, NY, OK,
+    PUSH, QDD, ROW0, STATUS, TAKE, TEST, V0, _unpacked_tables,
 )
 from .compiled_kinematics import (
     PENALTY_ROWS, _constraint_parts, _constraint_residual, _constraint_terms, _kinematic_parts, _kinematics,
     constraint_rows, kinematic_rows, normalized_units,
 )
 from .compiled_fill import _fill_constraints, _fill_links, _moves, _mu, _residual_terms
+from .compiled_inverse import net_wrench, subtree_torques
 
 drop_stale_kernels(__file__)
 
@@ -456,27 +457,12 @@ def _joint_torques(model, KL, parts, x, row, nv, m):
     elimination already has.  Into ``row``'s ``inverse`` columns, the subtrees' wrenches through its
     ``wrenches`` ones (:func:`mechanics.compiled_tables._output_columns`): what an embedded cluster's forces
     are recovered from."""
-    links, body = model[0], model[4]
-    S, IW, FB, n = parts[3], parts[5], parts[6], links.shape[0]
+    links, body, n = model[0], model[4], model[0].shape[0]
     c_tau = nv + 3 * m + 6 * n + 3
     c_w = c_tau + nv
     for l in range(n):
-        a = links[ix(l), ACC]
-        for i in range(6):
-            w = -KL[ix(FB + 6 * l + i)]
-            for k in range(6):
-                w += KL[ix(IW + 36 * l + 6 * i + k)] * x[ix(a + k)]
-            row[ix(c_w + 6 * l + i)] = w
-    for l in range(n - 1, -1, -1):  # (topological order: a link's children come after it)
-        parent, v0, nj = links[ix(l), PARENT], links[ix(l), V0], links[ix(l), NV]
-        for c in range(nj):
-            t = 0.0
-            for i in range(6):
-                t += KL[ix(S + 36 * l + 6 * i + c)] * row[ix(c_w + 6 * l + i)]
-            row[ix(c_tau + v0 + c)] = t + body[ix(l), ARMATURE + c] * row[ix(v0 + c)]
-        if parent < n:
-            for i in range(6):
-                row[ix(c_w + 6 * parent + i)] += row[ix(c_w + 6 * l + i)]
+        net_wrench(KL, parts, l, x, links[ix(l), ACC], row, c_w)
+    subtree_torques(links, body, KL, parts, row, c_w, row, 0, row, c_tau)
 
 
 @njit(cache=True, inline="always")
