@@ -59,7 +59,7 @@ from numba import njit
 from . import compiled_front, compiled_pairs, compiled_pivot, jacobi, vectors
 from .compiled_front import (
     A0, A1, H0, H1, M, NF, NS, OP, OP_FUSED, OP_REVOLUTE, OP_TREE, OP_WIDE_REVOLUTE, UNCOUNTED, _generic_step,
-    _step_backward, _step_forward,
+    _step_backward, _step_forward, one_state_rows,
 )
 from .kernel_cache import drop_stale_cache
 from .compiled_pairs import (
@@ -67,7 +67,6 @@ from .compiled_pairs import (
     _wide_revolute_forward, _wide_revolute_pair,
 )
 from .program import Op
-from .vectors import as_column
 
 _ANNOUNCED: set = set()  # (module, kernel) pairs announced in this process
 drop_stale_cache(__file__, compiled_front.__file__, compiled_pairs.__file__, compiled_pivot.__file__,
@@ -85,7 +84,7 @@ def started_error(change: float, ratio: float) -> float:
 
 def factorize_scratch_size(maxn: int) -> tuple:
     """Floats and ints of :func:`factorize_scratch_in` for fronts up to ``maxn`` wide."""
-    return 14 * maxn * maxn + 6 * maxn, maxn * (maxn + 1)
+    return 14 * maxn * maxn + 6 * maxn + 3, maxn * (maxn + 1)
 
 
 @njit(cache=True, inline="always")  # (its caller's reference counting, on or off)
@@ -93,9 +92,10 @@ def factorize_scratch_in(floats, ints, maxn):
     """The scratch matrices of :func:`factorize_one` for fronts up to ``maxn`` wide, as views of ``floats``
     and ``ints`` (:func:`factorize_scratch_size`): a caller that keeps them allocates nothing per call."""
     m = floats[: 14 * maxn * maxn].reshape((14, maxn, maxn))
-    v = floats[14 * maxn * maxn: 14 * maxn * maxn + 6 * maxn].reshape((6, maxn))
+    v = floats[14 * maxn * maxn: 14 * maxn * maxn + 5 * maxn].reshape((5, maxn))
+    one = floats[14 * maxn * maxn + 5 * maxn: 14 * maxn * maxn + 6 * maxn + 3]  # (the floor, a ratio, a flag ...)
     return (m[0], m[1], v[0], v[1], m[2], m[3], m[4], m[5], v[2], m[6], m[7], m[8], m[9], m[10], m[11], m[12], m[13],
-            v[3], ints[: maxn * (maxn + 1)].reshape((maxn, maxn + 1)), v[4], v[5])
+            v[3], ints[: maxn * (maxn + 1)].reshape((maxn, maxn + 1)), v[4], one)
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -115,8 +115,9 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
     Tf, HFTf = T.reshape(maxn * maxn), HFT.reshape(maxn * maxn)  # (a tree pair's blocks)
     # the pairs are the width-1 instance of the lane kernels (elimination.vectors): the scale floor and the
     # pivot ratio as one-lane rows
-    floor_row, ratio_row = floor_ratio[0:1], floor_ratio[1:2]
+    floor_row, ratio_row, ok = floor_ratio[0:1], floor_ratio[1:2], floor_ratio[2:3]
     floor_row[0] = floor
+    front = one_state_rows(scratch)  # (the generic step's flat rows: views of the same matrices)
     ratio, weak, failed = np.inf, -1, -1  # (one exit, no early return: see compiled_pairs._revolute_pair)
     for st in range(steps.shape[0]):
         op = steps[st, OP]
@@ -140,11 +141,11 @@ def factorize_one(maps, Fw, C, floor, check_rank, scratch):
             if r < ratio:
                 ratio, weak = r, st + 1
             continue
-        # FRONT, and PIVOT and UNIT as FRONT: the shorter roads are the lane kernels'
-        # (Fw, C typed as a lane's columns: one compiled generic step for this kernel and the lanes')
-        r, fail = _generic_step(maps, st, as_column(Fw), as_column(C), floor, check_rank, scratch, Hf, Af)
-        if fail != -1:
-            failed = fail
+        # FRONT, and PIVOT and UNIT as FRONT: the generic step at one state's width
+        fail = _generic_step(maps, st, Fw, C, floor_row, check_rank, front, Tnz, scratch, ratio_row, ok)
+        r = ratio_row[0]
+        if fail != -1 or r < 0.0:
+            failed = fail if fail != -1 else st
             break
         if r < ratio:
             ratio, weak = r, st

@@ -1,16 +1,24 @@
 """The compiled kernel of a dense front: the ``FRONT`` instruction, and ``PIVOT`` and ``UNIT`` run as ``FRONT``.
 
-One element's step (:func:`_generic_step`): its factors gathered into a dense
-front, its hard rows substituted -- through a declared ``+-I`` block (``T =
--+A_S``) or the rank-revealing SVD of the unit-origin rows
-(:mod:`elimination.jacobi`: QR and one-sided Jacobi in the scratch; the bases
-of repeated or zero singular values differ from LAPACK's, the projections the
-rule uses do not), rows left over passed on or dropped -- and what
-remains pivoted ``L D L'`` (:mod:`elimination.compiled_pivot`), its
-conditionals and generated factor written out; the solve's sweeps of the same step (:func:`_step_forward`,
+A step (:func:`_generic_step`): its factors gathered into a dense front, its
+hard rows substituted -- through a declared ``+-I`` block (``T = -+A_S``) or
+the rank-revealing SVD of the unit-origin rows (:mod:`elimination.jacobi`: QR
+and one-sided Jacobi in the scratch; the bases of repeated or zero singular
+values differ from LAPACK's, the projections the rule uses do not), rows left
+over passed on or dropped -- and what remains pivoted ``L D L'``
+(:mod:`elimination.compiled_pivot`), its conditionals and generated factor
+written out; the solve's sweeps of the same step (:func:`_step_forward`,
 :func:`_step_backward`).  The arithmetic is the numpy rule's
-(:mod:`elimination.gaussian`).  Also the step table's columns as the integer
-constants the kernels index it by (numba freezes module globals).
+(:mod:`elimination.gaussian`).  Each is written once on
+:mod:`elimination.vectors`' rows, for every width: one state's kernels
+(:mod:`elimination.compiled`) run it at width 1, the lanes
+(:mod:`elimination.lanes`, :mod:`elimination.lanes_pairs`) at sixteen, the
+same operations in the same order, so a batch element's numbers are its
+single call's bit for bit.  What only one state's kernel runs -- a general
+substitution's SVD, the quasi-definite and indefinite pivots -- the lanes
+refuse (their programs never hold it: ``covers``, ``covers_pairs``).  Also the
+step table's columns as the integer constants the kernels index it by (numba
+freezes module globals).
 
 :mod:`elimination.compiled` dispatches the program's instructions to these
 kernels and to :mod:`elimination.compiled_pairs`'; its docstring says why they
@@ -22,15 +30,17 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba.extending import overload
 
 from .gaussian import RANK_RTOL  # numba freezes module globals: the numpy rule's tolerances
 from . import compiled_pivot, jacobi, vectors as v
-from .compiled_pivot import DEFINITE, UNCOUNTED, _pivot, ix  # (DEFINITE, UNCOUNTED, ix: shared by every kernel module)
+from .compiled_pivot import DEFINITE, UNCOUNTED, _pivot, _pivot_block, ix  # (DEFINITE, UNCOUNTED, ix: shared by every kernel module)
 from .jacobi import load_tall, svd_rows
 from .kernel_cache import drop_stale_cache
 from .program import F, KEEP_MIRRORED, KEEP_NONE, PIVOTS, START_CARRIED, START_LEFT, START_SPREAD, Op
 
 INDEFINITE = PIVOTS["indefinite"]  # the one pivot whose Linv is not lower triangular (an eigendecomposition's)
+NEGATIVE = PIVOTS["negative"]  # (with DEFINITE: the pivots of every width, compiled_pivot._pivot_block)
 
 NF, NS, IDENTITY, PIVOT, NMIN, M, R, P, D_, NZ = (F[k] for k in ("nF", "nS", "identity", "pivot", "n_min", "m", "r", "p", "d", "nz"))
 H0, H1, S0, S1, A0, A1, W0, W1 = (F[k] for k in ("h0", "h1", "s0", "s1", "a0", "a1", "w0", "w1"))
@@ -68,60 +78,85 @@ def _added(steps, st, hs, hd, ss, sd, Fw, H, scale):
 
 
 
+# -- the factorization of one step, written once for every width -----------------------------------------------
+# Fronts are rows ``i * maxn + j`` of flat arrays (elimination.vectors: ``(entry,)`` one state, ``(entry, lane)``
+# sixteen).  What only one state's kernel does -- a general substitution's rank-revealing SVD, the quasi-definite
+# and indefinite pivots -- goes through _general_substitution and _one_state_pivot, which the lanes never reach
+# (elimination.lanes_pairs.covers_pairs keeps such programs off them).
+
+
 @njit(cache=True, inline="always")
-def _nonzero_columns(T, nF, nS, Tnz):
-    """``Tnz[ix(q)] = (count, columns...)`` of the nonzero entries of row ``q`` of ``T (nF x nS)``.  A
-    substitution's ``T`` is mostly zeros (a tree joint's ``[-+D, sigma I]``: two entries a row, zero columns
-    for the separator's other variables): the products below run over these entries only, each one an
-    update of a whole row or column, so that the inner loops have the separator's length."""
+def _nonzero_columns(T, nF, nS, maxn, Tnz):
+    """``Tnz[ix(q)] = (count, columns...)`` of the nonzero entries of row ``q`` of ``T (nF x nS)`` (nonzero in
+    some lane: :func:`elimination.vectors.nonzero`).  A substitution's ``T`` is mostly zeros (a tree joint's
+    ``[-+D, sigma I]``: two entries a row, zero columns for the separator's other variables): the products below
+    run over these entries only, each one an update of a whole row or column, so that the inner loops have the
+    separator's length.  Where a lane's entry is zero and another's is not, that lane adds zero products: the
+    same values."""
     for q in range(nF):
         k = 0
         for j in range(nS):
-            if T[ix(q), ix(j)] != 0.0:
+            if v.nonzero(T, q * maxn + j):
                 k += 1
                 Tnz[ix(q), ix(k)] = j
         Tnz[ix(q), 0] = k
 
 
 @njit(cache=True, inline="always")
-def _front_times_T(H, T, Tnz, HFT, nF, nS):
+def _front_times_T(H, T, Tnz, HFT, nF, nS, maxn):
     """``HFT = H_FF T + H_FS``: the front's rows of the Hessian after the substitution ``x_F = T x_S + ...``."""
     for i in range(nF):
         for j in range(nS):
-            HFT[ix(i), ix(j)] = H[ix(i), ix(nF + j)]
+            v.copy(HFT, i * maxn + j, H, i * maxn + nF + j)
         for q in range(nF):
-            h = H[ix(i), ix(q)]
             for a in range(1, Tnz[ix(q), 0] + 1):
                 j = Tnz[ix(q), ix(a)]
-                HFT[ix(i), ix(j)] += h * T[ix(q), ix(j)]
+                v.add_mul(HFT, i * maxn + j, H, i * maxn + q, T, q * maxn + j)
 
 
 @njit(cache=True, inline="always")
-def _substituted_separator(H, T, Tnz, HFT, scale, nF, nS):
+def _substituted_separator(H, T, Tnz, HFT, scale, nF, nS, maxn):
     """``H_SS += T' HFT + H_SF T`` (``= T' H_FF T + T' H_FS + H_SF T``, symmetric) in its upper triangle (all
     that is read of ``H_SS``: :func:`_generic_step`), and ``scale_S += (T^2)' scale_F``.  Row ``i`` of the
     update is ``T[q, i] HFT[q, :] + H_FS[q, i] T[q, :]`` summed over the front's rows ``q``: contiguous rows,
     half the products of the full square."""
     for q in range(nF):
         for i in range(nS):
-            a, b = T[ix(q), ix(i)], H[ix(q), ix(nF + i)]
-            if a == 0.0 and b == 0.0:
+            if not (v.nonzero(T, q * maxn + i) or v.nonzero(H, q * maxn + nF + i)):
                 continue
+            a, b = v.get(T, q * maxn + i), v.get(H, q * maxn + nF + i)
             for j in range(i, nS):
-                H[ix(nF + i), ix(nF + j)] += a * HFT[ix(q), ix(j)] + b * T[ix(q), ix(j)]
+                k = (nF + i) * maxn + nF + j
+                v.set(H, k, v.get(H, k) + (a * v.get(HFT, q * maxn + j) + b * v.get(T, q * maxn + j)))
         for a in range(1, Tnz[ix(q), 0] + 1):
             i = Tnz[ix(q), ix(a)]
-            scale[ix(nF + i)] += T[ix(q), ix(i)] * T[ix(q), ix(i)] * scale[ix(q)]
+            t = v.get(T, q * maxn + i)
+            v.set(scale, nF + i, v.get(scale, nF + i) + t * t * v.get(scale, q))
 
 
 @njit(cache=True, inline="always")
-def _front_mirrored(H, nF, n):
+def _front_mirrored(H, nF, n, maxn):
     """The front's columns of ``H`` (``n x nF``: its block and ``H_SF``, which a substitution keeps as ``HF``)
     made from its rows: a carried front (:func:`_generic_step`) brings only the upper triangle of the block
     the step before left, and nothing reads the lower one of ``H_SS``."""
     for i in range(n):
         for j in range(min(i, nF)):
-            H[ix(i), ix(j)] = H[ix(j), ix(i)]
+            v.copy(H, i * maxn + j, H, j * maxn + i)
+
+
+@njit(cache=True, inline="always")
+def _unit_leftover(A, unit, r0, nF, m, sgn, E, maxn):
+    """``E`` of a ``+-I`` substitution through rows ``r0 : r0 + nF`` of ``A`` (sign ``sgn``) with rows left over
+    (:func:`elimination.gaussian.unit_substitution`): row ``o`` with the front eliminated, in unit-origin units."""
+    k = 0
+    for o in range(m):
+        if o < r0 or o >= r0 + nF:
+            for j in range(m):
+                v.fill(E, k * maxn + j, 0.0)
+            v.copy(E, k * maxn + o, unit, o)
+            for j in range(nF):
+                v.set(E, k * maxn + r0 + j, (-sgn * v.get(A, o * maxn + j)) * v.get(unit, o))
+            k += 1
 
 
 @njit(cache=True, inline="always")
@@ -139,31 +174,17 @@ def _singular_vectors(G, m, n, work, s, tau, nzv):
     return True, Vt, Ut  # the SVD of G' = U S V' is G = V S U'
 
 
-@njit(cache=True, inline="always")
-def _unit_leftover(A, unit, r0, nF, m, sgn, E):
-    """``E`` of a ``+-I`` substitution through rows ``r0 : r0 + nF`` of ``A`` (sign ``sgn``) with rows left over
-    (:func:`elimination.gaussian.unit_substitution`): row ``o`` with the front eliminated, in unit-origin units."""
-    k = 0
-    for o in range(m):
-        if o < r0 or o >= r0 + nF:
-            for j in range(m):
-                E[ix(k), ix(j)] = 0.0
-            E[ix(k), ix(o)] = unit[ix(o)]
-            for j in range(nF):
-                E[ix(k), ix(r0 + j)] = (-sgn * A[ix(o), ix(j)]) * unit[ix(o)]
-            k += 1
-
-
 @njit(cache=True, **UNCOUNTED)
-def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT, Hz, sz, Hzs, work, sv):
-    """A general substitution (elimination.gaussian.substitution and split_leftover) on the front in
-    ``H``, ``A``; fills ``W, N, E_keep, E_drop, T``, the reduced pivot block ``Hz``, ``Hzs`` and its scales,
-    and updates the separator block of ``H`` and ``scale``.  False when the numerical rank falls short
-    (or, never seen, Jacobi did not converge: the numpy path then decides).
+def _substitute(row, C, rows, Tnz, scratch, check_rank):
+    """A general substitution (elimination.gaussian.substitution and split_leftover) of one state's front
+    (``rows``: flat views of the matrices of ``scratch``): ``W, N`` into ``C``, ``E_keep, E_drop, T``, the
+    reduced pivot block ``Hz``, ``Hzs`` and its scales, and the separator block of ``H`` and ``scale``
+    updated.  False when the numerical rank falls short (or, never seen, Jacobi did not converge: the numpy
+    path then decides).
 
-    The SVDs run in ``work`` (four free scratch blocks) and ``sv``; ``Hz`` holds the unit-origin rows,
-    then the rows left over, ``sz`` the reflectors' factors and ``Tnz`` their nonzero entries, until
-    they are written last."""
+    The SVDs run in four free scratch blocks and ``Dv``; ``Hz`` holds the unit-origin rows, then the rows left
+    over, ``sz`` the reflectors' factors and ``Tnz`` their nonzero entries, until they are written last."""
+    H, A, scale, unit, L, Lw, Li, X, sv, T, HFT, Wm, Nm, Ek, Ed, Hz, Hzs, sz = scratch[:18]
     nF, nS, m, r, p, d = row[NF], row[NS], row[M], row[R], row[P], row[D_]
     nz = nF - r
     E = Ek if d == 0 else (Ed if p == 0 else Hz)  # (split: E in Hz, then its kept and dropped parts)
@@ -180,7 +201,7 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT,
         for i in range(m):  # the unit-origin rows
             for j in range(nF):
                 Hz[ix(i), ix(j)] = unit[ix(i)] * A[ix(i), ix(j)]
-        ok, Ur, Vr = _singular_vectors(Hz, m, nF, work, sv, sz, Tnz)
+        ok, Ur, Vr = _singular_vectors(Hz, m, nF, (Lw, X, L, Li), sv, sz, Tnz)
         if not ok or (check_rank and not sv[r - 1] > RANK_RTOL):
             return False
         for i in range(nF):  # W = V_r S_r^-1 U_r' (unit), N = V[:, r:], E = U[:, r:]' (unit)
@@ -198,7 +219,7 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT,
         for i in range(m - r):
             for j in range(m):
                 E[ix(i), ix(j)] = Ur[ix(r + i), ix(j)] * unit[ix(j)]
-    if d != 0 and p != 0 and not _split_leftover(A, E, Ek, Ed, Hzs, work, sv, sz, Tnz, nF, nS, m, r, p):
+    if d != 0 and p != 0 and not _split_leftover(A, E, Ek, Ed, Hzs, (Lw, X, L, Li), sv, sz, Tnz, nF, nS, m, r, p):
         return False
     for i in range(nF):  # T = -W A_S, a row of A_S at a time (W of structured rows is mostly zeros)
         for j in range(nS):
@@ -208,10 +229,16 @@ def _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT,
             if w != 0.0:
                 for j in range(nS):
                     T[ix(i), ix(j)] -= w * A[ix(q), ix(nF + j)]
-    _nonzero_columns(T, nF, nS, Tnz)
-    _front_times_T(H, T, Tnz, HFT, nF, nS)
+    maxn = H.shape[0]
+    _nonzero_columns(rows[8], nF, nS, maxn, Tnz)
+    _front_times_T(rows[0], rows[8], Tnz, rows[9], nF, nS, maxn)
     _reduced_block(H, Nm, HFT, scale, Hz, Hzs, sz, nF, nS, nz)
-    _substituted_separator(H, T, Tnz, HFT, scale, nF, nS)
+    _substituted_separator(rows[0], rows[8], Tnz, rows[9], rows[2], nF, nS, maxn)
+    for i in range(nF):
+        for j in range(m):
+            C[ix(row[WW] + i * m + j)] = Wm[ix(i), ix(j)]
+        for j in range(nz):
+            C[ix(row[NN] + i * nz + j)] = Nm[ix(i), ix(j)]
     return True
 
 
@@ -263,8 +290,21 @@ def _reduced_block(H, Nm, HFT, scale, Hz, Hzs, sz, nF, nS, nz):
         sz[ix(i)] = t
 
 
+def _general_substitution(row, C, rows, Tnz, scratch, check_rank):
+    """:func:`_substitute` at one state's width; at the lanes' a refusal (``False``, as a rank short of the
+    plan's: the caller then takes the numpy path), which :func:`elimination.lanes_pairs.covers_pairs` keeps
+    them from meeting."""
+
+
+@overload(_general_substitution, inline="always")
+def _general_substitution_at(row, C, rows, Tnz, scratch, check_rank):
+    if C.ndim == 1:
+        return lambda row, C, rows, Tnz, scratch, check_rank: _substitute(row, C, rows, Tnz, scratch, check_rank)
+    return lambda row, C, rows, Tnz, scratch, check_rank: False
+
+
 @njit(cache=True, inline="always")
-def _started_front(steps, st, sd, H, scale, X, Dv, n):
+def _started_front(steps, st, sd, H, scale, X, Dv, n, maxn):
     """The front ``H``, ``scale`` of step ``st`` before its gathers, as its ``start`` column says (zeros, or what
     the step before left in it); returns how many of its rows the step before left (``carried``: their
     factor's entries lead the step's gathers and are not gathered, :func:`elimination.program._carried`)."""
@@ -272,215 +312,235 @@ def _started_front(steps, st, sd, H, scale, X, Dv, n):
     if start == START_LEFT:  # the front is the separator block the link half left (program._wide_pair)
         o = steps[st - 1, NF]
         for i in range(n):  # (moved up and left, row by row: nothing is read after it is written)
-            scale[ix(i)] = scale[ix(o + i)]
+            v.copy(scale, i, scale, o + i)
             for j in range(n):
-                H[ix(i), ix(j)] = H[ix(o + i), ix(o + j)]
+                v.copy(H, i * maxn + j, H, (o + i) * maxn + o + j)
     elif start == START_CARRIED:  # the front is the generated factor the step before left in its upper triangle
         o, carried = steps[st - 1, NF], n
         for i in range(n):  # (moved up and left: no entry is read after it is written)
-            scale[ix(i)] = scale[ix(o + i)]
+            v.copy(scale, i, scale, o + i)
             for j in range(i, n):
-                H[ix(i), ix(j)] = H[ix(o + i), ix(o + j)]
-        _front_mirrored(H, nF, n)
+                v.copy(H, i * maxn + j, H, (o + i) * maxn + o + j)
+        _front_mirrored(H, nF, n, maxn)
     elif start == START_SPREAD:  # that factor spread onto its positions in a wider front (its scale gather's)
         o, carried, s0 = steps[st - 1, NF], steps[st - 1, NS], steps[st, S0]
         for i in range(carried):  # (through X, Dv: the positions may lie on either side of the block)
-            Dv[ix(i)] = scale[ix(o + i)]
+            v.copy(Dv, i, scale, o + i)
             for j in range(i, carried):
-                X[ix(i), ix(j)] = H[ix(o + i), ix(o + j)]
+                v.copy(X, i * maxn + j, H, (o + i) * maxn + o + j)
         for i in range(n):
-            scale[ix(i)] = 0.0
+            v.fill(scale, i, 0.0)
             for j in range(i, n):
-                H[ix(i), ix(j)] = 0.0
+                v.fill(H, i * maxn + j, 0.0)
         for i in range(carried):
             pi = sd[ix(s0 + i)]
-            scale[ix(pi)] = Dv[ix(i)]
+            v.copy(scale, pi, Dv, i)
             for j in range(i, carried):
-                H[ix(pi), ix(sd[ix(s0 + j)])] = X[ix(i), ix(j)]
-        _front_mirrored(H, nF, n)
+                v.copy(H, pi * maxn + sd[ix(s0 + j)], X, i * maxn + j)
+        _front_mirrored(H, nF, n, maxn)
     else:
         for i in range(n):
-            scale[ix(i)] = 0.0
+            v.fill(scale, i, 0.0)
             for j in range(n):
-                H[ix(i), ix(j)] = 0.0
+                v.fill(H, i * maxn + j, 0.0)
     return carried
 
 
 @njit(cache=True, inline="always")
-def _gathered_front(steps, st, hs, hd, ss, sd, Fw, Hf, scale, carried, n, floor):
-    """Step ``st``'s quadratic factors added into its front (flat ``Hf``) and scales, past the ``carried``
-    factor's entries; the scales floored at ``floor``."""
+def _gathered_front(steps, st, hs, hd, ss, sd, Fw, H, scale, carried, n, floor):
+    """Step ``st``'s quadratic factors added into its front ``H`` and scales, past the ``carried`` factor's
+    entries; the scales floored at ``floor`` (a row: each lane's floor)."""
     for q in range(steps[st, H0] + carried * carried, steps[st, H1]):  # (the carried factor's entries lead)
-        Hf[ix(hd[ix(q)])] += Fw[ix(hs[ix(q)])]
+        v.add(H, hd[ix(q)], Fw, hs[ix(q)])
     for q in range(steps[st, S0] + carried, steps[st, S1]):
-        scale[ix(sd[ix(q)])] += Fw[ix(ss[ix(q)])]
+        v.add(scale, sd[ix(q)], Fw, ss[ix(q)])
     for i in range(n):
-        scale[ix(i)] = max(scale[ix(i)], floor)
+        v.set(scale, i, max(v.get(scale, i), v.get(floor, 0)))
 
 
 @njit(cache=True, inline="always")
-def _hard_rows(steps, st, as_, ad, ws, wd, Fw, C, H, A, Af, unit, nF, m, n):
-    """Step ``st``'s ``m`` hard rows gathered into ``A`` (flat ``Af``) and their row scales into ``unit``; the
-    front's first ``nF`` columns ``HF`` into ``C``, for the forward sweep's ``g - HF t``."""
+def _hard_rows(steps, st, as_, ad, ws, wd, Fw, C, H, A, unit, nF, m, n, maxn):
+    """Step ``st``'s ``m`` hard rows gathered into ``A`` and their row scales into ``unit``; the front's first
+    ``nF`` columns ``HF`` into ``C``, for the forward sweep's ``g - HF t``."""
     for i in range(m):
         for j in range(n):
-            A[ix(i), ix(j)] = 0.0
+            v.fill(A, i * maxn + j, 0.0)
     for q in range(steps[st, A0], steps[st, A1]):
-        Af[ix(ad[ix(q)])] = Fw[ix(as_[ix(q)])]
+        v.copy(A, ad[ix(q)], Fw, as_[ix(q)])
     for q in range(steps[st, W0], steps[st, W1]):
-        unit[ix(wd[ix(q)])] = Fw[ix(ws[ix(q)])]
+        v.copy(unit, wd[ix(q)], Fw, ws[ix(q)])
     hf = steps[st, HF_]
     for i in range(n):
         for j in range(nF):
-            C[ix(hf + i * nF + j)] = H[ix(i), ix(j)]
+            v.copy(C, hf + i * nF + j, H, i * maxn + j)
 
 
 @njit(cache=True, inline="always")
-def _unit_substitution(steps, st, H, A, unit, scale, T, Tnz, HFT, Ek, Ed, nF, nS, m):
+def _unit_substitution(steps, st, H, A, unit, scale, T, Tnz, HFT, Ek, Ed, nF, nS, m, maxn):
     """A substitution through step ``st``'s declared ``+-I`` rows: ``T = -W A_S`` with ``W = sign I``, the
     separator block ``H_SS + T' H_FF T + ...`` and its scales; the rows left over combined into ``Ek`` (all
     passed on) or ``Ed`` (all dropped: :func:`elimination.symbolic._identity`)."""
     sgn, r0 = float(steps[st, IDENTITY]), steps[st, UROW]
     for i in range(nF):
         for j in range(nS):
-            T[ix(i), ix(j)] = -sgn * A[ix(r0 + i), ix(nF + j)]
-    _nonzero_columns(T, nF, nS, Tnz)
-    _front_times_T(H, T, Tnz, HFT, nF, nS)
-    _substituted_separator(H, T, Tnz, HFT, scale, nF, nS)
+            v.scaled(T, i * maxn + j, -sgn, A, (r0 + i) * maxn + nF + j)
+    _nonzero_columns(T, nF, nS, maxn, Tnz)
+    _front_times_T(H, T, Tnz, HFT, nF, nS, maxn)
+    _substituted_separator(H, T, Tnz, HFT, scale, nF, nS, maxn)
     if m > nF:
-        _unit_leftover(A, unit, r0, nF, m, sgn, Ek if steps[st, D_] == 0 else Ed)
+        _unit_leftover(A, unit, r0, nF, m, sgn, Ek if steps[st, D_] == 0 else Ed, maxn)
 
 
 @njit(cache=True, inline="always")
-def _rows_left_over(steps, st, es, ed, Fw, C, A, unit, Ek, Ed, nF, m):
+def _rows_left_over(steps, st, es, ed, Fw, C, A, unit, Ek, Ed, nF, m, maxn):
     """Step ``st``'s rows left over (:func:`elimination.program._step_row`): their row scales and combinations
     (passed on ``Ek``, dropped ``Ed``) into ``C``, and the rows passed on, on the plan's equality columns, as
     the generated hard factor (unit row scales)."""
     p = steps[st, P]
     for i in range(m):
-        C[ix(steps[st, RS] + i)] = unit[ix(i)]
+        v.copy(C, steps[st, RS] + i, unit, i)
     for i in range(p):
         for j in range(m):
-            C[ix(steps[st, EE] + i * m + j)] = Ek[ix(i), ix(j)]
+            v.copy(C, steps[st, EE] + i * m + j, Ek, i * maxn + j)
     for i in range(steps[st, D_]):
         for j in range(m):
-            C[ix(steps[st, ED] + i * m + j)] = Ed[ix(i), ix(j)]
+            v.copy(C, steps[st, ED] + i * m + j, Ed, i * maxn + j)
     out_A, e0, e1 = steps[st, OUT_A], steps[st, E0], steps[st, E1]
     if out_A >= 0:
         k = e1 - e0
         for i in range(p):  # E_keep A_S a row of A_S at a time (E of structured rows is mostly zeros)
-            Fw[ix(out_A + p * k + i)] = 1.0  # their row scales (right after the block)
+            v.fill(Fw, out_A + p * k + i, 1.0)  # their row scales (right after the block)
             out = out_A + i * k
             for q in range(e0, e1):
-                Fw[ix(out + ed[ix(q)])] = 0.0
+                v.fill(Fw, out + ed[ix(q)], 0.0)
             for a in range(m):
-                e = Ek[ix(i), ix(a)]
-                if e != 0.0:
+                if v.nonzero(Ek, i * maxn + a):
                     for q in range(e0, e1):
-                        Fw[ix(out + ed[ix(q)])] += e * A[ix(a), ix(nF + es[ix(q)])]
+                        v.add_mul(Fw, out + ed[ix(q)], Ek, i * maxn + a, A, a * maxn + nF + es[ix(q)])
 
 
 @njit(cache=True, inline="always")
-def _pivoted_front(steps, st, C, H, scale, Hz, Hzs, sz, Li, Dv, L, Lw, X, nF, nS, m, nz):
+def _pivoted_front(steps, st, C, H, scale, L, Li, X, Dv, Hzs, tmp, nF, nS, m, nz, maxn, scratch, ratio, ok):
     """The pivot of step ``st``'s ``nz`` remaining dimensions -- the reduced block ``Hz`` after a substitution,
     else the front's leading block -- its ``D``, ``Linv`` and ``Y = Linv H_zS`` into ``C`` and the Schur
-    complement ``H_SS -= Y' D Y`` (upper triangle) with its scales.  Returns the pivot ratio, negative where
-    the numpy rule refuses the pivot (nothing else done then)."""
+    complement ``H_SS -= Y' D Y`` (upper triangle) with its scales; each lane's pivot ratio into ``ratio``, -1
+    where the numpy rule refuses the pivot (the rest then meaningless).  A definite or negative pivot of the
+    leading block runs at every width (:func:`elimination.compiled_pivot._pivot_block`); the others at one
+    state's (``_pivot`` on ``scratch``, the same matrices as the rows), refused in every lane of the lanes."""
     kind = steps[st, PIVOT]
-    if m:  # the reduced block after the substitution
-        r = _pivot(Hz, sz, nz, steps[st, NMIN], kind, Li, Dv, L, Lw, X)
-    else:
+    if not m:
         for i in range(nz):
             for j in range(nS):
-                Hzs[ix(i), ix(j)] = H[ix(i), ix(nF + j)]
-        r = _pivot(H, scale, nz, steps[st, NMIN], kind, Li, Dv, L, Lw, X)
-    if r < 0.0:
-        return r
+                v.copy(Hzs, i * maxn + j, H, i * maxn + nF + j)
+    if not m and (kind == DEFINITE or kind == NEGATIVE):
+        sgn = 1.0 if kind == DEFINITE else -1.0
+        _pivot_block(H, sgn, nz, maxn, scale, L, Li, ok, tmp, ratio)
+        for i in range(nz):
+            v.fill(Dv, i, sgn)
+        for w in range(v.width(H)):
+            if not ok[w]:
+                ratio[w] = -1.0
+    elif v.width(H) == 1:
+        Hs, ss = (scratch[15], scratch[17]) if m else (scratch[0], scratch[2])
+        ratio[0] = _pivot(Hs, ss, nz, steps[st, NMIN], kind, scratch[6], scratch[8], scratch[4], scratch[5],
+                          scratch[7])
+    else:
+        for w in range(v.width(H)):
+            ratio[w] = -1.0
     ds, li, yy = steps[st, DS], steps[st, LINV], steps[st, Y_]
     for i in range(nz):
-        C[ix(ds + i)] = Dv[ix(i)]
+        v.copy(C, ds + i, Dv, i)
         for j in range(nz):
-            C[ix(li + i * nz + j)] = Li[ix(i), ix(j)]
+            v.copy(C, li + i * nz + j, Li, i * maxn + j)
     # the loops run along rows (j innermost), so that large fronts stream through memory
     for i in range(nz):  # Y = Linv H_zS, Linv lower triangular except for indefinite pivots
         for j in range(nS):
-            X[ix(i), ix(j)] = 0.0
+            v.fill(X, i * maxn + j, 0.0)
         for q in range(nz if kind == INDEFINITE else i + 1):
-            a = Li[ix(i), ix(q)]
             for j in range(nS):
-                X[ix(i), ix(j)] += a * Hzs[ix(q), ix(j)]
+                v.add_mul(X, i * maxn + j, Li, i * maxn + q, Hzs, q * maxn + j)
         for j in range(nS):
-            C[ix(yy + i * nS + j)] = X[ix(i), ix(j)]
+            v.copy(C, yy + i * nS + j, X, i * maxn + j)
     for q in range(nz):  # H_SS -= Y' D Y in its upper triangle; scale_S += sum Y^2, a row of Y at a time
-        d = Dv[ix(q)]
+        d = v.get(Dv, q)
         for i in range(nS):
-            a = d * X[ix(q), ix(i)]
-            H[ix(nF + i), ix(nF + i)] -= a * X[ix(q), ix(i)]
-            for j in range(i + 1, nS):
-                H[ix(nF + i), ix(nF + j)] -= a * X[ix(q), ix(j)]
-            scale[ix(nF + i)] += X[ix(q), ix(i)] * X[ix(q), ix(i)]
-    return r
+            x = v.get(X, q * maxn + i)
+            a = d * x
+            for j in range(i, nS):
+                k = (nF + i) * maxn + nF + j
+                v.set(H, k, v.get(H, k) - a * v.get(X, q * maxn + j))
+            v.set(scale, nF + i, v.get(scale, nF + i) + x * x)
 
 
 @njit(cache=True, inline="always")
-def _left_front(steps, st, Fw, H, scale, nF, nS):
+def _left_front(steps, st, Fw, H, scale, nF, nS, maxn):
     """What step ``st`` leaves, as its ``keep`` column says: its separator block written out as the generated
     factor, or left in the front for the next step (mirrored for a wide pair's joint half)."""
     keep, out, outs = steps[st, KEEP], steps[st, OUT_H], steps[st, OUT_S]
     if out >= 0 and keep == KEEP_NONE:
         for i in range(nS):
-            Fw[ix(outs + i)] = scale[ix(nF + i)]
+            v.copy(Fw, outs + i, scale, nF + i)
             for j in range(i, nS):
-                Fw[ix(out + i * nS + j)] = Fw[ix(out + j * nS + i)] = H[ix(nF + i), ix(nF + j)]
+                v.copy(Fw, out + i * nS + j, H, (nF + i) * maxn + nF + j)
+                v.copy(Fw, out + j * nS + i, H, (nF + i) * maxn + nF + j)
     elif keep == KEEP_MIRRORED:  # what the generated factor would hold, left in the front
         for i in range(nS):
             for j in range(i + 1, nS):
-                H[ix(nF + j), ix(nF + i)] = H[ix(nF + i), ix(nF + j)]
+                v.copy(H, (nF + j) * maxn + nF + i, H, (nF + i) * maxn + nF + j)
 
 
-# not inlined: compiled once and called by every executor (inlined, it was compiled into each caller anew and made
-# the first call's compile much longer: benchmarks/README.md); a call a step costs nothing measurable
+@njit(cache=True, inline="always")
+def one_state_rows(scratch):
+    """The flat rows of :func:`_generic_step` at one state's width: views of the matrices of ``scratch``
+    (:func:`elimination.compiled.factorize_scratch_in`), which the one-state parts of the step use as matrices."""
+    H, A, scale, unit, L, _, Li, X, Dv, T, HFT, _, _, Ek, Ed, _, Hzs, _, _, tmp, _ = scratch
+    f = H.shape[0] * H.shape[0]
+    return (H.reshape(f), A.reshape(f), scale, unit, L.reshape(f), Li.reshape(f), X.reshape(f), Dv, T.reshape(f),
+            HFT.reshape(f), Ek.reshape(f), Ed.reshape(f), Hzs.reshape(f), tmp)
+
+
+# not inlined: compiled once per width and called by every executor (inlined, it was compiled into each caller
+# anew and made the first call's compile much longer: benchmarks/README.md); a call a step costs nothing measurable
 @njit(cache=True, **UNCOUNTED)
-def _generic_step(maps, st, Fw, C, floor, check_rank, scratch, Hf, Af):
-    """One ``FRONT`` step ``st`` of :func:`~elimination.compiled.factorize_one` (``PIVOT`` and ``UNIT`` steps
-    too, and a wide pair's halves: the joint half starts from the front its link half left in ``H``): its
-    front started and gathered, its hard rows substituted, the rest pivoted, its conditionals into ``C``, its
-    generated factor into ``Fw`` or left in the front.  Returns ``(ratio, failed)``: its pivot ratio (inf
-    without a pivot) and -1, or the failure ``factorize_one`` reports (``st``: a refused pivot, ``-2 - st``: a
-    substitution's rank short of the plan's)."""
+def _generic_step(maps, st, Fw, C, floor, check_rank, rows, Tnz, scratch, ratio, ok):
+    """One ``FRONT`` step ``st`` (``PIVOT`` and ``UNIT`` steps too, and a wide pair's halves: the joint half starts
+    from the front its link half left in ``H``) at any width (:mod:`elimination.vectors`: ``Fw``, ``C`` and the
+    front's flat matrices ``rows`` one state's, or sixteen states' lanes): its front started and gathered, its
+    hard rows substituted, the rest pivoted, its conditionals into ``C``, its generated factor into ``Fw`` or
+    left in the front.  Each lane's pivot ratio into ``ratio`` (inf without a pivot, -1 for a pivot the numpy
+    rule refuses: the step failed there); returns -1, or ``-2 - st`` where a substitution's rank falls short of
+    the plan's.
+
+    ``rows``: ``(H, A, scale, unit, L, Li, X, Dv, T, HFT, Ek, Ed, Hzs, tmp)``, fronts ``maxn`` wide (``maxn`` =
+    ``scratch[0].shape[0]``); ``scratch``: :func:`elimination.compiled.factorize_scratch_in`'s one-state matrices,
+    which a general substitution and the one-state pivots use (at one state's width ``rows`` are their flat
+    views); ``Tnz``: its integers; ``floor (1,)`` or ``(1, LANES)``: the scale floors; ``ok``: a value per lane."""
     steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed = maps[:11]
-    H, A, scale, unit, L, Lw, Li, X, Dv, T, HFT, Wm, Nm, Ek, Ed, Hz, Hzs, sz, Tnz, _, _ = scratch
+    H, A, scale, unit, L, Li, X, Dv, T, HFT, Ek, Ed, Hzs, tmp = rows
+    maxn = scratch[0].shape[0]
     row = steps[st]
     nF, nS, m, nz = row[NF], row[NS], row[M], row[NZ]
     n = nF + nS
-    carried = _started_front(steps, st, sd, H, scale, X, Dv, n)
-    _gathered_front(steps, st, hs, hd, ss, sd, Fw, Hf, scale, carried, n, floor)
+    for w in range(v.width(H)):
+        ratio[w] = np.inf
+    carried = _started_front(steps, st, sd, H, scale, X, Dv, n, maxn)
+    _gathered_front(steps, st, hs, hd, ss, sd, Fw, H, scale, carried, n, floor)
     if m:
-        _hard_rows(steps, st, as_, ad, ws, wd, Fw, C, H, A, Af, unit, nF, m, n)
+        _hard_rows(steps, st, as_, ad, ws, wd, Fw, C, H, A, unit, nF, m, n, maxn)
     if row[IDENTITY] != 0:
-        _unit_substitution(steps, st, H, A, unit, scale, T, Tnz, HFT, Ek, Ed, nF, nS, m)
-    elif m:
-        if not _substitute(row, H, A, unit, scale, check_rank, Wm, Nm, Ek, Ed, T, Tnz, HFT, Hz, sz, Hzs,
-                           (Lw, X, L, Li), Dv):
-            return np.inf, -2 - st
-        for i in range(nF):
-            for j in range(m):
-                C[ix(row[WW] + i * m + j)] = Wm[ix(i), ix(j)]
-            for j in range(nz):
-                C[ix(row[NN] + i * nz + j)] = Nm[ix(i), ix(j)]
+        _unit_substitution(steps, st, H, A, unit, scale, T, Tnz, HFT, Ek, Ed, nF, nS, m, maxn)
+    elif m and not _general_substitution(row, C, rows, Tnz, scratch, check_rank):
+        return -2 - st
     if row[RS] >= 0:
-        _rows_left_over(steps, st, es, ed, Fw, C, A, unit, Ek, Ed, nF, m)
+        _rows_left_over(steps, st, es, ed, Fw, C, A, unit, Ek, Ed, nF, m, maxn)
     if m:
         for i in range(nF):
             for j in range(nS):
-                C[ix(row[T_] + i * nS + j)] = T[ix(i), ix(j)]
-    step_ratio = np.inf
+                v.copy(C, row[T_] + i * nS + j, T, i * maxn + j)
     if nz:
-        step_ratio = _pivoted_front(steps, st, C, H, scale, Hz, Hzs, sz, Li, Dv, L, Lw, X, nF, nS, m, nz)
-        if step_ratio < 0.0:
-            return step_ratio, st
-    _left_front(steps, st, Fw, H, scale, nF, nS)
-    return step_ratio, -1
+        _pivoted_front(steps, st, C, H, scale, L, Li, X, Dv, Hzs, tmp, nF, nS, m, nz, maxn, scratch, ratio, ok)
+    _left_front(steps, st, Fw, H, scale, nF, nS, maxn)
+    return -1
 
 
 @njit(cache=True, inline="always")

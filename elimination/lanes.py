@@ -21,12 +21,13 @@ values where they are.
 
 The kernels cover the programs of least-squares and quadratic graphs -- no hard
 rows, a definite or negative pivot of the whole frontal block, no tree or wide
-pairs (:func:`covers`) -- and repeat :func:`~elimination.compiled.factorize_one`'s
-and :func:`~elimination.compiled.solve_one`'s arithmetic operation for
-operation: each element's conditionals, pivot ratio, failed step and values are
-those of the per-element kernels, bit for bit, so a graph gets the same numbers
-alone or in a batch.  Other programs, and batches of fewer than :data:`LANES`
-elements, keep the per-element kernels.
+pairs (:func:`covers`) -- and run the per-element kernels' own steps at the
+lanes' width (:func:`elimination.compiled_front._generic_step`,
+``_step_forward``, ``_step_backward``: one source for every width): each
+element's conditionals, pivot ratio, failed step and values are those of the
+per-element kernels, bit for bit, so a graph gets the same numbers alone or in
+a batch.  Other programs, and batches of fewer than :data:`LANES` elements,
+keep the per-element kernels.
 
 A program of a mechanism's dynamics in a spanning-tree order (tree pairs and
 wide pairs, ABA's, LCABA's, proxBBO's steps) runs side by side in
@@ -38,12 +39,9 @@ import numpy as np
 from numba import njit
 from numba.typed import List
 
-from .compiled import announce_first_compile, factorize_maps, max_front, solve_maps
-from .compiled_front import (
-    DEFINITE, DS, LINV, NF, NS, OP, OP_PIVOT, OUT_H, OUT_S, PIVOT, UNCOUNTED, Y_, _gathered,
-    _step_backward, _step_forward,
-)
-from .compiled_pivot import _pivot_block
+from .compiled import (announce_first_compile, factorize_maps, factorize_scratch_in, factorize_scratch_size,
+                       max_front, solve_maps)
+from .compiled_front import OP, OP_PIVOT, UNCOUNTED, _generic_step, _step_backward, _step_forward
 from .kernel_cache import drop_stale_cache
 from . import compiled_front, compiled_pivot, vectors as v
 
@@ -89,15 +87,6 @@ def groups_of(elements: int) -> int:
 # factorization
 
 
-@njit(cache=True, inline="always", error_model="numpy")
-def _gather(steps, st, hs, hd, ss, sd, Fw, H, scale, n, maxn, floor):
-    """:func:`_gathered`, the scales raised to the group's scale floor ``floor``."""
-    _gathered(steps, st, hs, hd, ss, sd, Fw, H, scale, n, maxn)
-    for i in range(n):
-        for w in range(LANES):
-            scale[i, w] = max(scale[i, w], floor)
-
-
 @njit(cache=True, inline="always")
 def _record(w, r, fail, at, ratio, weak, failed):
     """Lane ``w``'s step ``at`` with pivot ratio ``r`` (``fail``: -1, or the failure to report) into the lanes'
@@ -109,63 +98,41 @@ def _record(w, r, fail, at, ratio, weak, failed):
             ratio[w], weak[w] = r, at
 
 
-@njit(cache=True, inline="always", error_model="numpy")
-def _eliminate(steps, st, H, scale, Li, X, C, Fw, sgn, nF, nS, maxn):
-    """``D``, ``Linv`` and ``Y = Linv H_FS`` into ``C``; ``H_SS - Y' D Y`` and its scales into the generated
-    factor (:func:`elimination.compiled.factorize_one`'s operations)."""
-    ds, li, yy = steps[st, DS], steps[st, LINV], steps[st, Y_]
-    for i in range(nF):
-        v.fill(C, ds + i, sgn)
-        for j in range(nF):
-            v.copy(C, li + i * nF + j, Li, i * maxn + j)
-    for i in range(nF):  # Y = Linv H_FS
-        for j in range(nS):
-            v.fill(X, i * maxn + j, 0.0)
-        for q in range(i + 1):  # (Linv is lower triangular)
-            for j in range(nS):
-                v.add_mul(X, i * maxn + j, Li, i * maxn + q, H, q * maxn + nF + j)
-        for j in range(nS):
-            v.copy(C, yy + i * nS + j, X, i * maxn + j)
-    for q in range(nF):  # H_SS -= Y' D Y in the upper triangle ; scale_S += sum Y^2
-        for i in range(nS):
-            for j in range(i, nS):
-                v.sub_scaled_mul(H, (nF + i) * maxn + nF + j, sgn, X, q * maxn + i, X, q * maxn + j)
-            v.add_mul(scale, nF + i, X, q * maxn + i, X, q * maxn + i)
-    out, outs = steps[st, OUT_H], steps[st, OUT_S]
-    for i in range(nS if out >= 0 else 0):
-        v.copy(Fw, outs + i, scale, nF + i)
-        for j in range(i, nS):
-            v.copy(Fw, out + i * nS + j, H, (nF + i) * maxn + nF + j)
-            v.copy(Fw, out + j * nS + i, H, (nF + i) * maxn + nF + j)
+@njit(cache=True)
+def front_rows(maxn: int) -> int:
+    """Rows of ``LANES`` that :func:`front_rows_in` carves for fronts up to ``maxn`` wide."""
+    return 10 * maxn * maxn + 3 * maxn + 8
+
+
+@njit(cache=True, inline="always")
+def front_rows_in(rows, maxn):
+    """The generic step's rows at the lanes' width (:func:`elimination.compiled_front._generic_step`: ``H``,
+    ``A``, ``scale``, ``unit``, ``L``, ``Li``, ``X``, ``D``, ``T``, ``HFT``, ``E_keep``, ``E_drop``, ``H_zS`` and six
+    temporaries), a pivot ratio and a flag per lane, carved from ``rows (front_rows(maxn), LANES)``."""
+    a = maxn * maxn
+    m = rows[:10 * a].reshape((10, a, LANES))
+    e = rows[10 * a:10 * a + 3 * maxn].reshape((3, maxn, LANES))
+    b = 10 * a + 3 * maxn
+    front = (m[0], m[1], e[0], e[1], m[2], m[3], m[4], e[2], m[5], m[6], m[7], m[8], m[9], rows[b:b + 6])
+    return front, rows[b + 6], rows[b + 7]
 
 
 @njit(cache=True, error_model="numpy", **UNCOUNTED)
-def factorize_group(maps, Fw, C, floor, maxn, scratch, ratio, weak, failed):
+def factorize_group(maps, Fw, C, floor, front, scratch, r, ok, ratio, weak, failed):
     """Every step on the lanes of ``Fw (factor_size, LANES)``, conditionals into ``C (conditional_size,
-    LANES)``; per lane the smallest pivot ratio, its step and the failed step (-1: none) into ``ratio``,
-    ``weak``, ``failed`` (``(LANES,)``), as :func:`elimination.compiled.factorize_one` returns them.  A lane
-    that fails goes on with meaningless numbers (the caller then takes the numpy path for the batch)."""
-    steps, hs, hd, ss, sd = maps[0], maps[1], maps[2], maps[3], maps[4]
-    H, L, Li, X, scale, r, T, ok = scratch
+    LANES)``, each lane's scale floor in ``floor (1, LANES)``: the generic step at the lanes' width, on the rows
+    ``front`` (:func:`front_rows_in`, with ``r`` and ``ok``) and ``scratch``
+    (:func:`elimination.compiled.factorize_scratch_in`'s); per lane the smallest pivot ratio, its step and
+    the failed step (-1: none) into ``ratio``, ``weak``, ``failed`` (``(LANES,)``), as
+    :func:`elimination.compiled.factorize_one` returns them.  A lane that fails goes on with meaningless
+    numbers (the caller then takes the numpy path for the batch)."""
+    steps = maps[0]
     for w in range(LANES):
         ratio[w], weak[w], failed[w] = np.inf, -1, -1
     for st in range(steps.shape[0]):
-        _gather(steps, st, hs, hd, ss, sd, Fw, H, scale, steps[st, NF] + steps[st, NS], maxn, floor)
-        _pivoted(steps, st, H, scale, L, Li, X, C, Fw, maxn, ok, T, r, ratio, weak, failed)
-
-
-@njit(cache=True, inline="always", error_model="numpy")
-def _pivoted(steps, st, H, scale, L, Li, X, C, Fw, maxn, ok, T, r, ratio, weak, failed):
-    """Step ``st``'s pivot of its whole frontal block (definite or negative) on its gathered front ``H``: each
-    lane's pivot ratio and failure recorded, ``D``, ``Linv``, ``Y`` into ``C``, the generated factor into
-    ``Fw`` (:func:`_eliminate`).  ``L``, ``Li``, ``X``: front-sized scratch; ``ok (LANES,)`` booleans, ``T``
-    and ``r``: scratch rows."""
-    nF, nS = steps[st, NF], steps[st, NS]
-    sgn = 1.0 if steps[st, PIVOT] == DEFINITE else -1.0
-    _pivot_block(H, sgn, nF, maxn, scale, L, Li, ok, T, r)
-    for w in range(LANES):
-        _record(w, r[w], st if not ok[w] or r[w] < 0.0 else -1, st, ratio, weak, failed)
-    _eliminate(steps, st, H, scale, Li, X, C, Fw, sgn, nF, nS, maxn)
+        fail = _generic_step(maps, st, Fw, C, floor, np.bool_(False), front, scratch[18], scratch, r, ok)
+        for w in range(LANES):
+            _record(w, r[w], fail if fail != -1 else (st if r[w] < 0.0 else -1), st, ratio, weak, failed)
 
 
 @njit(cache=True, error_model="numpy")  # (counted: a typed list's items are)
@@ -198,19 +165,21 @@ def _largest_diagonal(sources, members, elements):
 
 
 @njit(cache=True, error_model="numpy")
-def factorize_kernel(maps, sources, members, elements, factor_size, C, floor, maxn, ratio, weak, failed):
+def factorize_kernel(maps, sources, members, elements, factor_size, C, floor, maxn, rows, floats, ints, ratio, weak,
+                     failed):
     """For every lane group of ``C (groups, conditional_size, LANES)``: its factor workspace filled from the
     members' matrices (:func:`_members`), then :func:`factorize_group`; per lane results into ``ratio``,
-    ``weak``, ``failed`` ``(groups * LANES,)``.  One workspace serves every group."""
-    fronts = maxn * maxn
-    scratch = (np.zeros((fronts, LANES)), np.zeros((fronts, LANES)), np.zeros((fronts, LANES)),
-               np.zeros((fronts, LANES)), np.zeros((maxn, LANES)), np.zeros(LANES), np.zeros((1, LANES)),
-               np.zeros(LANES, dtype=np.bool_))
+    ``weak``, ``failed`` ``(groups * LANES,)``.  One workspace serves every group; ``rows``: the generic step's
+    rows (:func:`front_rows`), ``floats``, ``ints``: its one-state scratch
+    (:func:`elimination.compiled.factorize_scratch_size`)."""
+    front, r, ok = front_rows_in(rows, maxn)
+    scratch = factorize_scratch_in(floats, ints, maxn)
+    floors = np.full((1, LANES), floor)
     Fw = np.zeros((factor_size, LANES))
     for k in range(C.shape[0]):
         lo, hi = k * LANES, (k + 1) * LANES
         _fill_group(sources, members, lo, elements, Fw)
-        factorize_group(maps, Fw, C[k], floor, maxn, scratch, ratio[lo:hi], weak[lo:hi], failed[lo:hi])
+        factorize_group(maps, Fw, C[k], floors, front, scratch, r, ok, ratio[lo:hi], weak[lo:hi], failed[lo:hi])
 
 
 def _members(program, matrices: list, batch: tuple) -> tuple:
@@ -244,8 +213,11 @@ def factorize_graph(program, matrices: list, batch: tuple, floor_rtol: float, C:
     announce_first_compile(__file__, "the lane kernels")
     sources, members = _members(program, matrices, batch)
     floor = floor_rtol * _largest_diagonal(sources, members, Bm)
-    factorize_kernel(factorize_maps(program)[:5], sources, members, Bm, program.factor_size, C, floor,
-                     max_front(program), ratio, weak, failed)
+    maxn = max_front(program)
+    floats, ints = factorize_scratch_size(maxn)
+    factorize_kernel(factorize_maps(program), sources, members, Bm, program.factor_size, C, floor, maxn,
+                     aligned_zeros((front_rows(maxn), LANES)), np.zeros(floats), np.zeros(ints, np.int64), ratio,
+                     weak, failed)
     return C, ratio[:Bm], weak[:Bm], failed[:Bm]
 
 

@@ -583,14 +583,6 @@ def _entry(context, builder, signature, args):
     return builder.gep(builder.bitcast(row, ir.DoubleType().as_pointer()), [intp(2)], inbounds=True)
 
 
-@njit(cache=True, inline="always")
-def as_column(a):
-    """One state's ``a (n,)`` typed as a lane's column (``A[:, w]`` of lanes ``(n, LANES)``: numba's layout "A",
-    strided), for a function both kernels call on a state's arrays: each layout of an argument is one more
-    compilation of that function and of everything it calls."""
-    return a[::1]
-
-
 @intrinsic
 def lane(typingctx, A, k, w):
     """Row ``k`` of ``A`` in lane ``w``: ``A[k, w]`` of lanes, ``A[k]`` of one state (``w`` is 0 there)."""
@@ -610,6 +602,16 @@ def set_lane(typingctx, A, k, w, value):
         return context.get_dummy_value()
 
     return types.void(A, k, w, value), codegen
+
+
+@njit(cache=True, inline="always")
+def nonzero(A, k):
+    """Whether row ``k`` of ``A`` is nonzero in some lane (a NaN is not zero): one state's ``A[k] != 0``, the
+    test by which a kernel skips work that every lane would do on zeros."""
+    for w in range(width(A)):
+        if lane(A, k, w) != 0.0:
+            return True
+    return False
 
 
 # -- rows held in registers ------------------------------------------------------------------------------------

@@ -85,6 +85,9 @@ def test_dense_solve_equals_an_independent_null_space_solve(spec):
         x_p, Z = np.zeros(n), np.eye(n)
     reduced = Z.T @ H @ Z
     assume(A.shape[0] == 0 or np.linalg.cond(A) < 1e8)
+    # (the solve under test is one dense KKT solve: its round-off follows cond(K), which these two do not bound --
+    # a case of cond(A) 3e4 with cond(K) 1.9e9 differed by 1.7e-8)
+    assume(np.linalg.cond(system.K) < 1e7)
     if Z.shape[1]:
         assume(np.linalg.cond(reduced) < 1e8)
         x = x_p + Z @ np.linalg.solve(reduced, Z.T @ (g - H @ x_p))

@@ -498,7 +498,8 @@ def test_the_rotor_robots_embedded_equal_the_dense_solve_in_one_solve(model):
 def test_embedded_couplings_run_compiled_in_a_batch_each_state_its_dense_solve():
     """The compiled kernel fills a cluster's factors (``-S_i G_i`` on ``y``, its torque ``G'(tau - A g)``) and
     answers ``qdd = G y + g`` itself: a batch of Mini Cheetah states with contacts under ``prox`` beside the
-    embedded rotors runs compiled (no numpy path), each state the dense solve's."""
+    embedded rotors runs compiled (no numpy path) and in lanes (its contacts' multipliers and the clusters' steps
+    are steps the generic step runs at every width), each state the dense solve's."""
     mech = mechanics.models.mini_cheetah(contacts=True)
     mech = mech.with_constraints(sorted(mech.constraints, key=lambda c: isinstance(c, Coupling)))  # (oracle's order)
     q, v, tau = random_state(mech, np.random.default_rng(3), (18,))
@@ -506,7 +507,7 @@ def test_embedded_couplings_run_compiled_in_a_batch_each_state_its_dense_solve()
         warnings.simplefilter("error", mechanics.NumpyPathWarning)
         prepared = mechanics.prepare(mech, "embed/clusters", tol=1e-12, max_iter=300, backend="numba")
         result = prepared(q, v, tau)
-    assert prepared.compiled.states_run["one_by_one"] == 18 and result.converged.all()
+    assert prepared.compiled.states_run == {"lanes": 18, "one_by_one": 0} and result.converged.all()
     for i in (0, 9, 17):
         qdd, f, _, A = dense_solve(mech, q[i], v[i], tau[i])
         assert relative(result.qdd[i], qdd) < 1e-9 and relative(A.T @ result.forces[i], A.T @ f) < 1e-8, i
