@@ -660,6 +660,15 @@ def get(typingctx, A, i):
 
 
 @intrinsic
+def zero(typingctx, A):
+    """A zero value of ``A``'s width (a float of one state, a :class:`Row` of lanes): where a sum of values starts,
+    as a row operation's ``fill(D, k, 0.0)``."""
+    width = _width(A)
+    return (types.float64 if width == 1 else ROW)(A), lambda context, builder, signature, args: _constant(
+        _vector(width), 0.0)
+
+
+@intrinsic
 def set(typingctx, D, k, x):  # noqa: A001  (the store of get's values; the module's operations are its namespace)
     """Row ``k`` of ``D`` = ``x`` (a value of :func:`get`'s width, or a float in every lane)."""
     width = _storable("set", D, x)

@@ -247,35 +247,35 @@ def _update(constraints, X, RES, LAM, mu, T, t, M, mask):
 
 
 @njit(cache=True, inline="always")
-def _joint_qdd(maps, X, IT, off, at, nv, ny, i):
-    """Row ``IT_T`` of ``IT``: a joint's ``i``-th ``qdd`` in the values ``X`` (the joint's columns of the link
-    table: ``off``, ``at``, ``nv``, ``ny``) -- its entry, or its embedded cluster's ``G_j y + g_j`` (``maps``:
-    :func:`mechanics.compiled_tables._cluster_maps`)."""
+def _joint_qdd(maps, X, off, at, nv, ny, i):
+    """A joint's ``i``-th ``qdd`` in the values ``X`` (the joint's columns of the link table: ``off``, ``at``,
+    ``nv``, ``ny``), as a value (:func:`elimination.vectors.get`) -- its entry, or its embedded cluster's
+    ``G_j y + g_j`` (``maps``: :func:`mechanics.compiled_tables._cluster_maps`)."""
     if at < 0:
-        vectors.copy(IT, IT_T, X, off + i)
-    else:
-        vectors.fill(IT, IT_T, 0.0)
-        for j in range(ny):
-            vectors.add_scaled(IT, IT_T, X, off + j, maps[ix(at + i * ny + j)])
-        vectors.add_scalar(IT, IT_T, IT, IT_T, maps[ix(at + nv * ny + i)])
+        return vectors.get(X, off + i)
+    t = vectors.zero(X)
+    for j in range(ny):
+        t = t + vectors.get(X, off + j) * maps[ix(at + i * ny + j)]
+    return t + maps[ix(at + nv * ny + i)]
 
 
 @njit(cache=True, inline="always")
 def _iterate_numbers(links, maps, X, RES, IT):
     """The numbers :func:`_advance` reads of the iterate ``X``: its ``qdd`` step ``max |qdd(X) - qdd|`` from the
     ``qdd`` the iterations kept (``IT``'s rows from ``ITERATION_ROWS``) and its residual's ``max |RES|`` into
-    ``IT``'s rows ``QDD_STEP``, ``RES_TOP``; the marks cleared."""
-    vectors.fill(IT, QDD_STEP, 0.0)
+    ``IT``'s rows ``QDD_STEP``, ``RES_TOP``; the marks cleared.  The maxima are held as values (registers), a
+    NaN passed over (``max``'s rule, :func:`elimination.vectors.largest`'s)."""
+    top = vectors.zero(IT)
     for l in range(links.shape[0]):  # (each link's columns read once: stores to IT may alias them for LLVM)
         v0, off, at = links[ix(l), V0], links[ix(l), QDD], links[ix(l), GMAP]
         nv, ny = links[ix(l), NV], links[ix(l), NY]
         for i in range(nv):
-            _joint_qdd(maps, X, IT, off, at, nv, ny, i)
-            vectors.sub(IT, IT_T, IT, ITERATION_ROWS + v0 + i)
-            vectors.largest(IT, QDD_STEP, IT, IT_T)
-    vectors.fill(IT, RES_TOP, 0.0)
+            top = max(top, abs(_joint_qdd(maps, X, off, at, nv, ny, i) - vectors.get(IT, ITERATION_ROWS + v0 + i)))
+    vectors.set(IT, QDD_STEP, top)
+    top = vectors.zero(IT)
     for r in range(RES.shape[0]):
-        vectors.largest(IT, RES_TOP, RES, r)
+        top = max(top, abs(vectors.get(RES, r)))
+    vectors.set(IT, RES_TOP, top)
     for row in (SET_QDD, UPDATE, DONE):
         vectors.fill(IT, row, 0.0)
 
@@ -288,8 +288,7 @@ def _marked(constraints, links, maps, X, RES, LAM, IT, mu):
         v0, off, at = links[ix(l), V0], links[ix(l), QDD], links[ix(l), GMAP]
         nv, ny = links[ix(l), NV], links[ix(l), NY]
         for i in range(nv):
-            _joint_qdd(maps, X, IT, off, at, nv, ny, i)
-            vectors.put(IT, ITERATION_ROWS + v0 + i, IT, IT_T, IT, SET_QDD)
+            vectors.set_where(IT, ITERATION_ROWS + v0 + i, _joint_qdd(maps, X, off, at, nv, ny, i), IT, SET_QDD)
     _update(constraints, X, RES, LAM, mu, IT, IT_T, IT, UPDATE)
 
 

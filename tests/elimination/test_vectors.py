@@ -367,3 +367,30 @@ def test_a_lane_value_into_one_state_is_refused_when_compiling():
 
     with pytest.raises(Exception, match="Row value into a one-state"):
         stored(np.zeros(1), np.zeros((1, W)))
+
+
+@njit
+def _largest_from_zero(A, D):
+    """``max |A[r]|`` over the rows from :func:`vectors.zero`, and which rows are nonzero in some lane."""
+    top = v.zero(A)
+    for r in range(A.shape[0]):
+        top = max(top, abs(v.get(A, r)))
+    v.set(D, 0, top)
+    return [v.nonzero(A, r) for r in range(A.shape[0])]
+
+
+def test_a_sum_from_zero_and_the_nonzero_test_at_either_width():
+    """``zero`` starts a maximum (or a sum) of values at either width, as ``fill(D, k, 0.0)`` does; ``nonzero``
+    is True where any lane is nonzero, a NaN included (the test by which a kernel skips all-zero work)."""
+    A = np.zeros((4, W))
+    A[1, 3], A[2, 0], A[3, W - 1] = -2.5, np.nan, 1.0
+    D = np.full((1, W), 7.0)
+    assert _largest_from_zero(A, D) == [False, True, True, True]
+    want = np.zeros(W)
+    for r in range(4):  # numba's max: the new value where it is larger, a NaN passed over
+        want = np.where(np.abs(A[r]) > want, np.abs(A[r]), want)
+    assert np.array_equal(D[0], want) and D[0, 3] == 2.5 and D[0, 0] == 0.0
+    for w in (0, 3, W - 1):  # one state: its lane alone
+        d = np.full(1, 7.0)
+        assert _largest_from_zero(np.ascontiguousarray(A[:, w]), d) == [False, w == 3, w == 0, w == W - 1]
+        assert d[0] == want[w]
