@@ -81,8 +81,8 @@ def _added(steps, st, hs, hd, ss, sd, Fw, H, scale):
 # -- the factorization of one step, written once for every width -----------------------------------------------
 # Fronts are rows ``i * maxn + j`` of flat arrays (elimination.vectors: ``(entry,)`` one state, ``(entry, lane)``
 # sixteen).  What only one state's kernel does -- a general substitution's rank-revealing SVD, the quasi-definite
-# and indefinite pivots -- goes through _general_substitution and _one_state_pivot, which the lanes never reach
-# (elimination.lanes_pairs.covers_pairs keeps such programs off them).
+# and indefinite pivots -- goes through _general_substitution and a width test in _pivoted_front, which the lanes
+# never reach (elimination.lanes_pairs.covers_pairs keeps such programs off them).
 
 
 @njit(cache=True, inline="always")
@@ -229,11 +229,11 @@ def _substitute(row, C, rows, Tnz, scratch, check_rank):
             if w != 0.0:
                 for j in range(nS):
                     T[ix(i), ix(j)] -= w * A[ix(q), ix(nF + j)]
-    maxn = H.shape[0]
-    _nonzero_columns(rows[8], nF, nS, maxn, Tnz)
-    _front_times_T(rows[0], rows[8], Tnz, rows[9], nF, nS, maxn)
+    maxn, Hf, Tf, HFTf = H.shape[0], rows[0], rows[8], rows[9]  # (the flat views of H, T, HFT)
+    _nonzero_columns(Tf, nF, nS, maxn, Tnz)
+    _front_times_T(Hf, Tf, Tnz, HFTf, nF, nS, maxn)
     _reduced_block(H, Nm, HFT, scale, Hz, Hzs, sz, nF, nS, nz)
-    _substituted_separator(rows[0], rows[8], Tnz, rows[9], rows[2], nF, nS, maxn)
+    _substituted_separator(Hf, Tf, Tnz, HFTf, scale, nF, nS, maxn)
     for i in range(nF):
         for j in range(m):
             C[ix(row[WW] + i * m + j)] = Wm[ix(i), ix(j)]

@@ -130,9 +130,17 @@ def factorize_group(maps, Fw, C, floor, front, scratch, r, ok, ratio, weak, fail
     for w in range(LANES):
         ratio[w], weak[w], failed[w] = np.inf, -1, -1
     for st in range(steps.shape[0]):
-        fail = _generic_step(maps, st, Fw, C, floor, np.bool_(False), front, scratch[18], scratch, r, ok)
-        for w in range(LANES):
-            _record(w, r[w], fail if fail != -1 else (st if r[w] < 0.0 else -1), st, ratio, weak, failed)
+        step_in_lanes(maps, st, Fw, C, floor, front, scratch, r, ok, ratio, weak, failed)
+
+
+@njit(cache=True, inline="always")
+def step_in_lanes(maps, st, Fw, C, floor, front, scratch, r, ok, ratio, weak, failed):
+    """The generic step ``st`` on the lanes (:func:`factorize_group`'s arguments), each lane's pivot ratio or
+    failure recorded (:func:`_record`): a substitution's rank short of the plan's, or a refused pivot."""
+    # (np.bool_, as the per-state kernel's: a literal False would compile the step once more)
+    fail = _generic_step(maps, st, Fw, C, floor, np.bool_(False), front, scratch[18], scratch, r, ok)
+    for w in range(LANES):
+        _record(w, r[w], fail if fail != -1 else (st if r[w] < 0.0 else -1), st, ratio, weak, failed)
 
 
 @njit(cache=True, error_model="numpy")  # (counted: a typed list's items are)

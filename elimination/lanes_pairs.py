@@ -27,12 +27,12 @@ from .compiled_front import (
     D_, DEFINITE, IDENTITY, M, NEGATIVE, NZ, OP, OP_FUSED, OP_REVOLUTE, OP_TREE, OP_WIDE_REVOLUTE, P, PIVOT, UNCOUNTED,
 )
 from .kernel_cache import drop_stale_cache
-from .compiled_front import _generic_step as generic_step, _step_backward as step_backward, _step_forward as step_forward
+from .compiled_front import _step_backward as step_backward, _step_forward as step_forward
 from .compiled_pairs import (
     _revolute_backward, _revolute_forward, _revolute_pair, _tree_forward, _tree_pair, _wide_revolute_backward,
     _wide_revolute_forward, _wide_revolute_pair,
 )
-from .lanes import LANES, _record, front_rows, front_rows_in
+from .lanes import LANES, _record, front_rows, front_rows_in, step_in_lanes
 from . import compiled, compiled_front, compiled_pairs, compiled_pivot, jacobi, lanes, vectors as v
 
 PAIRS = (OP_REVOLUTE, OP_TREE, OP_WIDE_REVOLUTE, OP_FUSED)  # (a pair's two rows: its kernels, not the generic step)
@@ -76,10 +76,7 @@ def factorize_pairs(maps, Fw, C, floor, scratch, lane_scratch, ratio, weak, fail
         if op == OP_WIDE_REVOLUTE:
             _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, maxn, scale, t6, u6, y, tmp, r)
         elif op != OP_REVOLUTE and op != OP_TREE:  # a step alone
-            # (np.bool_, as the per-state kernel's: a literal False would compile the step once more)
-            fail = generic_step(maps, st, Fw, C, floor, np.bool_(False), front, scratch[18], scratch, r, ok)
-            for w in range(LANES):
-                _record(w, r[w], fail if fail != -1 else (st if r[w] < 0.0 else -1), st, ratio, weak, failed)
+            step_in_lanes(maps, st, Fw, C, floor, front, scratch, r, ok, ratio, weak, failed)
             st += 1
             continue
         elif op == OP_REVOLUTE:

@@ -194,16 +194,16 @@ def _embedded_forces(mechanism: Mechanism, embedding: tuple, q, v, tau, qdd, for
 
     embedded, solve = embedding
     left = (inverse_dynamics(mechanism, q, v, qdd, backend=backend) if inverse is None else inverse) - tau
-    out = np.array(forces, dtype=float)
     if solve is not None:  # (every row embedded: couplings alone)
         # (products summed row by row, in one order for a state alone or in a batch: BLAS would pick gemv for one
-        # and gemm for many, whose sums round apart; a (batch, nv, m) product summed was 8% of a batch's time)
+        # and gemm for many, whose sums round apart)
         out = left[..., 0, None] * solve[0]
         for i in range(1, solve.shape[0]):
             out += left[..., i, None] * solve[i]
         return out
     from .diagnosis import joint_space_constraints
 
+    out = np.array(forces, dtype=float)
     J = joint_space_constraints(mechanism, q, v)[0]
     left = left - (np.where(embedded, 0.0, forces)[..., None, :] @ J)[..., 0, :]
     out[..., embedded] = (np.linalg.pinv(np.swapaxes(J[..., embedded, :], -1, -2)) @ left[..., None])[..., 0]
