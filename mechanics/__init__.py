@@ -21,7 +21,7 @@ from factorgraph import __version__
 from . import models
 from .algorithms import ALGORITHMS, Algorithm, resolve_algorithm
 from .convergence import ConvergenceWarning, MuConventionWarning, NumpyPathWarning
-from .couplings import CouplingMap, Rotor, coupling_map, with_rotors
+from .couplings import CouplingMap, Rotor, coupling_map, independent_coordinates, with_rotors
 from .dynamics import DynamicsResult, PreparedDynamics, algorithm_plan, delassus, forward_dynamics, prepare
 from .gplc import GPLCLayout, gplc_graph
 from .inverse_dynamics import inverse_dynamics
@@ -80,6 +80,7 @@ __all__ = [
     "Weld",
     "algorithm_plan",
     "coupling_map",
+    "independent_coordinates",
     "with_rotors",
     "at",
     "constraint_terms",

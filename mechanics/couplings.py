@@ -139,13 +139,17 @@ class EmbeddedCluster:
     constraints : tuple of str
         The constraints embedded in it.
     ny : int
-        ``y``'s size: the cluster's velocities less the generic rank of its rows.
+        ``y``'s size: the cluster's velocities less the (generic) rank of its rows.
     parent : str
         The link it hangs from (or ``"ground"``): its joints' parents are its joints or it.
     moving_parent : bool
         Whether its map moves with the parent's acceleration, ``qdd_c = G y + g - P a_parent``: a Connect's or
         General constraint's rows do where the loop is not closed (its two ends' points apart), a Weld's and a
         coupling's never; none on the ground (``a_0`` is known: folded into ``g``).
+    dependent : tuple of int
+        The cluster's velocity columns (over ``joints``' velocities, in order) solved for, 003 Sec. IV's
+        ``qdd_d``: a loop's from :func:`loop_partition`, couplings' from :func:`coupling_map`; ``y`` are the
+        others' accelerations, :attr:`independent`.
     """
 
     name: str
@@ -156,6 +160,7 @@ class EmbeddedCluster:
     ny: int = -1
     parent: str = GROUND
     moving_parent: bool = False
+    dependent: tuple = ()
 
     @property
     def size(self) -> int:
@@ -166,6 +171,13 @@ class EmbeddedCluster:
     def constant(self) -> bool:
         """Whether its map is constant (couplings alone)."""
         return self.G is not None
+
+    @property
+    def independent(self) -> tuple:
+        """The velocity columns of the cluster (over ``joints``' velocities) whose accelerations are ``y``, in
+        order."""
+        width = self.ny + len(self.dependent)
+        return tuple(k for k in range(width) if k not in self.dependent)
 
 
 def embedded_clusters(mechanism: Mechanism, names) -> list:
@@ -188,10 +200,12 @@ def embedded_clusters(mechanism: Mechanism, names) -> list:
         seen |= set(joints)
         inside = tuple(c.name for c in constraints if _joints_of(mechanism, c) <= set(joints))
         if set(inside) <= couplings:
-            columns = set(_columns(mechanism, joints).tolist())
-            ys = [k for k, column in enumerate(cmap.independent) if column in columns]
+            columns = _columns(mechanism, joints).tolist()
+            ys = [k for k, column in enumerate(cmap.independent) if column in set(columns)]
+            dependent = tuple(k for k, column in enumerate(columns) if column not in set(cmap.independent.tolist()))
             clusters.append(EmbeddedCluster(joints[0], joints, {j: cmap.G[mechanism.v_slices[j]][:, ys] for j in joints},
-                                            {j: cmap.g[mechanism.v_slices[j]] for j in joints}, inside))
+                                            {j: cmap.g[mechanism.v_slices[j]] for j in joints}, inside, len(ys),
+                                            dependent=dependent))
         else:  # (closed under the tree: one parent, which its map may move with)
             from .clusters import _closed_under_tree
 
@@ -199,10 +213,10 @@ def embedded_clusters(mechanism: Mechanism, names) -> list:
             seen |= set(joints)
             parent = _hanging_from(mechanism, joints)
             moving = parent != GROUND and any(not isinstance(mechanism.constraint(n), (Coupling, Weld)) for n in inside)
-            rank = mechanism.derived.get(("generic rank", inside, joints),  # (projections: read once)
-                                         lambda: _generic_rank(mechanism, inside, joints))
-            ny = _columns(mechanism, joints).size - rank
-            clusters.append(EmbeddedCluster(joints[0], joints, None, None, inside, ny, parent, moving))
+            dependent = mechanism.derived.get(("loop partition", inside, joints),  # (projections: read once)
+                                              lambda: loop_partition(mechanism, inside, joints))
+            ny = _columns(mechanism, joints).size - len(dependent)
+            clusters.append(EmbeddedCluster(joints[0], joints, None, None, inside, ny, parent, moving, dependent))
     return clusters
 
 
@@ -221,13 +235,29 @@ def _columns(mechanism: Mechanism, joints) -> np.ndarray:
     return np.concatenate([np.arange(mechanism.v_slices[j].start, mechanism.v_slices[j].stop) for j in joints])
 
 
-def _generic_rank(mechanism: Mechanism, names: tuple, joints: tuple) -> int:
-    """The rank of constraints ``names``' rows on the joints ``joints`` (:func:`_relative_rows`), their loops
-    closed: a structural property (a planar four-bar's Connect has rank 2 anywhere but at its singular
+def loop_partition(mechanism: Mechanism, names: tuple, joints: tuple) -> tuple:
+    """The velocity columns of a loop cluster (over ``joints``' velocities) solved for, ``qdd_d``, in 003 Sec.
+    IV's explicit map ``qdd_d = B_d^-1 (c - B_i qdd_i)``: as many as the generic rank of constraints ``names``'
+    rows on ``joints`` (:func:`_relative_rows`), chosen where those rows' square block ``B_d`` is best
+    conditioned at a closed configuration.
+
+    The rank is a structural property (a planar four-bar's Connect has rank 2 anywhere but at its singular
     configurations), read off the neutral configuration and three random ones (seeded), each closed
-    (:meth:`~mechanics.Mechanism.project`) where it can be -- the largest, as a singular configuration has less.
-    Where none closes, the open ones' (an open loop's rows may have more: the states then say so,
-    :func:`state_maps`)."""
+    (:meth:`~mechanics.Mechanism.project`) where it can be -- the largest, as a singular configuration has
+    less; where none closes, the open ones' (an open loop's rows may have more: the states then say so,
+    :func:`state_maps`).  The columns are chosen on the first configuration of that rank: among all sets of
+    that many columns (the most independent by pivoted QR where there are more than :data:`PARTITIONS` sets)
+    the first, the later joints' columns solved for first, whose ``B_d`` on an orthonormal basis of the rows
+    has a smallest singular value within :data:`PREFERENCE` of the best set's -- so a four-bar's crank, the
+    joint nearest its parent, stays independent where the geometry allows.
+
+    Examples
+    --------
+    >>> from mechanics import models
+    >>> mech = models.four_bar()
+    >>> loop_partition(mech, ("loop",), ("crank", "coupler", "rocker"))  # y: the crank's acceleration
+    (1, 2)
+    """
     from .kinematics import kinematics
 
     loops = [mechanism.constraint(n) for n in names if not isinstance(mechanism.constraint(n), Coupling)]
@@ -236,14 +266,42 @@ def _generic_rank(mechanism: Mechanism, names: tuple, joints: tuple) -> int:
     closed, open_ = [], []
     for q in [mechanism.neutral_configuration()] + [mechanism.random_configuration(rng) for _ in range(3)]:
         try:
-            q, ranks = (own.project(q) if loops else q), closed
+            q, found = (own.project(q) if loops else q), closed
         except ValueError:  # (this one does not close: another may)
-            ranks = open_
+            found = open_
         kin = kinematics(mechanism, q, rng.normal(size=mechanism.nv))
-        J = _relative_rows(mechanism, joints, names, kin, {})[0]
-        sv = np.linalg.svd(J, compute_uv=False)
-        ranks.append(int(np.sum(sv > LOOP_RANK_RTOL * sv[0])) if sv.size and sv[0] > 0 else 0)
-    return max(closed or open_)
+        A = _relative_rows(mechanism, joints, names, kin, {})[0]
+        U, sv, Vt = np.linalg.svd(A, full_matrices=False)
+        rank = int(np.sum(sv > LOOP_RANK_RTOL * sv[0])) if sv.size and sv[0] > 0 else 0
+        found.append((rank, Vt[:rank]))
+    rank, B = max(closed or open_, key=lambda r: r[0])
+    return _best_conditioned_columns(B, rank)
+
+
+PARTITIONS = 5000
+"""The most column sets :func:`loop_partition` compares one by one; a larger cluster takes pivoted QR's."""
+PREFERENCE = 10.0
+"""How much worse conditioned than the best a partition may be and still be taken for keeping the joints nearest
+the cluster's parent independent (:func:`loop_partition`): within a decade ``y`` stays on the joints a designer
+drives (a four-bar's crank, 003's actuated coordinates)."""
+
+
+def _best_conditioned_columns(B: np.ndarray, rank: int) -> tuple:
+    """``rank`` columns of ``B (rank, n)`` whose square block is best conditioned (:func:`loop_partition`)."""
+    from itertools import combinations
+    from math import comb
+
+    n = B.shape[1]
+    if rank == 0:
+        return ()
+    if comb(n, rank) > PARTITIONS:
+        import scipy.linalg
+
+        return tuple(sorted(int(c) for c in scipy.linalg.qr(B, pivoting=True, mode="r")[1][:rank]))
+    sets = list(combinations(range(n - 1, -1, -1), rank))  # (the later columns' first)
+    smallest = [np.linalg.svd(B[:, columns], compute_uv=False)[-1] for columns in sets]
+    good = max(smallest) / PREFERENCE
+    return tuple(sorted(next(columns for columns, s in zip(sets, smallest) if s >= good)))
 
 
 def _relative_rows(mechanism: Mechanism, joints: tuple, names: tuple, kin, terms: dict) -> tuple:
@@ -292,20 +350,23 @@ singular configuration of it (a four-bar folded flat): its map is refused there.
 def state_maps(mechanism: Mechanism, clusters, kin, terms: dict) -> dict:
     """Cluster name -> ``(G, g, P)`` (joint -> ``(..., nv_j, ny)``, ``(..., nv_j)``, ``(..., nv_j, 6)``) at the
     state of ``kin``: ``qdd_c = G y + g - P a_parent``.  The constant map of couplings (``P`` None), or from a
-    cluster's rows ``A qdd_c + K_p a_p = c`` (:func:`_relative_rows`): ``G`` an orthonormal basis of ``A``'s null
-    space (from the SVD -- any basis embeds), ``g = A^+ c`` and ``P = A^+ K_p`` (least norm; ``P`` None where
-    the cluster's parent does not move it: :attr:`EmbeddedCluster.moving_parent`, its ``a_0`` folded into ``g``
-    on the ground).
+    cluster's rows ``A qdd_c + K_p a_p = c`` (:func:`_relative_rows`) 003 Sec. IV's explicit map: on an
+    orthonormal basis of the rows' numerical row space, ``B qdd_c + K_r a_p = c_r``, split by the cluster's
+    columns into ``B = [B_d, B_i]`` (:attr:`EmbeddedCluster.dependent`, :func:`loop_partition`), ``y = qdd_i``
+    and ``qdd_d = B_d^-1 (c_r - B_i y - K_r a_p)``: ``G = [-B_d^-1 B_i; I]``, ``g = [B_d^-1 c_r; 0]``, ``P =
+    [B_d^-1 K_r; 0]`` (``P`` None where the cluster's parent does not move it:
+    :attr:`EmbeddedCluster.moving_parent`, its ``a_0`` folded into ``g`` on the ground).
 
-    The rows' directions past the rank read at closed configurations (:func:`_generic_rank`) are left out, least
-    squares: rows dependent where the loop closes, which a drifted-open loop may make hold the parent or ask
-    the impossible; where that is more than round-off the constraint residual says so (the result does not
-    converge, as proximal multipliers do not there).
+    The rows' directions past the rank read at closed configurations are left out, least squares: rows
+    dependent where the loop closes, which a drifted-open loop may make hold the parent or ask the impossible;
+    where that is more than round-off the constraint residual says so (the result does not converge, as
+    proximal multipliers do not there).
 
     Raises
     ------
     ValueError
-        A singular configuration of a cluster: its rows lose rank -- the cluster and its constraints named.
+        A singular configuration of a cluster: its rows lose rank, or its dependent columns' block ``B_d`` does
+        (the chosen coordinates ``y`` no longer fix the others) -- the cluster and its constraints named.
     """
     maps = {}
     for cluster in clusters:
@@ -313,21 +374,134 @@ def state_maps(mechanism: Mechanism, clusters, kin, terms: dict) -> dict:
             maps[cluster.name] = (cluster.G, cluster.g, None)
             continue
         A, c, Kp = _relative_rows(mechanism, cluster.joints, cluster.constraints, kin, terms)
-        U, sv, Vt = np.linalg.svd(A)
-        rank = A.shape[-1] - cluster.ny
-        named = f"cluster {cluster.name!r} ({', '.join(cluster.constraints)})"
-        if rank and np.any(sv[..., rank - 1] <= SINGULAR_RTOL * sv[..., 0]):
-            worst = float(np.min(sv[..., rank - 1] / sv[..., 0]))
-            raise ValueError(f"{named} is at a singular configuration: its rows lose rank there (singular value "
-                             f"ratio {worst:.1e}), so no map qdd = G y + g is well defined; move away from it, or "
-                             f"hold the cluster's loops with the prox policy")
-        pinv = np.swapaxes(Vt[..., :rank, :], -1, -2) @ (np.swapaxes(U[..., :, :rank], -1, -2) / sv[..., :rank, None])
-        G, g, P = np.swapaxes(Vt[..., rank:, :], -1, -2), (pinv @ c[..., None])[..., 0], pinv @ Kp
+        G, g, P = _explicit_map(cluster, A, c, Kp)
         if cluster.parent == GROUND:
             g = g - (P @ kin.root_acceleration[..., None])[..., 0]
         maps[cluster.name] = (_by_joint(mechanism, cluster.joints, G, rows=True), _by_joint(mechanism, cluster.joints, g),
                               _by_joint(mechanism, cluster.joints, P, rows=True) if cluster.moving_parent else None)
     return maps
+
+
+def _explicit_map(cluster: EmbeddedCluster, A: np.ndarray, c: np.ndarray, Kp: np.ndarray) -> tuple:
+    """``(G (..., n_c, ny), g (..., n_c), P (..., n_c, 6))`` of a loop cluster from its rows (:func:`state_maps`)."""
+    U, sv, Vt = np.linalg.svd(A, full_matrices=False)
+    dependent, independent = list(cluster.dependent), list(cluster.independent)
+    rank, n = len(dependent), A.shape[-1]
+    batch = A.shape[:-2]
+    G = np.zeros(batch + (n, len(independent)))
+    G[..., independent, range(len(independent))] = 1.0
+    g, P = np.zeros(batch + (n,)), np.zeros(batch + (n, 6))
+    if not rank:
+        return G, g, P
+    named = f"cluster {cluster.name!r} ({', '.join(cluster.constraints)})"
+    if np.any(sv[..., rank - 1] <= SINGULAR_RTOL * sv[..., 0]):
+        worst = float(np.min(sv[..., rank - 1] / sv[..., 0]))
+        raise ValueError(f"{named} is at a singular configuration: its rows lose rank there (singular value "
+                         f"ratio {worst:.1e}), so no map qdd = G y + g is well defined; move away from it, or "
+                         f"hold the cluster's loops with the prox policy")
+    Ur = U[..., :, :rank]
+    B = sv[..., :rank, None] * Vt[..., :rank, :]  # (= Ur' A: the rows on an orthonormal basis of their range)
+    Bd = B[..., :, dependent]
+    smallest = np.linalg.svd(Bd, compute_uv=False)[..., -1]
+    if np.any(smallest <= SINGULAR_RTOL * sv[..., 0]):
+        worst = float(np.min(smallest / sv[..., 0]))
+        raise ValueError(f"{named} is at a singular configuration of its coordinates: its dependent velocity "
+                         f"columns {tuple(dependent)} no longer follow from y there (their block's singular value "
+                         f"ratio {worst:.1e}); move away from it, or hold the cluster's loops with the prox policy")
+    right = np.concatenate([B[..., :, independent], (np.swapaxes(Ur, -1, -2) @ c[..., None]),
+                            np.swapaxes(Ur, -1, -2) @ Kp], axis=-1)
+    X = np.linalg.solve(Bd, right)
+    G[..., dependent, :] = -X[..., :, :len(independent)]
+    g[..., dependent] = X[..., :, len(independent)]
+    P[..., dependent, :] = X[..., :, len(independent) + 1:]
+    return G, g, P
+
+
+def independent_coordinates(mechanism: Mechanism, q) -> tuple:
+    """The coordinates ``z`` of :func:`mechanics.inverse_dynamics` with ``independent=True``: ``(Gamma (..., nv,
+    nz), columns (nz,))``, ``qdd = Gamma z + gamma`` on the couplings' and local loops' solutions at ``q``
+    (:func:`independent_map`), ``z`` the accelerations of the velocity columns ``columns`` -- every joint
+    outside a cluster, each coupling's independent joints (:func:`coupling_map`), each local loop's
+    (:func:`loop_partition`: a four-bar's crank).  Other constraints (contacts, loops spanning the tree) are not
+    in it.
+
+    Examples
+    --------
+    >>> from mechanics import models
+    >>> mech = models.four_bar()
+    >>> Gamma, columns = independent_coordinates(mech, mech.neutral_configuration())
+    >>> columns.tolist(), Gamma.shape  # y: the crank's acceleration
+    ([0], (3, 1))
+    """
+    from .checks import check_state
+    from .kinematics import kinematics
+
+    zeros = np.zeros(mechanism.nv)
+    q, v, _ = check_state(mechanism, np.asarray(q, dtype=float), zeros, zeros)
+    return independent_map(mechanism, coordinate_clusters(mechanism), kinematics(mechanism, q, v), {})
+
+
+def coordinate_clusters(mechanism: Mechanism) -> list:
+    """The clusters of :func:`independent_coordinates`: the couplings' and local loops' (made once per
+    mechanism)."""
+    from .clusters import local
+
+    names = tuple(c.name for c in mechanism.constraints if local(mechanism, c.name))
+    return mechanism.derived.get(("independent clusters",), lambda: embedded_clusters(mechanism, names))
+
+
+def independent_map(mechanism: Mechanism, clusters, kin, terms: dict) -> tuple:
+    """``(Gamma (..., nv, nz), columns (nz,))``: every joint's ``qdd`` through the coordinates ``z`` -- the
+    joints outside ``clusters`` as themselves, each cluster's through its ``y`` (:func:`state_maps`; ``columns``:
+    the velocity column each coordinate is, in order) -- ``qdd = Gamma z + gamma`` at the state of ``kin``.
+    A cluster whose map moves with its parent's acceleration gets the parent's path through its rows, ``-P S_j
+    Gamma_j`` for each joint ``j`` above it: so ``J Gamma = 0`` for every embedded constraint's rows ``J``,
+    open loops too (on the rows' numerical range), and ``Gamma' tau`` are the forces on ``z`` (003's C-RNEA
+    output).  ``gamma`` is not formed."""
+    maps = state_maps(mechanism, clusters, kin, terms)
+    of = {j: cluster for cluster in clusters for j in cluster.joints}
+    columns = []
+    for link in mechanism.links:
+        own = mechanism.v_slices[link.name]
+        if link.name not in of:
+            columns += range(own.start, own.stop)
+        elif link.name == of[link.name].name:
+            cluster = of[link.name]
+            first = _columns(mechanism, cluster.joints)
+            columns += [int(first[k]) for k in cluster.independent]
+    columns = np.array(columns, dtype=np.int64)
+    where = {int(column): k for k, column in enumerate(columns)}
+    Gamma = np.zeros(kin.batch_shape + (mechanism.nv, columns.size))
+    done = set()
+    for link in mechanism.links:  # (topological order: whatever moves a cluster comes before it)
+        name = link.name
+        if name not in of:
+            for column in range(mechanism.v_slices[name].start, mechanism.v_slices[name].stop):
+                Gamma[..., column, where[column]] = 1.0
+            continue
+        cluster = of[name]
+        if cluster.name in done:
+            continue
+        done.add(cluster.name)
+        G, _, P = maps[cluster.name]
+        ys = [where[int(c)] for c in _columns(mechanism, cluster.joints)[list(cluster.independent)]]
+        moved = 0.0 if P is None else _path_rows(mechanism, cluster.parent, kin, Gamma)  # (..., 6, nz): a_p's
+        for joint in cluster.joints:
+            rows = mechanism.v_slices[joint]
+            Gamma[..., rows, ys] = Gamma[..., rows, ys] + G[joint]
+            if P is not None:
+                Gamma[..., rows, :] = Gamma[..., rows, :] - P[joint] @ moved
+    return Gamma, columns
+
+
+def _path_rows(mechanism: Mechanism, link: str, kin, Gamma: np.ndarray) -> np.ndarray | float:
+    """``(..., 6, nz)``: how link ``link``'s acceleration moves with ``z`` -- ``sum_j S_j Gamma_j`` over the joints
+    from the ground to it (world-frame spatial accelerations add along a branch)."""
+    moved = 0.0
+    while link != GROUND:
+        moved = moved + kin.S[link] @ Gamma[..., mechanism.v_slices[link], :]
+        link = mechanism.parent(link)
+    return moved
 
 
 def _by_joint(mechanism: Mechanism, joints: tuple, X: np.ndarray, rows: bool = False) -> dict:

@@ -640,3 +640,102 @@ def test_embedding_a_loop_is_refused_at_a_singular_configuration_not_local_or_co
         mechanics.prepare(mech, "embed/clusters", backend="numba")
     with pytest.warns(mechanics.NumpyPathWarning, match="numpy path only"):
         assert mechanics.prepare(mech, "embed/clusters")(q, v, tau).converged
+
+
+# -- a loop cluster's coordinates: 003 Sec. IV's partition, and C-RNEA on them (issue 43, item 4) ----------------
+
+def _error_jacobian(mech, q, names, h: float = 1e-6):
+    """``J (m, nv)`` of the closure errors of constraints ``names``, by central differences along each velocity
+    direction on the manifold (the test's own, not the embedding's rows)."""
+    def errors(x):
+        e = mechanics.closure.constraint_error(mech, x)
+        return np.concatenate([e[n] for n in names])
+    columns = []
+    for k in range(mech.nv):
+        step = np.zeros(mech.nv)
+        step[k] = h
+        columns.append((errors(mech.integrate(q, step)) - errors(mech.integrate(q, -step))) / (2 * h))
+    return np.column_stack(columns)
+
+
+def _oracle_coordinates(J, columns, rtol: float = 1e-5):
+    """``Gamma (nv, nz)``: identity on ``columns``, the other columns solved from an orthonormal basis of ``J``'s
+    numerical row space (singular values above ``rtol`` of the largest) -- the null space of ``J`` written on
+    ``columns``."""
+    U, sv, Vt = np.linalg.svd(J, full_matrices=False)
+    B = Vt[:int(np.sum(sv > rtol * sv[0]))]
+    dependent = [k for k in range(J.shape[1]) if k not in set(columns)]
+    assert len(dependent) == B.shape[0], (len(dependent), B.shape)
+    Gamma = np.zeros((J.shape[1], len(columns)))
+    Gamma[columns, np.arange(len(columns))] = 1.0
+    Gamma[dependent] = -np.linalg.solve(B[:, dependent], B[:, columns])
+    return Gamma
+
+
+@pytest.mark.parametrize("model, independent", [("four_bar", ["crank"]), ("digit_leg", ["hip", "thigh"]),
+                                                ("fig4", None), ("ladder", None)])
+def test_a_loop_clusters_coordinates_are_its_independent_joints_and_c_rnea_is_gamma_transposed_tau(model, independent):
+    """003 Sec. IV and C-RNEA: the coordinates ``z`` of ``inverse_dynamics(independent=True)`` are joints'
+    accelerations -- a four-bar's crank, Digit's hip and thigh (the joints nearest each cluster's parent) --
+    and ``Gamma`` is identity on them and spans the local loops' solutions (the test's null space of the closure
+    errors' Jacobian by finite differences, on those columns) at closed states; ``inverse_dynamics(...,
+    independent=True)`` is ``Gamma' (M qdd + b)`` (Pinocchio's ``crba`` and ``nonLinearEffects`` where its links
+    are depth first; our ``rnea``, Pinocchio's elsewhere), and of ``forward_dynamics``' ``qdd`` it gives back
+    ``Gamma' tau`` where every loop is local (the ladder's long loops keep multipliers: not in ``Gamma``)."""
+    mech = mechanics.models.MODELS[model]()
+    loops = [c.name for c in mech.constraints if local(mech, c.name)]
+    for seed in range(2):
+        q, v, tau = _closed_state(mech, seed)
+        Gamma, columns = mechanics.independent_coordinates(mech, q)
+        if independent is not None:
+            assert columns.tolist() == [mech.v_slices[j].start for j in independent]
+        oracle = _oracle_coordinates(_error_jacobian(mech, q, loops), columns.tolist())
+        assert np.abs(Gamma - oracle).max() < 1e-6 * max(1.0, np.abs(oracle).max()), (seed, np.abs(Gamma - oracle).max())
+        with warnings.catch_warnings():  # (the loops' maps on the numpy path; fig4's redundant rows, open
+            warnings.simplefilter("ignore", mechanics.NumpyPathWarning)  # in round-off's directions: not converged)
+            warnings.simplefilter("ignore", mechanics.ConvergenceWarning)
+            result = mechanics.forward_dynamics(mech, q, v, tau, "caba", tol=1e-12, max_iter=300)
+        tau_z = mechanics.inverse_dynamics(mech, q, v, result.qdd, independent=True)
+        if depth_first(mech):
+            model_, _ = pinocchio_model_of(mech.with_constraints([]))
+            data = model_.createData()
+            M = pin.crba(model_, data, q)
+            M = np.triu(M) + np.triu(M, 1).T
+            full = M @ result.qdd + pin.nonLinearEffects(model_, data, q, v)
+        else:
+            full = mechanics.inverse_dynamics(mech, q, v, result.qdd)
+        assert relative(tau_z, oracle.T @ full) < 1e-6, (seed, relative(tau_z, oracle.T @ full))
+        assert relative(tau_z, Gamma.T @ full) < 1e-12, seed
+        if set(loops) == {c.name for c in mech.constraints}:
+            assert relative(tau_z, Gamma.T @ tau) < 1e-9, (seed, relative(tau_z, Gamma.T @ tau))
+
+
+def test_c_rnea_refuses_loops_open_past_their_coordinates_a_qdd_off_them_and_a_singular_partition():
+    """No silent answer: fig4 at a random configuration (its two loops open, their rows of more rank than where
+    they close) and a ``qdd`` that misses a four-bar's loop are refused naming the loops; a four-bar at its
+    crank's toggle (coupler and rocker in line: the crank no longer fixes them, though the loop's rows keep their
+    rank) is a singular configuration of its coordinates for ``independent_coordinates`` and for ``caba``."""
+    fig4 = mechanics.models.fig4()
+    q, v, tau = random_state(fig4, np.random.default_rng(0))
+    qdd = mechanics.forward_dynamics(fig4, q, v, tau, "proxbbo").qdd
+    with pytest.raises(ValueError, match=r"loops '12', '13' are open at this state past the coordinates"):
+        mechanics.inverse_dynamics(fig4, q, v, qdd, independent=True)
+    mech = mechanics.models.four_bar()
+    q, v, tau = _closed_state(mech, 0)
+    with pytest.raises(ValueError, match=r"qdd misses the loops 'loop'"):
+        mechanics.inverse_dynamics(mech, q, v, np.ones(3), independent=True)
+    crank, coupler, rocker, base = 1.0, 1.5, 1.0, 2.0
+    toggle = mechanics.models.four_bar(crank, coupler, rocker, base, angle=1.0)
+    placed = {l.name: np.arctan2(l.placement.rotation[1, 0], l.placement.rotation[0, 0]) for l in toggle.links}
+    theta = np.arccos((crank**2 + base**2 - (coupler + rocker)**2) / (2 * crank * base))  # (|B - D| = 2.5)
+    B = crank * np.array([np.cos(theta), np.sin(theta)])
+    u = (np.array([base, 0.0]) - B) / (coupler + rocker)
+    along = np.arctan2(u[1], u[0])
+    q = np.array([theta - placed["crank"], along - theta - placed["coupler"], along + np.pi - placed["rocker"]])
+    assert max(np.abs(e).max() for e in mechanics.closure.constraint_error(toggle, q).values()) < 1e-12
+    assert np.linalg.matrix_rank(_error_jacobian(toggle, q, ["loop"]), tol=1e-6) == 2
+    with pytest.raises(ValueError, match=r"cluster 'crank' \(loop\) is at a singular configuration of its coordinates"):
+        mechanics.independent_coordinates(toggle, q)
+    with pytest.raises(ValueError, match=r"singular configuration of its coordinates"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", mechanics.NumpyPathWarning)
+        mechanics.forward_dynamics(toggle, q, np.zeros(3), np.zeros(3), "caba", backend="numpy")
