@@ -664,33 +664,53 @@ def _prepared(mechanism: Mechanism, algorithm, mu, tol, max_iter, refine, backen
     return prepared
 
 
-def delassus(mechanism: Mechanism, q) -> np.ndarray:
+def delassus(mechanism: Mechanism, q, clusters: bool = False) -> np.ndarray:
     """Delassus matrix (inverse operational-space inertia) ``J M^-1 J'`` at ``q``.
 
     Read off the dual factor left on the multipliers after eliminating every
     primal variable of the ``hard`` GPLC graph (001 Sec. IV): that factor's
-    Hessian is ``-J M^-1 J'``.
+    Hessian is ``-J M^-1 J'``.  With ``clusters``, 003's C-EFPA: the couplings and
+    local loops embedded (:mod:`mechanics.clusters`, ``qdd = Gamma z + gamma``:
+    :func:`~mechanics.couplings.independent_coordinates`), the matrix of the other
+    constraints (contacts, loops spanning the tree) on the embedded mechanism,
+    ``J Gamma (Gamma' M Gamma)^-1 Gamma' J'`` -- the clusters' links and
+    coordinates eliminated as C-ABA does, then the multipliers' factor read.
 
     Parameters
     ----------
     mechanism : Mechanism
     q : array_like (..., nq)
+    clusters : bool
 
     Returns
     -------
-    ndarray (..., m, m), rows in constraint order.
+    ndarray (..., m, m), rows in constraint order (with ``clusters``, of the constraints not embedded).
+
+    Examples
+    --------
+    >>> from mechanics import models
+    >>> cheetah = models.mini_cheetah(contacts=True)  # four feet on the ground, a geared rotor on each joint
+    >>> delassus(cheetah, cheetah.neutral_configuration(), clusters=True).shape  # the feet's rows alone
+    (12, 12)
     """
+    from .algorithms import cluster_order
+    from .clusters import local
+
     zeros = np.zeros(mechanism.nv)
     q, _, _ = check_state(mechanism, q, zeros, zeros)
-    if not mechanism.constraints:
+    embedded = {c.name for c in mechanism.constraints if local(mechanism, c.name)} if clusters else set()
+    kept = [c for c in mechanism.constraints if c.name not in embedded]
+    if not kept:
         return np.zeros(q.shape[:-1] + (0, 0))
     kin = kinematics(mechanism, q, zeros)
-    layout = GPLCLayout(mechanism, resolve_policies("hard", mechanism))
+    policies = resolve_policies({**{name: "embed" for name in embedded}, "default": "hard"}, mechanism)
+    layout = GPLCLayout(mechanism, policies)
     gplc = layout.fill(kin, zeros, 1.0, split_multipliers(mechanism, None, kin.batch_shape))
     structure = layout.structure()
-    primal = Ordering([b for b in tree_order(mechanism, structure).blocks if not isinstance(b[0], Multiplier)])
+    order = (cluster_order if embedded else tree_order)(mechanism, structure)
+    primal = Ordering([b for b in order.blocks if not isinstance(b[0], Multiplier)])
     plan = elimination.analyze(structure, primal, complete=False)
     dual = elimination.factorize(gplc.graph, plan).remaining().to_dense()
     order = np.concatenate([np.arange(dual.index[Multiplier(c.name)].start, dual.index[Multiplier(c.name)].stop)
-                            for c in mechanism.constraints])
+                            for c in kept])
     return -dual.K[..., order[:, None], order[None, :]]

@@ -739,3 +739,44 @@ def test_c_rnea_refuses_loops_open_past_their_coordinates_a_qdd_off_them_and_a_s
     with pytest.raises(ValueError, match=r"singular configuration of its coordinates"), warnings.catch_warnings():
         warnings.simplefilter("ignore", mechanics.NumpyPathWarning)
         mechanics.forward_dynamics(toggle, q, np.zeros(3), np.zeros(3), "caba", backend="numpy")
+
+
+def _reduced_delassus(J, M, N):
+    """``J N (N' M N)^-1 N' J'``: the Delassus matrix of rows ``J`` on the motions ``qdd = N z``."""
+    JN = J @ N
+    return JN @ np.linalg.solve(N.T @ M @ N, JN.T)
+
+
+def test_c_efpa_the_delassus_matrix_with_clusters_embedded_equals_the_dense_one_on_their_solutions():
+    """003's C-EFPA: ``delassus(..., clusters=True)`` is the contacts' (and long loops') ``J N (N' M N)^-1 N'
+    J'`` with ``N`` a basis of the embedded constraints' solutions (the test's own null space: of the
+    couplings' ``C``, of the loops' Jacobian on its numerical row space) and Pinocchio's ``M`` and ``J`` --
+    Mini Cheetah's feet on the ground beside its rotors, fig4's two loops beside a foot on link 6 --, not the
+    feet's ``J M^-1 J'`` on the free tree, and for the independent couplings the Schur complement of the
+    multipliers' whole Delassus matrix (``clusters=False``), the couplings' rows eliminated."""
+    import scipy.linalg
+
+    cheetah = mechanics.models.mini_cheetah(contacts=True)
+    cheetah = cheetah.with_constraints(sorted(cheetah.constraints, key=lambda c: isinstance(c, Coupling)))
+    fig4 = mechanics.models.fig4()
+    q4 = _closed_state(fig4, 0)[0]
+    foot = mechanics.Connect("6", GROUND, at(0.3, 0.0, 0.0), name="foot")
+    footed = fig4.with_constraints(list(fig4.constraints) + [foot]).anchored(q4)
+    for mech, q, kept in ((cheetah, cheetah.neutral_configuration(), 12), (footed, q4, 3)):
+        M, _, A, _ = joint_space(mech, q, np.zeros(mech.nv))
+        if mech is cheetah:
+            J, C = A[:kept], A[kept:]
+            N = scipy.linalg.null_space(C)
+        else:
+            J, loops = A[6:], A[:6]
+            U, sv, Vt = np.linalg.svd(loops)
+            N = Vt[int(np.sum(sv > 1e-5 * sv[0])):].T
+        D = mechanics.delassus(mech, q, clusters=True)
+        oracle = _reduced_delassus(J, M, N)
+        assert D.shape == (kept, kept) and relative(D, oracle) < 1e-9, (mech.name, relative(D, oracle))
+        assert relative(D, J @ np.linalg.solve(M, J.T)) > 1e-3, mech.name
+        full = mechanics.delassus(mech, q)
+        assert full.shape == (A.shape[0],) * 2 and relative(full, A @ np.linalg.solve(M, A.T)) < 1e-9, mech.name
+        if mech is cheetah:
+            schur = full[:kept, :kept] - full[:kept, kept:] @ np.linalg.solve(full[kept:, kept:], full[kept:, :kept])
+            assert relative(D, schur) < 1e-8, relative(D, schur)
