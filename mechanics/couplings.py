@@ -247,9 +247,10 @@ def loop_partition(mechanism: Mechanism, names: tuple, joints: tuple) -> tuple:
     less; where none closes, the open ones' (an open loop's rows may have more: the states then say so,
     :func:`state_maps`).  The columns are chosen on the first configuration of that rank: among all sets of
     that many columns (the most independent by pivoted QR where there are more than :data:`PARTITIONS` sets)
-    the first, the later joints' columns solved for first, whose ``B_d`` on an orthonormal basis of the rows
-    has a smallest singular value within :data:`PREFERENCE` of the best set's -- so a four-bar's crank, the
-    joint nearest its parent, stays independent where the geometry allows.
+    the first whose ``B_d`` on an orthonormal basis of the rows has a smallest singular value within
+    :data:`PREFERENCE` of the best set's, taking a coupling's first joint (a gear's rotor) and the joints
+    farthest from the cluster's parent as dependent first -- so a four-bar's crank, the joint next to the
+    parent, stays independent where the geometry allows, and a geared joint's rotor follows its joint.
 
     Examples
     --------
@@ -275,7 +276,7 @@ def loop_partition(mechanism: Mechanism, names: tuple, joints: tuple) -> tuple:
         rank = int(np.sum(sv > LOOP_RANK_RTOL * sv[0])) if sv.size and sv[0] > 0 else 0
         found.append((rank, Vt[:rank]))
     rank, B = max(closed or open_, key=lambda r: r[0])
-    return _best_conditioned_columns(B, rank)
+    return _best_conditioned_columns(B, rank, _solved_first(mechanism, names, joints))
 
 
 PARTITIONS = 5000
@@ -286,8 +287,24 @@ the cluster's parent independent (:func:`loop_partition`): within a decade ``y``
 drives (a four-bar's crank, 003's actuated coordinates)."""
 
 
-def _best_conditioned_columns(B: np.ndarray, rank: int) -> tuple:
-    """``rank`` columns of ``B (rank, n)`` whose square block is best conditioned (:func:`loop_partition`)."""
+def _solved_first(mechanism: Mechanism, names: tuple, joints: tuple) -> list:
+    """A cluster's velocity columns (over ``joints``' velocities) in the order :func:`loop_partition` prefers
+    them solved for: a coupling's first joint's (a gear's rotor), then the joints farthest from the cluster's
+    parent, the later ones first."""
+    first = {mechanism.constraint(n).joints[0] for n in names if isinstance(mechanism.constraint(n), Coupling)}
+    inside, depth, key = set(joints), {}, {}
+    edges = np.cumsum([0] + [mechanism.link(j).joint.nv for j in joints])
+    for index, (j, a, b) in enumerate(zip(joints, edges, edges[1:])):
+        up = mechanism.parent(j)
+        depth[j] = depth[up] + 1 if up in inside else 1
+        for column in range(a, b):
+            key[column] = (j not in first, -depth[j], -column)
+    return sorted(key, key=key.get)
+
+
+def _best_conditioned_columns(B: np.ndarray, rank: int, order: list) -> tuple:
+    """``rank`` columns of ``B (rank, n)`` whose square block is best conditioned, the first in ``order`` among
+    those within :data:`PREFERENCE` of the best (:func:`loop_partition`)."""
     from itertools import combinations
     from math import comb
 
@@ -298,7 +315,7 @@ def _best_conditioned_columns(B: np.ndarray, rank: int) -> tuple:
         import scipy.linalg
 
         return tuple(sorted(int(c) for c in scipy.linalg.qr(B, pivoting=True, mode="r")[1][:rank]))
-    sets = list(combinations(range(n - 1, -1, -1), rank))  # (the later columns' first)
+    sets = list(combinations(order, rank))  # (the preferred columns' first)
     smallest = [np.linalg.svd(B[:, columns], compute_uv=False)[-1] for columns in sets]
     good = max(smallest) / PREFERENCE
     return tuple(sorted(next(columns for columns, s in zip(sets, smallest) if s >= good)))

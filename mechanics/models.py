@@ -350,6 +350,55 @@ def tello_leg(ratio: float = 6.0) -> Mechanism:
     return Mechanism(links, couplings, name="tello_leg", frames={"sole": ("ankle_roll", at(0.0, 0.0, -0.05))})
 
 
+def humanoid_leg(ratio: float = 6.0) -> Mechanism:
+    """An MIT-Humanoid-like leg (003's belt-driven leg): hip yaw (z), hip roll (x), hip pitch (y), knee (y) and
+    ankle (y) below a fixed pelvis, each link named by its joint; geared rotors on the three hip joints
+    (:func:`mechanics.with_rotors`), and the knee's and ankle's rotors on the thigh, near the hip, driving
+    their joints through belts: the knee's turns the shin, ``qdd_knee_rotor = N qdd_knee``, the ankle's runs
+    over the knee and turns the foot's angle, ``qdd_ankle_rotor = N (qdd_knee + qdd_ankle)`` -- one cluster of
+    the four (003 Fig. 2's).  ``N = ratio``; plausible masses and lengths (a 0.55 m leg), not the MIT
+    Humanoid's."""
+    _check_length("humanoid_leg", ratio=ratio)
+    x, y, z = (Joint("revolute", axis) for axis in "xyz")
+    N = float(ratio)
+    spin = Rotor(N, ROTOR.inertia, ROTOR.mass).rotational_inertia((0.0, 1.0, 0.0))
+    links = [
+        rod("hip_yaw", GROUND, z, Pose(), -0.05, mass=0.8, direction=2),
+        rod("hip_roll", "hip_yaw", x, at(0.0, 0.0, -0.05), -0.05, mass=0.9, direction=2),
+        rod("hip_pitch", "hip_roll", y, at(0.0, 0.0, -0.05), -0.26, mass=1.6, direction=2),
+        Link("knee_rotor", "hip_pitch", y, at(0.0, 0.06, -0.03), ROTOR.mass, np.zeros(3), spin),
+        Link("ankle_rotor", "hip_pitch", y, at(0.0, -0.06, -0.03), ROTOR.mass, np.zeros(3), spin),
+        rod("knee", "hip_pitch", y, at(0.0, 0.0, -0.26), -0.26, mass=0.5, direction=2),
+        rod("ankle", "knee", y, at(0.0, 0.0, -0.26), 0.1, mass=0.3),
+    ]
+    belts = [Coupling(("knee_rotor", "knee"), ([[1.0]], [[-N]]), name="knee:belt"),
+             Coupling(("ankle_rotor", "knee", "ankle"), ([[1.0]], [[-N]], [[-N]]), name="ankle:belt")]
+    leg = Mechanism(links, belts, name="humanoid_leg", frames={"sole": ("ankle", at(0.05, 0.0, -0.02))})
+    rotor = Rotor(N, ROTOR.inertia, ROTOR.mass)
+    return with_rotors(leg, {"hip_yaw": rotor, "hip_roll": rotor, "hip_pitch": rotor}, name="humanoid_leg")
+
+
+def four_bar_arm(upper: float = 0.3, fore: float = 0.25, crank: float = 0.06) -> Mechanism:
+    """A planar arm (joints about y, gravity along -z) whose elbow is driven from the shoulder through a
+    parallelogram four-bar (004's four-bar-driven arm): the shoulder turns the upper arm; a crank on the
+    shoulder's axis, turned by its own geared motor there, drives a coupler rod parallel to the upper arm that
+    closes on the forearm ``crank`` above the elbow -- a loop of four joints off the ground, embedded as one
+    cluster with the crank's rotor (``y``: the shoulder and the crank).  Plausible masses and lengths."""
+    for name, length in (("upper", upper), ("fore", fore), ("crank", crank)):
+        _check_length("four_bar_arm", **{name: length})
+    y = Joint("revolute", "y")
+    up = rotation_about("y", -np.pi / 2)  # (a rod's x turned to +z)
+    links = [
+        rod("upper_arm", GROUND, y, Pose(), upper, mass=1.2),
+        rod("forearm", "upper_arm", y, at(upper, 0.0, 0.0), fore, mass=0.8),
+        rod("crank", GROUND, y, Pose(up, np.zeros(3)), crank, mass=0.1),
+        rod("coupler", "crank", y, Pose(up.T, np.array([crank, 0.0, 0.0])), upper, mass=0.15),
+    ]
+    loop = Connect("coupler", "forearm", _tip(upper), axes=(0, 2), name="elbow_drive")
+    arm = _closed(links, [loop], "four_bar_arm")
+    return with_rotors(arm, {"crank": ROTOR, "upper_arm": ROTOR}, name="four_bar_arm")
+
+
 def _check_size(model: str, minimum: int, **size) -> None:
     (name, value), = size.items()
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
@@ -379,4 +428,6 @@ MODELS = {
     "belt_chain": belt_chain,
     "mini_cheetah": mini_cheetah,
     "tello_leg": tello_leg,
+    "humanoid_leg": humanoid_leg,
+    "four_bar_arm": four_bar_arm,
 }

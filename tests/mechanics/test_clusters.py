@@ -13,7 +13,8 @@ from tests.mechanics.random_mechanisms import mechanisms
 
 def test_the_papers_mechanisms_cluster_as_003_draws_them():
     """Each rotor with its link, each differential's two rotors with its two joints; fig4's two coupled loops
-    as one cluster under link 3 (000 Fig. 4); Digit's achilles and knee rods together, its toe rod apart; a
+    as one cluster under link 3 (000 Fig. 4); Digit's achilles and knee rods together, its toe rod apart; the
+    humanoid leg's two belts from the thigh as one; the arm's elbow four-bar with both rotors on the ground; a
     loop of seven joints (cycle) and contacts stay out."""
     tello = [(c.links, c.parent) for c in models.tello_leg().clusters()]
     assert tello == [(("hip_yaw_rotor", "hip_yaw"), GROUND),
@@ -27,6 +28,10 @@ def test_the_papers_mechanisms_cluster_as_003_draws_them():
     assert models.cycle(8).clusters() == () and models.cycle(8).clusters(max_joints=7)[0].parent == "link1"
     standing = models.mini_cheetah(contacts=True)
     assert len(standing.clusters()) == 12 and not any("foot" in n for c in standing.clusters() for n in c.constraints)
+    humanoid = [(c.links, c.parent) for c in models.humanoid_leg().clusters()]
+    assert humanoid[3:] == [(("knee_rotor", "ankle_rotor", "knee", "ankle"), "hip_pitch")]  # (the two belts: one)
+    (arm,) = models.four_bar_arm().clusters()  # (the elbow's four-bar with the shoulder's and crank's rotors)
+    assert (arm.parent, set(arm.constraints)) == (GROUND, {"elbow_drive", "crank:gear", "upper_arm:gear"})
 
 
 @st.composite

@@ -359,7 +359,8 @@ def test_the_coupling_map_spans_the_couplings_solutions(mech, seed):
 
 
 @pytest.mark.parametrize("model, kwargs", [("geared_chain", {}), ("belt_chain", {}), ("mini_cheetah", {}),
-                                           ("mini_cheetah", {"contacts": True}), ("tello_leg", {})])
+                                           ("mini_cheetah", {"contacts": True}), ("tello_leg", {}),
+                                           ("humanoid_leg", {})])
 def test_the_built_in_rotor_belt_and_differential_mechanisms_equal_the_dense_solve(model, kwargs):
     """003/004's mechanisms with rotors: every algorithm on both executors (Mini Cheetah standing on its four
     feet too: couplings and contacts in one elimination)."""
@@ -479,7 +480,7 @@ def _clusters(mech):
     return mechanics.couplings.embedded_clusters(mech, names)
 
 
-@pytest.mark.parametrize("model", ["geared_chain", "belt_chain", "mini_cheetah", "tello_leg"])
+@pytest.mark.parametrize("model", ["geared_chain", "belt_chain", "mini_cheetah", "tello_leg", "humanoid_leg"])
 def test_the_rotor_robots_embedded_equal_the_dense_solve_in_one_solve(model):
     """003's robots with every coupling embedded: one solve, no multiplier (the plan's variables: no ``qdd`` of a
     coupled joint, one ``y`` per cluster), qdd and the couplings' forces the dense KKT's."""
@@ -539,7 +540,7 @@ def row_space_solve(mech, q, v, tau, rtol: float = 1e-5):
     return z[:mech.nv], B.T @ z[mech.nv:], np.linalg.cond(K)
 
 
-@pytest.mark.parametrize("model", ["four_bar", "digit_leg", "chain_of_loops", "fig4", "ladder"])
+@pytest.mark.parametrize("model", ["four_bar", "digit_leg", "chain_of_loops", "fig4", "ladder", "four_bar_arm"])
 def test_local_loops_embedded_equal_the_dense_solve(model):
     """Every local loop embedded -- four-bars (one y each), Digit's knee, achilles rod and toe, the chain of
     loops' welds (rigid: no y, ``qdd_c = g``), fig4's two loops sharing joints (one cluster) -- the other loops
@@ -645,17 +646,27 @@ def test_embedding_a_loop_is_refused_at_a_singular_configuration_not_local_or_co
 # -- a loop cluster's coordinates: 003 Sec. IV's partition, and C-RNEA on them (issue 43, item 4) ----------------
 
 def _error_jacobian(mech, q, names, h: float = 1e-6):
-    """``J (m, nv)`` of the closure errors of constraints ``names``, by central differences along each velocity
-    direction on the manifold (the test's own, not the embedding's rows)."""
+    """``J (m, nv)`` of constraints ``names``: a loop's closure errors by central differences along each velocity
+    direction on the manifold, a coupling's ``C`` as written (the test's own, not the embedding's rows)."""
+    loops = [n for n in names if not isinstance(mech.constraint(n), Coupling)]
+
     def errors(x):
         e = mechanics.closure.constraint_error(mech, x)
-        return np.concatenate([e[n] for n in names])
+        return np.concatenate([e[n] for n in loops])
     columns = []
     for k in range(mech.nv):
         step = np.zeros(mech.nv)
         step[k] = h
         columns.append((errors(mech.integrate(q, step)) - errors(mech.integrate(q, -step))) / (2 * h))
-    return np.column_stack(columns)
+    rows = [np.column_stack(columns)]
+    for name in names:
+        c = mech.constraint(name)
+        if isinstance(c, Coupling):
+            C = np.zeros((c.dim, mech.nv))
+            for joint, block in zip(c.joints, c.C):
+                C[:, mech.v_slices[joint]] += block
+            rows.append(C)
+    return np.vstack(rows)
 
 
 def _oracle_coordinates(J, columns, rtol: float = 1e-5):
@@ -673,10 +684,12 @@ def _oracle_coordinates(J, columns, rtol: float = 1e-5):
 
 
 @pytest.mark.parametrize("model, independent", [("four_bar", ["crank"]), ("digit_leg", ["hip", "thigh"]),
-                                                ("fig4", None), ("ladder", None)])
+                                                ("four_bar_arm", ["upper_arm", "crank"]), ("fig4", None),
+                                                ("ladder", None)])
 def test_a_loop_clusters_coordinates_are_its_independent_joints_and_c_rnea_is_gamma_transposed_tau(model, independent):
     """003 Sec. IV and C-RNEA: the coordinates ``z`` of ``inverse_dynamics(independent=True)`` are joints'
-    accelerations -- a four-bar's crank, Digit's hip and thigh (the joints nearest each cluster's parent) --
+    accelerations -- a four-bar's crank, Digit's hip and thigh (the joints nearest each cluster's parent), the
+    four-bar-driven arm's shoulder and crank (their rotors follow them) --
     and ``Gamma`` is identity on them and spans the local loops' solutions (the test's null space of the closure
     errors' Jacobian by finite differences, on those columns) at closed states; ``inverse_dynamics(...,
     independent=True)`` is ``Gamma' (M qdd + b)`` (Pinocchio's ``crba`` and ``nonLinearEffects`` where its links
