@@ -229,7 +229,7 @@ def test_incompatible_constraints_between_two_links_are_named_when_built():
     a consistent pair builds quietly."""
     mech = models.fig4()
     a, b = mech.links[2].name, mech.links[5].name
-    with pytest.warns(mechanics.IncompatibleConstraintsWarning, match=f"'w1' and 'w2' fix link '.*' to link '.*'"):
+    with pytest.warns(mechanics.IncompatibleConstraintsWarning, match="'w1' and 'w2' fix link '.*' to link '.*'"):
         mech.with_constraints(list(mech.constraints) + [Weld(a, b, name="w1"), Weld(b, a, at(0.1), name="w2")])
     with pytest.warns(mechanics.IncompatibleConstraintsWarning, match="'c1' and 'c2'"):  # another distance apart
         mech.with_constraints(list(mech.constraints) + [Connect(a, b, at(0.2), at(), name="c1"),
