@@ -200,9 +200,9 @@ def embedded_clusters(mechanism: Mechanism, names) -> list:
         seen |= set(joints)
         inside = tuple(c.name for c in constraints if _joints_of(mechanism, c) <= set(joints))
         if set(inside) <= couplings:
-            columns = _columns(mechanism, joints).tolist()
+            columns, free = _columns(mechanism, joints).tolist(), set(cmap.independent.tolist())
             ys = [k for k, column in enumerate(cmap.independent) if column in set(columns)]
-            dependent = tuple(k for k, column in enumerate(columns) if column not in set(cmap.independent.tolist()))
+            dependent = tuple(k for k, column in enumerate(columns) if column not in free)
             clusters.append(EmbeddedCluster(joints[0], joints, {j: cmap.G[mechanism.v_slices[j]][:, ys] for j in joints},
                                             {j: cmap.g[mechanism.v_slices[j]] for j in joints}, inside, len(ys),
                                             dependent=dependent))
@@ -294,7 +294,7 @@ def _solved_first(mechanism: Mechanism, names: tuple, joints: tuple) -> list:
     first = {mechanism.constraint(n).joints[0] for n in names if isinstance(mechanism.constraint(n), Coupling)}
     inside, depth, key = set(joints), {}, {}
     edges = np.cumsum([0] + [mechanism.link(j).joint.nv for j in joints])
-    for index, (j, a, b) in enumerate(zip(joints, edges, edges[1:])):
+    for j, a, b in zip(joints, edges, edges[1:]):
         up = mechanism.parent(j)
         depth[j] = depth[up] + 1 if up in inside else 1
         for column in range(a, b):
@@ -501,7 +501,7 @@ def independent_map(mechanism: Mechanism, clusters, kin, terms: dict) -> tuple:
             continue
         done.add(cluster.name)
         G, _, P = maps[cluster.name]
-        ys = [where[int(c)] for c in _columns(mechanism, cluster.joints)[list(cluster.independent)]]
+        ys = [where[int(c)] for c in _columns(mechanism, cluster.joints)[list(cluster.independent)]]  # (its z)
         moved = 0.0 if P is None else _path_rows(mechanism, cluster.parent, kin, Gamma)  # (..., 6, nz): a_p's
         for joint in cluster.joints:
             rows = mechanism.v_slices[joint]
