@@ -81,7 +81,7 @@ def _added(steps, st, hs, hd, ss, sd, Fw, H, scale):
 # -- the factorization of one step, written once for every width -----------------------------------------------
 # Fronts are rows ``i * maxn + j`` of flat arrays (elimination.vectors: ``(entry,)`` one state, ``(entry, lane)``
 # sixteen).  What only one state's kernel does -- a general substitution's rank-revealing SVD, the quasi-definite
-# and indefinite pivots -- goes through _general_substitution and a width test in _pivoted_front, which the lanes
+# and indefinite pivots -- goes through _general_substitution and _one_state_pivot (overloads), which the lanes
 # never reach (elimination.lanes_pairs.covers_pairs keeps such programs off them).
 
 
@@ -303,6 +303,25 @@ def _general_substitution_at(row, C, rows, Tnz, scratch, check_rank):
     return lambda row, C, rows, Tnz, scratch, check_rank: False
 
 
+def _one_state_pivot(H, Hs, ss, nz, n_min, kind, scratch, ratio):
+    """``ratio[0]`` of :func:`elimination.compiled_pivot._pivot` of ``Hs`` (``nz x nz``, scales ``ss``) at one
+    state's width; at the lanes' a refusal (-1 in every lane, as a pivot the numpy rule refuses), so that the
+    lanes do not compile the quasi-definite and indefinite pivots they never run."""
+
+
+@overload(_one_state_pivot, inline="always")
+def _one_state_pivot_at(H, Hs, ss, nz, n_min, kind, scratch, ratio):
+    if H.ndim == 1:
+        def pivoted(H, Hs, ss, nz, n_min, kind, scratch, ratio):
+            ratio[0] = _pivot(Hs, ss, nz, n_min, kind, scratch[6], scratch[8], scratch[4], scratch[5], scratch[7])
+        return pivoted
+
+    def refused(H, Hs, ss, nz, n_min, kind, scratch, ratio):
+        for w in range(v.width(H)):
+            ratio[w] = -1.0
+    return refused
+
+
 @njit(cache=True, inline="always")
 def _started_front(steps, st, sd, H, scale, X, Dv, n, maxn):
     """The front ``H``, ``scale`` of step ``st`` before its gathers, as its ``start`` column says (zeros, or what
@@ -426,7 +445,7 @@ def _pivoted_front(steps, st, C, H, scale, L, Li, X, Dv, Hzs, tmp, nF, nS, m, nz
     complement ``H_SS -= Y' D Y`` (upper triangle) with its scales; each lane's pivot ratio into ``ratio``, -1
     where the numpy rule refuses the pivot (the rest then meaningless).  A definite or negative pivot of the
     leading block runs at every width (:func:`elimination.compiled_pivot._pivot_block`); the others at one
-    state's (``_pivot`` on ``scratch``, the same matrices as the rows), refused in every lane of the lanes."""
+    state's (:func:`_one_state_pivot` on ``scratch``, the same matrices as the rows), refused in the lanes."""
     kind = steps[st, PIVOT]
     if not m:
         for i in range(nz):
@@ -440,13 +459,9 @@ def _pivoted_front(steps, st, C, H, scale, L, Li, X, Dv, Hzs, tmp, nF, nS, m, nz
         for w in range(v.width(H)):
             if not ok[w]:
                 ratio[w] = -1.0
-    elif v.width(H) == 1:
-        Hs, ss = (scratch[15], scratch[17]) if m else (scratch[0], scratch[2])
-        ratio[0] = _pivot(Hs, ss, nz, steps[st, NMIN], kind, scratch[6], scratch[8], scratch[4], scratch[5],
-                          scratch[7])
     else:
-        for w in range(v.width(H)):
-            ratio[w] = -1.0
+        Hs, ss = (scratch[15], scratch[17]) if m else (scratch[0], scratch[2])
+        _one_state_pivot(H, Hs, ss, nz, steps[st, NMIN], kind, scratch, ratio)
     ds, li, yy = steps[st, DS], steps[st, LINV], steps[st, Y_]
     for i in range(nz):
         v.copy(C, ds + i, Dv, i)

@@ -24,7 +24,6 @@ from numba import njit
 from .compiled_front import (
     B0, B1, DEFINITE, DS, G0, G1, H0, H1, HF_, IDENTITY, LINV, NF, NS, OUT_G, OUT_H, OUT_S, PB0, PB1, PG0, PG1, PH0, PH1, PIVOT,
     PS0, PS1, S0, S1, T_, TC, TN, TP, TQ, TSIG, XF0, XF1, XS0, XS1, Y_, YC, _gathered, _sub_dot,
-    ix,
 )
 from .compiled_pivot import _pivot_block
 from .kernel_cache import drop_stale_cache
@@ -461,36 +460,5 @@ def _tree_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp):
     out = steps[st + 1, OUT_G]
     for j in range(npar if out >= 0 else 0):
         v.copy(Lin, out + j, g, nF + nq + j)
-
-
-
-@njit(cache=True, inline="always")
-def cached6(cache, tc):
-    """``t = cache[tc:tc + 6]`` as a 6-tuple: read once, held in registers across the stores of a sweep (which
-    the compiler cannot tell apart from the cache's entries)."""
-    return (cache[ix(tc)], cache[ix(tc + 1)], cache[ix(tc + 2)], cache[ix(tc + 3)], cache[ix(tc + 4)],
-            cache[ix(tc + 5)])
-
-
-@njit(cache=True, inline="always")
-def minus_dot6(start, C, at, t6):
-    """``start - C[at:at + 6] . t6``, a term at a time from ``start`` (the order of the loops it replaces)."""
-    t = start - C[ix(at)] * t6[0]
-    t -= C[ix(at + 1)] * t6[1]
-    t -= C[ix(at + 2)] * t6[2]
-    t -= C[ix(at + 3)] * t6[3]
-    t -= C[ix(at + 4)] * t6[4]
-    return t - C[ix(at + 5)] * t6[5]
-
-
-@njit(cache=True, inline="always")
-def dot6(C, at, t6):
-    """``C[at:at + 6] . t6``, summed from zero a term at a time (the order of the loops it replaces)."""
-    t = 0.0 + C[ix(at)] * t6[0]
-    t += C[ix(at + 1)] * t6[1]
-    t += C[ix(at + 2)] * t6[2]
-    t += C[ix(at + 3)] * t6[3]
-    t += C[ix(at + 4)] * t6[4]
-    return t + C[ix(at + 5)] * t6[5]
 
 

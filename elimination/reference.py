@@ -63,7 +63,7 @@ def solve(program, conditionals: list, L: np.ndarray, magnitude: np.ndarray | No
     sizes ``magnitude`` of the hard rows' right-hand sides, as :func:`elimination.compiled.run_solve`: ``B``
     a multiple of the conditionals' batch ``Bc``, row ``b`` solved with element ``b % Bc`` (right-hand sides
     beyond the matrices' batch broadcast against the conditionals' arrays)."""
-    plan, maps = program.plan, program.maps
+    maps = program.maps
     lead = (L.shape[0] // Bc, Bc)
     L = L.reshape(lead + L.shape[1:]).copy()  # the generated factors' terms are written among them
     M = np.abs(L) if magnitude is None else magnitude.reshape(L.shape).copy()
