@@ -19,18 +19,19 @@ pv_soft        soft     as ABA
 proxltl        prox     joint space: all a_i root to leaves, qdd leaves to root, multipliers last
 min_degree     prox     a_i root to leaves, then minimum degree over qdd and multipliers
 min_fill       prox     a_i root to leaves, then minimum fill over qdd and multipliers
-caba           embed    as proxBBO, each embedded cluster's y right after its top link
+caba           embed    as proxBBO, each embedded cluster one block: its links, then its y
 ============== ======== ===========================================================
 
 Constraint embedding (003's C-ABA, ``caba``) is the pair ``"embed/clusters"``: the ``embed`` policy writes
 each cluster -- coupled joints, a local loop's joints -- through independent coordinates ``y``
-(:class:`~mechanics.policies.Embed`), and :func:`cluster_order` eliminates links leaves to root with each
-cluster's ``y`` after its top link, the other loops' multipliers as proxBBO's (004 Sec. VII's mixed
-algorithm).  Couplings' maps are constant and run compiled; a loop's depends on the state and runs on the numpy
-path, for now.
+(:class:`~mechanics.policies.Embed`), and :func:`cluster_order` eliminates links leaves to root, each
+cluster as one block (its links, then its ``y``) in its top link's place, the other loops' multipliers as
+proxBBO's (004 Sec. VII's mixed algorithm).  Couplings' maps are constant and run compiled; a loop's depends on
+the state and runs on the numpy path, for now.
 """
 from __future__ import annotations
 
+import heapq
 from typing import Callable, NamedTuple
 
 import elimination
@@ -38,7 +39,7 @@ from elimination import Ordering
 from elimination.ordering import Precedence
 
 from .gplc import GPLCLayout
-from .keys import ClusterCoordinates, JointAcceleration, LinkAcceleration, Multiplier
+from .keys import ClusterCoordinates, JointAcceleration, LinkAcceleration, Multiplier, TreeJoint
 from .mechanism import GROUND, Mechanism
 from .policies import policy, policy_label, resolve_policies
 
@@ -106,21 +107,77 @@ def early_multipliers(mechanism: Mechanism, graph) -> Ordering:
 
 
 def cluster_order(mechanism: Mechanism, graph) -> Ordering:
-    """C-ABA (003) in proxBBO's order (000 Sec. V): links leaves to root, ``a_i`` then ``qdd_i``; an embedded
-    cluster's ``y`` right after its first link's ``a_i`` -- its links substituted, one pivot on ``y`` ends it,
-    leaving its parent a block; the other loops' multipliers right before their root link, as proxBBO's."""
+    """C-ABA (003) in proxBBO's order (000 Sec. V): links leaves to root, ``a_i`` then ``qdd_i``; each embedded
+    cluster as one block (:func:`embedded_blocks`) -- its links substituted leaves to root, then one pivot on its
+    ``y`` ends it, leaving its parent a block (003's recursion over the tree of clusters: what hangs below a
+    cluster -- Digit's toe and its rod below its knee's -- is eliminated before it); the other loops'
+    multipliers right before their root link (before the block where that is a cluster's), as proxBBO's."""
     present = {v.key for v in graph.variables}
-    coordinates = {key.name: key for key in present if isinstance(key, ClusterCoordinates)}
     rooted, blocks = _rooted_multipliers(mechanism, graph), []
-    for link in reversed(mechanism.links):
-        if link.name in rooted:
-            blocks.append(tuple(rooted[link.name]))
-        blocks += [(key,) for key in _link_keys(link) if key in present]
-        if link.name in coordinates:
-            blocks.append((coordinates[link.name],))
+    for links, ys in _leaves_first(mechanism, embedded_blocks(mechanism, graph)):
+        blocks += [tuple(rooted[name]) for name in links if name in rooted]
+        blocks += [(k,) for name in reversed(links) for k in _link_keys(mechanism.link(name)) if k in present]
+        blocks += [(y,) for y in ys]
     if GROUND in rooted:
         blocks.append(tuple(rooted[GROUND]))
     return Ordering(blocks)
+
+
+def _leaves_first(mechanism: Mechanism, clusters: tuple) -> list:
+    """``(links, ys)`` units to eliminate in turn: each cluster of ``clusters`` (``(links, y)``) one unit, every
+    other link its own; a unit once the units below it are done, the deepest link's first (the reverse
+    topological order where there are no clusters).  Where no order keeps every cluster whole -- a member
+    hangs, through links outside its cluster, from another member (a coupling of a joint and its grandchild),
+    or two clusters hang from each other -- each link is its own unit, a cluster's ``y`` right after its top
+    link."""
+    units = [(links, (y,)) for links, y in clusters]
+    unit_of = {link: u for u, (links, _) in enumerate(units) for link in links}
+    for link in mechanism.links:
+        if link.name not in unit_of:
+            unit_of[link.name] = len(units)
+            units.append(((link.name,), ()))
+    above = [set() for _ in units]
+    for link in mechanism.links:
+        if link.parent != GROUND and unit_of[link.parent] != unit_of[link.name]:
+            above[unit_of[link.name]].add(unit_of[link.parent])
+    below = [0] * len(units)
+    for parents in above:
+        for p in parents:
+            below[p] += 1
+    deepest = lambda u: -max(mechanism.index[link] for link in units[u][0])  # noqa: E731
+    ready = [(deepest(u), u) for u in range(len(units)) if not below[u]]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        u = heapq.heappop(ready)[1]
+        order.append(units[u])
+        for p in above[u]:
+            below[p] -= 1
+            if not below[p]:
+                heapq.heappush(ready, (deepest(p), p))
+    if len(order) == len(units):
+        return order
+    ys = {links[0]: (y,) for links, y in clusters}
+    return [((link.name,), ys.get(link.name, ())) for link in reversed(mechanism.links)]
+
+
+def embedded_blocks(mechanism: Mechanism, graph) -> tuple:
+    """``(links, y)`` of each embedded cluster of ``graph`` (a GPLC structure) with coordinates ``y``: the links
+    whose tree-joint factors hold ``y``, in the mechanism's order -- what :func:`cluster_order` eliminates as one
+    block each.  (A cluster with no free motion has no ``y``: its links are substituted one by one.)
+
+    >>> from mechanics import models, algorithm_plan
+    >>> leg = models.digit_leg()
+    >>> embedded_blocks(leg, algorithm_plan(leg, "caba")[0])
+    ((('thigh', 'shin', 'tarsus', 'achilles_rod', 'knee_rod'), ClusterCoordinates('thigh')),)
+    """
+    held = {f.role.link: k for f in graph.factors if isinstance(f.role, TreeJoint)
+            for k in f.keys if isinstance(k, ClusterCoordinates)}
+    blocks = {}
+    for link in mechanism.links:
+        if link.name in held:
+            blocks.setdefault(held[link.name], []).append(link.name)
+    return tuple((tuple(links), y) for y, links in blocks.items())
 
 
 def joint_space(mechanism: Mechanism, graph) -> Ordering:

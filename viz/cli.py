@@ -464,11 +464,13 @@ def _write_page(mech, algorithms: list, path: Path) -> None:
 
     from .layout import mechanism_positions
     from .page import elimination_page
-    from .views import link_group
+    from .views import cluster_fronts, link_group
 
     plans = {name: algorithm_plan(mech, name)[1] for name in algorithms}
     positions = mech.derived.get(("picture layout",), lambda: mechanism_positions(mech, link_group))
-    path.write_text(elimination_page(plans, f"{mech.name}: elimination step by step", positions, link_group))
+    fronts = {name: cluster_fronts(mech, plan) for name, plan in plans.items()}
+    path.write_text(elimination_page(plans, f"{mech.name}: elimination step by step", positions, link_group,
+                                     fronts=fronts))
     print(f"page written to {path} ({', '.join(algorithms)}); open it in a browser: no network needed")
 
 

@@ -9,8 +9,8 @@ from .compare import OnStep, Step
 from .dot import overview_dot, render, to_dot
 from .layout import mechanism_positions
 from .views import (
-    CLIQUE_TREE_KEY, clique_tree_view, elimination_frames, factor_graph_view, legend_dot, link_group, mechanism_view,
-    step_legend,
+    CLIQUE_TREE_KEY, clique_tree_view, cluster_fronts, elimination_frames, factor_graph_view, legend_dot, link_group,
+    mechanism_view, step_legend,
 )
 
 
@@ -43,7 +43,7 @@ def render_gallery(mech, algorithm: str, out_dir, formats=("svg",), mu: float = 
     algo = ALGORITHMS[algorithm]
     on_step(Step("planning", algorithm))
     graph, plan = algorithm_plan(mech, algorithm)
-    frames = elimination_frames(graph, plan, group=link_group, keep_eliminated=True)
+    frames = elimination_frames(graph, plan, group=link_group, keep_eliminated=True, front=cluster_fronts(mech, plan))
     positions = mech.derived.get(("picture layout",), lambda: mechanism_positions(mech, link_group))
     factor_graph = factor_graph_view(graph)
     pictures = [

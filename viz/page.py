@@ -23,12 +23,12 @@ from .layout import fixed_positions, grouped_interaction
 from .views import _label, elimination_frames
 
 
-def page_data(plan, positions: dict, group: Callable | None = None) -> dict:
+def page_data(plan, positions: dict, group: Callable | None = None, front: Callable | None = None) -> dict:
     """What one panel draws: nodes, edges, frames and the clique tree of ``plan`` (on its own structure),
     as JSON-ready data.  Fill edges carry the number of the frame (step) that made them; a frame carries its
-    number and its plan steps (the clique tree's nodes)."""
+    number and its plan steps (the clique tree's nodes); ``front``: :func:`viz.views.elimination_frames`'."""
     group = group or (lambda key: key)
-    frames = elimination_frames(plan.structure, plan, group=group, keep_eliminated=True)
+    frames = elimination_frames(plan.structure, plan, group=group, keep_eliminated=True, front=front)
     first = frames[0].graph if frames else None
     nodes = [{"id": node_id(n), "label": _label(n), "x": positions[n][0], "y": positions[n][1]} for n in first or []]
     base = [[node_id(u), node_id(v)] for u, v, d in first.edges(data=True) if d.get("fill_step") is None] if first else []
@@ -81,7 +81,7 @@ def default_pair(plans: dict, group: Callable | None = None) -> tuple:
 
 
 def elimination_page(plans: dict, title: str = "elimination", positions: dict | None = None,
-                     group: Callable | None = None, pair: tuple | None = None) -> str:
+                     group: Callable | None = None, pair: tuple | None = None, fronts: dict | None = None) -> str:
     """The HTML of the page for ``plans`` (name -> Plan), every one drawn at ``positions``.
 
     Parameters
@@ -96,6 +96,8 @@ def elimination_page(plans: dict, title: str = "elimination", positions: dict | 
         Display node of a variable (:func:`viz.views.link_group` for mechanisms).
     pair : tuple of str, optional
         The names opened first; by default :func:`default_pair`, two that eliminate in different orders.
+    fronts : dict, optional
+        Name -> ``key -> front`` (:func:`viz.views.cluster_fronts`: each embedded cluster one frame).
 
     Examples
     --------
@@ -116,7 +118,7 @@ def elimination_page(plans: dict, title: str = "elimination", positions: dict | 
         raise ValueError(f"elimination_page: pair {pair} names plans it was not given ({', '.join(plans)})")
     if positions is None:
         positions = fixed_positions(grouped_interaction(next(iter(plans.values())).structure, group))
-    data = {name: page_data(plan, positions, group) for name, plan in plans.items()}
+    data = {name: page_data(plan, positions, group, (fronts or {}).get(name)) for name, plan in plans.items()}
     payload = json.dumps(data).replace("</", "<\\/")  # no "</script>" inside the script
     return (PAGE.replace("__TITLE__", html.escape(title)).replace("__PAIR__", json.dumps(list(pair)))
             .replace("__DATA__", payload))

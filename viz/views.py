@@ -19,7 +19,8 @@ from typing import Callable, Hashable
 import networkx as nx
 
 from factorgraph import FactorNode
-from mechanics import GROUND, Coupling, JointAcceleration, LinkAcceleration, Mechanism, Multiplier
+from mechanics import GROUND, ClusterCoordinates, Coupling, JointAcceleration, LinkAcceleration, Mechanism, Multiplier
+from mechanics.algorithms import embedded_blocks
 
 
 @dataclass(frozen=True)
@@ -159,8 +160,36 @@ class Frame:
     number: int
 
 
+@dataclass(frozen=True)
+class ClusterFront:
+    """One frame's front: an embedded cluster (003), its links' and its ``y``'s steps shown as one elimination."""
+
+    links: tuple
+    constraints: tuple
+
+
+def cluster_fronts(mechanism: Mechanism, plan, group: Callable | None = None) -> Callable:
+    """``key -> front`` for :func:`elimination_frames`' ``front``: the variables of each cluster ``plan``
+    eliminates as one block (:func:`mechanics.algorithms.embedded_blocks`: C-ABA's, ``caba``) -> one
+    :class:`ClusterFront`, the others -> ``group(key)`` (default :func:`link_group`).
+
+    >>> from mechanics import algorithm_plan, models
+    >>> leg = models.digit_leg()
+    >>> front = cluster_fronts(leg, algorithm_plan(leg, "caba")[1])
+    >>> front(LinkAcceleration("shin")), front(LinkAcceleration("toe"))
+    (ClusterFront(links=('thigh', 'shin', 'tarsus', 'achilles_rod', 'knee_rod'), constraints=('achilles', 'knee')), 'toe')
+    """
+    group = group or link_group
+    constraints = {link: c.constraints for c in mechanism.clusters() for link in c.links}
+    fronts = {}
+    for links, y in embedded_blocks(mechanism, plan.structure):
+        front = ClusterFront(links, constraints.get(links[0], ()))
+        fronts.update({key: front for link in links for key in (LinkAcceleration(link), JointAcceleration(link), y)})
+    return lambda key: fronts.get(key, group(key))
+
+
 def _grouped_steps(plan, group: Callable) -> list:
-    """Consecutive plan steps whose fronts belong to the same display group."""
+    """Consecutive plan steps whose fronts belong to the same display group (or front)."""
     runs = []
     for step in plan.steps:
         name = group(step.frontal[0])
@@ -219,8 +248,15 @@ def elimination_words(keys) -> str:
     return "eliminate " + " and ".join(parts)
 
 
-def step_title(number: int, steps) -> str:
-    """A frame's title: ``step 5: eliminate link 4's acceleration, then its joint's``."""
+def step_title(number: int, steps, front=None) -> str:
+    """A frame's title: ``step 5: eliminate link 4's acceleration, then its joint's``; for a
+    :class:`ClusterFront`, ``step 2: eliminate the cluster of constraint knee as one block: links a, b and c, then its
+    y``."""
+    if isinstance(front, ClusterFront):
+        then = ", then its y" if any(isinstance(k, ClusterCoordinates) for s in steps for k in s.frontal) else ""
+        named = "constraints" if len(front.constraints) > 1 else "constraint"
+        return (f"step {number}: eliminate the cluster of {named} {_listed(front.constraints)} as one block: "
+                f"links {_listed(front.links)}{then}")
     return f"step {number}: {elimination_words([k for s in steps for k in s.frontal])}"
 
 
@@ -230,7 +266,7 @@ def fill_label(number: int) -> str:
 
 
 def elimination_frames(graph, plan, group: Callable | None = None, palette: Palette = PALETTE,
-                       keep_eliminated: bool = False) -> list:
+                       keep_eliminated: bool = False, front: Callable | None = None) -> list:
     """The interaction graph before each elimination step, eliminated block and fill highlighted.
 
     Parameters
@@ -247,6 +283,10 @@ def elimination_frames(graph, plan, group: Callable | None = None, palette: Pale
         the current front's separator outlined (state ``"separator"``), and the
         fill of earlier frames in red, labelled ``fill, step N`` with the
         number of the frame that made it (edge attribute ``fill_step``).
+    front : callable ``key -> front``, optional
+        Show consecutive steps whose variables share a front as one frame
+        (default ``group``) -- e.g. each embedded cluster as the one block
+        C-ABA eliminates (:func:`cluster_fronts`).
 
     Returns
     -------
@@ -257,12 +297,12 @@ def elimination_frames(graph, plan, group: Callable | None = None, palette: Pale
         ``"eliminated"``), edge attribute ``fill`` (True for the edges this
         frame's steps create, drawn in ``palette.fill``).
     """
-    if keep_eliminated:
-        return _frames_in_place(graph, plan, group or (lambda key: key), palette)
     group = group or (lambda key: key)
+    if keep_eliminated:
+        return _frames_in_place(graph, plan, group, palette, front or group)
     current = graph.structure().interaction_graph()
     frames = []
-    for number, (name, steps) in enumerate(_grouped_steps(plan, group), start=1):
+    for number, (name, steps) in enumerate(_grouped_steps(plan, front or group), start=1):
         before = nx.Graph()
         for key in current:
             before.add_node(group(key))
@@ -283,17 +323,17 @@ def elimination_frames(graph, plan, group: Callable | None = None, palette: Pale
         for edge in created:
             u, v = tuple(edge)
             before.add_edge(u, v, fill=True, color=palette.fill, style="bold")
-        frames.append(Frame(step_title(number, steps), before, tuple(steps), number))
+        frames.append(Frame(step_title(number, steps, name), before, tuple(steps), number))
     return frames
 
 
-def _frames_in_place(graph, plan, group: Callable, palette: Palette) -> list:
+def _frames_in_place(graph, plan, group: Callable, palette: Palette, front: Callable) -> list:
     """:func:`elimination_frames` with every node kept (see ``keep_eliminated`` there)."""
     start = graph.structure().interaction_graph()
     nodes = list(dict.fromkeys(group(k) for k in start))
     edges = {frozenset((group(u), group(v))): None for u, v in start.edges if group(u) != group(v)}  # -> fill step
     eliminated, frames = set(), []
-    for number, (name, steps) in enumerate(_grouped_steps(plan, group), start=1):
+    for number, (name, steps) in enumerate(_grouped_steps(plan, front), start=1):
         frontal = {group(k) for s in steps for k in s.frontal}
         separator = {group(k) for s in steps for k in s.separator} - frontal - eliminated
         created = {}
@@ -311,7 +351,7 @@ def _frames_in_place(graph, plan, group: Callable, palette: Palette) -> list:
             u, v = tuple(edge)
             view.add_edge(u, v, fill=edge in created, fill_step=made,
                           **_edge_style(made, edge in created, u in eliminated or v in eliminated, palette))
-        frames.append(Frame(step_title(number, steps), view, tuple(steps), number))
+        frames.append(Frame(step_title(number, steps, name), view, tuple(steps), number))
         edges.update(created)
         eliminated |= frontal
     return frames
@@ -425,7 +465,8 @@ def interaction_with_fill(graph, plan) -> nx.Graph:
 
 
 __all__ = [
-    "CLIQUE_TREE_KEY", "Frame", "PALETTE", "Palette", "clique_tree_view", "constraint_label", "elimination_frames",
-    "elimination_words", "factor_graph_view", "factor_kind", "fill_label", "interaction_with_fill", "joint_label",
-    "legend_dot", "link_group", "mechanism_view", "step_legend", "step_title", "variable_kind",
+    "CLIQUE_TREE_KEY", "ClusterFront", "Frame", "PALETTE", "Palette", "clique_tree_view", "cluster_fronts",
+    "constraint_label", "elimination_frames", "elimination_words", "factor_graph_view", "factor_kind", "fill_label",
+    "interaction_with_fill", "joint_label", "legend_dot", "link_group", "mechanism_view", "step_legend", "step_title",
+    "variable_kind",
 ]

@@ -388,3 +388,35 @@ def test_an_embedded_clusters_coordinates_draw_as_one_box_variable():
     boxes = [n for n, d in view.nodes(data=True) if d.get("shape") == "box" and "y " in str(d.get("label", ""))]
     assert len(boxes) == 4 and "diamond" not in to_dot(view)
     assert len(elimination_frames(structure, plan, group=link_group)) == len(plan.steps)
+
+
+def test_caba_draws_each_embedded_cluster_as_one_front():
+    """003's C-ABA eliminates a cluster as one block: with ``cluster_fronts`` a cluster's links and its y are one
+    frame's front (Digit: the toe and its rod, which have no free motion, the knee's four-bar cluster, then the
+    hip), its steps the plan's run
+    for that cluster and its fill theirs together; the page draws the same frames; a plan that embeds nothing
+    (proxBBO) keeps a frame per link."""
+    from viz.layout import mechanism_positions
+    from viz.page import page_data
+    from viz.views import cluster_fronts
+
+    leg = models.digit_leg()
+    structure, plan = algorithm_plan(leg, "caba")
+    front = cluster_fronts(leg, plan)
+    frames = elimination_frames(structure, plan, group=link_group, keep_eliminated=True, front=front)
+    fronts = [{n for n, s in f.graph.nodes(data="state") if s == "frontal"} for f in frames]
+    knee = {"thigh", "shin", "tarsus", "achilles_rod", "knee_rod", mechanics.ClusterCoordinates("thigh")}
+    assert fronts == [{"toe_rod"}, {"toe"}, knee, {"hip"}]
+    assert frames[2].title == ("step 3: eliminate the cluster of constraints achilles and knee as one block: links "
+                               "thigh, shin and 3 more, then its y")
+    assert [len(f.steps) for f in frames] == [1, 1, 6, 2] and sum(len(f.steps) for f in frames) == len(plan.steps)
+    one_by_one = elimination_frames(structure, plan, group=link_group, keep_eliminated=True)
+    assert len(one_by_one) == 9
+    made = set().union(*_fills(one_by_one))
+    assert set().union(*_fills(frames)) == made  # (the same fill, drawn in fewer frames)
+    page = page_data(plan, mechanism_positions(leg, link_group), link_group, front)
+    assert [len(f["steps"]) for f in page["frames"]] == [1, 1, 6, 2]
+    multipliers, proxbbo = algorithm_plan(leg, "proxbbo")
+    titles = [f.title for f in elimination_frames(multipliers, proxbbo, link_group)]
+    assert [f.title for f in elimination_frames(multipliers, proxbbo, link_group, front=cluster_fronts(leg, proxbbo))
+            ] == titles and len(titles) == 11
