@@ -180,9 +180,10 @@ class EmbeddedCluster:
         return tuple(k for k in range(width) if k not in self.dependent)
 
 
-def embedded_clusters(mechanism: Mechanism, names) -> list:
+def embedded_clusters(mechanism: Mechanism, names, independent: dict | None = None) -> list:
     """The :class:`EmbeddedCluster` of the constraints ``names`` (couplings and local loops, embedded together
-    where they share a joint)."""
+    where they share a joint); ``independent``: constraint -> the joints whose accelerations its cluster's ``y``
+    are (:class:`~mechanics.policies.Embed`; by default :func:`loop_partition` chooses)."""
     constraints = [mechanism.constraint(name) for name in names]
     group = {}
     for c in constraints:  # (union of joint sets: a few constraints, a few joints each)
@@ -213,8 +214,9 @@ def embedded_clusters(mechanism: Mechanism, names) -> list:
             seen |= set(joints)
             parent = _hanging_from(mechanism, joints)
             moving = parent != GROUND and any(not isinstance(mechanism.constraint(n), (Coupling, Weld)) for n in inside)
-            dependent = mechanism.derived.get(("loop partition", inside, joints),  # (projections: read once)
-                                              lambda: loop_partition(mechanism, inside, joints))
+            chosen = tuple(sorted({j for n in inside for j in (independent or {}).get(n, ())}))
+            dependent = mechanism.derived.get(("loop partition", inside, joints, chosen),  # (projections: once)
+                                              lambda: loop_partition(mechanism, inside, joints, chosen))
             ny = _columns(mechanism, joints).size - len(dependent)
             clusters.append(EmbeddedCluster(joints[0], joints, None, None, inside, ny, parent, moving, dependent))
     return clusters
@@ -235,7 +237,7 @@ def _columns(mechanism: Mechanism, joints) -> np.ndarray:
     return np.concatenate([np.arange(mechanism.v_slices[j].start, mechanism.v_slices[j].stop) for j in joints])
 
 
-def loop_partition(mechanism: Mechanism, names: tuple, joints: tuple) -> tuple:
+def loop_partition(mechanism: Mechanism, names: tuple, joints: tuple, independent: tuple = ()) -> tuple:
     """The velocity columns of a loop cluster (over ``joints``' velocities) solved for, ``qdd_d``, in 003 Sec.
     IV's explicit map ``qdd_d = B_d^-1 (c - B_i qdd_i)``: as many as the generic rank of constraints ``names``'
     rows on ``joints`` (:func:`_relative_rows`), chosen where those rows' square block ``B_d`` is best
@@ -251,6 +253,9 @@ def loop_partition(mechanism: Mechanism, names: tuple, joints: tuple) -> tuple:
     :data:`PREFERENCE` of the best set's, taking a coupling's first joint (a gear's rotor) and the joints
     farthest from the cluster's parent as dependent first -- so a four-bar's crank, the joint next to the
     parent, stays independent where the geometry allows, and a geared joint's rotor follows its joint.
+    ``independent`` (joint names, :class:`~mechanics.policies.Embed`'s) chooses instead: ``y`` is their
+    accelerations, every other column solved for -- refused, naming them, where that is not as many as the rows
+    fix or their block is singular there.
 
     Examples
     --------
@@ -271,12 +276,34 @@ def loop_partition(mechanism: Mechanism, names: tuple, joints: tuple) -> tuple:
         except ValueError:  # (this one does not close: another may)
             found = open_
         kin = kinematics(mechanism, q, rng.normal(size=mechanism.nv))
-        A = _relative_rows(mechanism, joints, names, kin, {})[0]
-        U, sv, Vt = np.linalg.svd(A, full_matrices=False)
-        rank = int(np.sum(sv > LOOP_RANK_RTOL * sv[0])) if sv.size and sv[0] > 0 else 0
-        found.append((rank, Vt[:rank]))
+        U, sv, Vt, rank = rows_rank(_relative_rows(mechanism, joints, names, kin, {})[0])
+        found.append((int(rank), Vt[:rank]))
     rank, B = max(closed or open_, key=lambda r: r[0])
+    if independent:
+        return _chosen_columns(mechanism, names, joints, independent, B, rank)
     return _best_conditioned_columns(B, rank, _solved_first(mechanism, names, joints))
+
+
+def _chosen_columns(mechanism: Mechanism, names: tuple, joints: tuple, independent: tuple, B: np.ndarray,
+                    rank: int) -> tuple:
+    """The columns a loop cluster solves for when ``independent`` joints are its ``y`` (:func:`loop_partition`)."""
+    outside = sorted(set(independent) - set(joints))
+    loops = ", ".join(repr(n) for n in names)
+    if outside:
+        raise ValueError(f"Embed(independent=...) names {outside}, which the cluster of {loops} does not move; "
+                         f"its joints are {list(joints)}")
+    chosen = set(_columns(mechanism, [j for j in joints if j in set(independent)]).tolist())
+    dependent = tuple(k for k, column in enumerate(_columns(mechanism, joints).tolist()) if column not in chosen)
+    if len(dependent) != rank:
+        raise ValueError(f"Embed(independent={tuple(independent)}): the loops {loops} fix {rank} of their cluster's "
+                         f"{B.shape[1]} joint velocities, so y takes {B.shape[1] - rank} of them, not {len(chosen)}; "
+                         f"name joints with that many velocities among {list(joints)}")
+    sv, block = np.linalg.svd(B, compute_uv=False), np.linalg.svd(B[:, dependent], compute_uv=False)
+    if rank and block[-1] <= SINGULAR_RTOL * sv[0]:
+        raise ValueError(f"Embed(independent={tuple(independent)}): the other joints of the loops {loops} do not "
+                         f"follow from these where the loops close (their block's singular value ratio "
+                         f"{block[-1] / sv[0]:.1e}); choose joints that drive the loop")
+    return dependent
 
 
 PARTITIONS = 5000
@@ -319,6 +346,15 @@ def _best_conditioned_columns(B: np.ndarray, rank: int, order: list) -> tuple:
     smallest = [np.linalg.svd(B[:, columns], compute_uv=False)[-1] for columns in sets]
     good = max(smallest) / PREFERENCE
     return tuple(sorted(next(columns for columns, s in zip(sets, smallest) if s >= good)))
+
+
+def rows_rank(A: np.ndarray) -> tuple:
+    """``(U, sv, Vt, rank)``: the thin SVD of a cluster's rows ``A (..., m, n)`` (:func:`_relative_rows`) and
+    their numerical rank per state (:data:`LOOP_RANK_RTOL`; zero rows: 0) -- what a loop cluster's rank is read
+    with, where it is chosen (:func:`loop_partition`) and where a state is checked against it."""
+    U, sv, Vt = np.linalg.svd(A, full_matrices=False)
+    top = sv[..., :1] if sv.shape[-1] else np.zeros(sv.shape[:-1] + (1,))
+    return U, sv, Vt, np.sum((sv > LOOP_RANK_RTOL * top) & (top > 0), axis=-1)
 
 
 def _relative_rows(mechanism: Mechanism, joints: tuple, names: tuple, kin, terms: dict) -> tuple:

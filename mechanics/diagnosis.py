@@ -235,14 +235,12 @@ def _diagnose_one(J, c, M, mu: float, tolerance: float, capped: bool, names: np.
 def _opened(mechanism: Mechanism, clusters, kin: Kinematics, terms: dict) -> list:
     """Per state, ``(constraints, rank here, rank embedded)`` of the first of the embedded ``clusters`` whose
     rows have more rank at that state than their coordinates were made for (None where none has)."""
-    from .couplings import LOOP_RANK_RTOL, _relative_rows
+    from .couplings import _relative_rows, rows_rank
 
     found = [None] * kin.batch_shape[0]
     for cluster in clusters:
-        A = _relative_rows(mechanism, cluster.joints, cluster.constraints, kin, terms)[0]
-        sv = np.linalg.svd(A, compute_uv=False)
-        ranks = np.sum(sv > LOOP_RANK_RTOL * sv[..., :1], axis=-1)
-        embedded = A.shape[-1] - cluster.ny
+        ranks = rows_rank(_relative_rows(mechanism, cluster.joints, cluster.constraints, kin, terms)[0])[3]
+        embedded = len(cluster.dependent)
         for i in np.flatnonzero(ranks > embedded):
             found[i] = found[i] or (cluster.constraints, int(ranks[i]), embedded)
     return found

@@ -279,7 +279,8 @@ def _embedded(mechanism: Mechanism, policies: dict) -> list:
     names = [c.name for c in mechanism.constraints if policies[c.name].embeds(c)]
     if not names:
         return []
-    return embedded_clusters(mechanism, names)
+    chosen = {n: policies[n].independent for n in names if getattr(policies[n], "independent", ())}
+    return embedded_clusters(mechanism, names, chosen)
 
 
 def split_multipliers(mechanism: Mechanism, lam, batch: tuple) -> dict:

@@ -173,12 +173,12 @@ def _check_on_map(mechanism: Mechanism, cluster, kin, qdd: np.ndarray, accelerat
     """Refuse, naming the cluster's loops, a state where their rows have more rank than its coordinates were
     made for (open past them: the map would leave some of their forces in ``Gamma' tau``), or a ``qdd`` that
     misses their rows ``A qdd_c + K_p a_p = c`` on the rows' numerical range beyond round-off."""
-    from .couplings import LOOP_RANK_RTOL, _columns, _relative_rows
+    from .couplings import _columns, _relative_rows, rows_rank
 
     A, c, Kp = _relative_rows(mechanism, cluster.joints, cluster.constraints, kin, {})
-    U, sv, _ = np.linalg.svd(A, full_matrices=False)
+    U, sv, _, ranks = rows_rank(A)
     rank, named = len(cluster.dependent), ", ".join(repr(n) for n in cluster.constraints)
-    if rank < sv.shape[-1] and np.any(sv[..., rank] > LOOP_RANK_RTOL * sv[..., 0]):
+    if np.any(ranks > rank):
         raise ValueError(f"inverse_dynamics(independent=True): the loops {named} are open at this state past the "
                          f"coordinates of their cluster {cluster.name!r} (their rows have more rank here than "
                          f"{rank}, where they close), so their forces would stay in the result; close them first "

@@ -265,13 +265,43 @@ class Embed(Prox):
     factors -- no multiplier, no iterations for them.  ``"embed"`` for every constraint embeds the local ones
     (:func:`mechanics.clusters.local`) and keeps proximal multipliers (``prox``) for the others in the same
     elimination (004 Sec. VII's mixed algorithm; :func:`resolve_policies`).  Couplings' maps are constant and run
-    on both executors; a loop's depends on the state and runs on the numpy path, for now."""
+    on both executors; a loop's depends on the state and runs on the numpy path, for now.
+
+    Parameters
+    ----------
+    independent : tuple of str, optional
+        For a loop: the joints whose accelerations are its cluster's ``y`` -- 003's actuated coordinates, e.g. a
+        four-bar knee's motor joint -- instead of the best-conditioned choice
+        (:func:`mechanics.couplings.loop_partition`); refused, naming them, where they are not as many as the
+        loop leaves free or do not drive it.
+
+    >>> from mechanics import models, forward_dynamics
+    >>> from mechanics.algorithms import cluster_order
+    >>> bar = models.four_bar()
+    >>> by_rocker = ({"loop": Embed(independent=("rocker",))}, cluster_order)
+    >>> q = bar.project(bar.neutral_configuration())
+    >>> float(abs(forward_dynamics(bar, q, [0, 0, 0], [1, 0, 0], by_rocker).qdd
+    ...           - forward_dynamics(bar, q, [0, 0, 0], [1, 0, 0], "caba").qdd).max()) < 1e-12
+    True
+    """
 
     name = "embed"
     description = "couplings and local loops embedded (qdd = G y + g in their clusters' tree factors), others as prox"
     # nothing moves, lambda kept as it came (no multiplier: the force is recovered after the solve), no outer
     # iterations; the residual judged as an iterating policy's (rows a cluster's map leaves out show there)
     numbers = PolicyNumbers(0.0, NONE, 1.0, 0.0, 0.0, False, RESIDUAL)
+
+    def __init__(self, independent: tuple = ()):
+        self.independent = tuple(independent)
+
+    def __eq__(self, other) -> bool:
+        return super().__eq__(other) and other.independent == self.independent
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.numbers, self.independent))
+
+    def __repr__(self) -> str:
+        return f"embed(independent={self.independent})" if self.independent else self.name
 
     def embeds(self, constraint) -> bool:
         return True

@@ -793,3 +793,43 @@ def test_c_efpa_the_delassus_matrix_with_clusters_embedded_equals_the_dense_one_
         if mech is cheetah:
             schur = full[:kept, :kept] - full[:kept, kept:] @ np.linalg.solve(full[kept:, kept:], full[kept:, :kept])
             assert relative(D, schur) < 1e-8, relative(D, schur)
+
+
+@pytest.mark.parametrize("model, chosen", [("four_bar", {"loop": ("rocker",)}), ("four_bar", {"loop": ("coupler",)}),
+                                           ("digit_leg", {"knee": ("tarsus",)})])
+def test_a_loop_clusters_coordinates_chosen_by_the_user_give_the_dense_solves_dynamics(model, chosen):
+    """``Embed(independent=...)``: the cluster's y the named joints' accelerations (003's actuated coordinates --
+    a four-bar's rocker or coupler, Digit's tarsus instead of its thigh), every other velocity column solved
+    for; qdd and forces the dense KKT's of the hard graph at closed states, as with the chosen-by-conditioning
+    coordinates."""
+    mech = mechanics.models.MODELS[model]()
+    policies = {**{name: mechanics.policies.Embed(independent=joints) for name, joints in chosen.items()},
+                "default": "embed"}
+    algorithm = mechanics.algorithms.resolve_algorithm((policies, cluster_order))[1]
+    (cluster,) = [c for c in mechanics.algorithms.layout_of(mech, algorithm).clusters if c.ny]
+    (joints,) = chosen.values()
+    columns = np.concatenate([np.arange(mech.v_slices[j].start, mech.v_slices[j].stop) for j in cluster.joints])
+    assert [int(columns[k]) for k in cluster.independent] == [mech.v_slices[j].start for j in joints]
+    for seed in range(2):
+        q, v, tau = _closed_state(mech, seed)
+        result = mechanics.forward_dynamics(mech, q, v, tau, (policies, cluster_order), tol=1e-12, max_iter=300)
+        x = mechanics.gplc_graph(mech, q, v, tau, policy="hard").dense_solve()
+        qdd = np.concatenate([x[("qdd", l.name)] for l in mech.links if l.joint.nv])
+        f = np.concatenate([-x[("lam", c.name)] for c in mech.constraints])
+        assert relative(result.qdd, qdd) < 1e-10 and relative(result.forces, f) < 1e-9, (seed, relative(result.qdd, qdd))
+
+
+def test_chosen_coordinates_are_refused_naming_them_where_they_do_not_fit_the_loop():
+    bar = mechanics.models.four_bar()
+    q = bar.project(bar.neutral_configuration())
+    for joints, message in [(("crank", "rocker"), r"y takes 1 of them, not 2"),
+                            (("hip",), r"names \['hip'\], which the cluster of 'loop' does not move")]:
+        embed = ({"loop": mechanics.policies.Embed(independent=joints)}, cluster_order)
+        with pytest.raises(ValueError, match=message):
+            mechanics.forward_dynamics(bar, q, np.zeros(3), np.zeros(3), embed)
+    digit = mechanics.models.digit_leg()  # (its shin joint does not drive its loops here)
+    embed = ({"knee": mechanics.policies.Embed(independent=("shin",)), "default": "embed"}, cluster_order)
+    with pytest.raises(ValueError, match=r"the other joints of the loops 'achilles', 'knee' do not follow from these"):
+        mechanics.algorithm_plan(digit, embed)
+    assert repr(mechanics.policies.Embed(independent=("rocker",))) == "embed(independent=('rocker',))"
+    assert mechanics.policies.Embed(independent=("rocker",)) != mechanics.policies.Embed()
