@@ -212,7 +212,9 @@ def solve_one(maps, C, Lin, Lmag, cache, Xout, dropped, scratch):
     """Forward sweep of one element's linear terms ``Lin (linear_size,)`` (with ``Lmag``, the size of the
     right-hand sides each hard row combines) through its conditionals ``C``, and back-substitution into
     ``Xout (value_size,)``; the dropped rows' residuals and sizes into ``dropped``; ``maps`` from
-    :func:`solve_maps`."""
+    :func:`solve_maps`.  Any width (:mod:`elimination.vectors`): sixteen elements side by side, ``(entry,
+    lane)``, for the lanes (:mod:`elimination.lanes`, :mod:`elimination.lanes_pairs`), whose programs have no
+    dropped rows and pass ``Lin`` for ``Lmag`` and ``dropped``."""
     steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, pgs, pgd = maps
     g, bl, bm, x, xs, gz, rows = scratch
     # the table is read by (step, column), never through a row view: see compiled_pairs._revolute_pair

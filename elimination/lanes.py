@@ -22,8 +22,8 @@ values where they are.
 The kernels cover the programs of least-squares and quadratic graphs -- no hard
 rows, a definite or negative pivot of the whole frontal block, no tree or wide
 pairs (:func:`covers`) -- and run the per-element kernels' own steps at the
-lanes' width (:func:`elimination.compiled_front._generic_step`,
-``_step_forward``, ``_step_backward``: one source for every width): each
+lanes' width (:func:`elimination.compiled_front._generic_step` and the solve,
+:func:`elimination.compiled.solve_one`: one source for every width): each
 element's conditionals, pivot ratio, failed step and values are those of the
 per-element kernels, bit for bit, so a graph gets the same numbers alone or in
 a batch.  Other programs, and batches of fewer than :data:`LANES` elements,
@@ -40,17 +40,18 @@ from numba import njit
 from numba.typed import List
 
 from .compiled import (announce_first_compile, factorize_maps, factorize_scratch_in, factorize_scratch_size,
-                       max_front, solve_maps)
-from .compiled_front import OP, OP_PIVOT, UNCOUNTED, _generic_step, _step_backward, _step_forward
+                       max_front, solve_maps, solve_one)
+from .compiled_front import OP, OP_PIVOT, UNCOUNTED, _generic_step
 from .kernel_cache import drop_stale_cache
-from . import compiled_front, compiled_pivot, vectors as v
+from . import compiled, compiled_front, compiled_pairs, compiled_pivot, vectors as v
 
 LANES = v.WIDTH
 """Elements per pass: the vector operations' width.  (Written as loops over the lanes, numba unrolls them
 into scalar instructions, 1.4x slower here: LLVM's SLP vectorizer would fuse them and numba leaves it off;
 with the lanes an array's length, LLVM's loop vectorizer takes them behind run-time overlap checks, 1.6x
 slower.)"""
-drop_stale_cache(__file__, compiled_front.__file__, compiled_pivot.__file__, v.__file__)  # (inlined)
+drop_stale_cache(__file__, compiled.__file__, compiled_front.__file__, compiled_pairs.__file__, compiled_pivot.__file__,
+                 v.__file__)  # (inlined or linked in)
 
 
 def aligned_zeros(shape) -> np.ndarray:
@@ -233,34 +234,22 @@ def factorize_graph(program, matrices: list, batch: tuple, floor_rtol: float, C:
 # solve
 
 
-@njit(cache=True, error_model="numpy", **UNCOUNTED)
-def solve_group(maps, C, Lin, cache, Xout, scratch):
-    """Forward sweep of the lanes' linear terms ``Lin (linear_size, LANES)`` through their conditionals ``C``
-    and back-substitution into ``Xout (value_size, LANES)`` (:func:`elimination.compiled.solve_one`'s
-    operations for steps without hard rows); ``Lin`` holds the generated factors' terms after it."""
-    steps, gs, gd, bs, bd, xfs, xfd, xss, xsd = maps[:9]
-    g, x, xs, gz, T = scratch  # (T: two rows; no hard rows here, so the rows' right-hand sides are never read)
-    for st in range(steps.shape[0]):
-        _step_forward(steps, st, gs, gd, bs, bd, C, Lin, Lin, cache, Lin, g, T, T, gz)
-    for st in range(steps.shape[0] - 1, -1, -1):
-        _step_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, g, gz)
-
-
 @njit(cache=True, error_model="numpy")
 def solve_kernel(maps, C, Lin, X, cache_size, maxn):
-    """:func:`solve_group` for every element of ``Lin (B, linear_size)``, values into ``X (B, value_size)``;
-    ``C (groups_of(B), conditional_size, LANES)``.  Each group's terms are copied into lanes (the sweep writes
-    the generated factors' terms among them) and its values out of them; padding lanes repeat the last
-    element and are not written out."""
+    """:func:`elimination.compiled.solve_one` in lanes for every element of ``Lin (B, linear_size)``, values into
+    ``X (B, value_size)``; ``C (groups_of(B), conditional_size, LANES)``.  Each group's terms are copied into
+    lanes (the sweep writes the generated factors' terms among them) and its values out of them; padding lanes
+    repeat the last element and are not written out.  (No hard rows here: ``Lin`` stands in for the rows'
+    sizes and dropped residuals, which are never read, and ``T`` for their right-hand sides.)"""
     B = Lin.shape[0]
     Ll, cache, Xl = np.zeros((Lin.shape[1], LANES)), np.zeros((cache_size, LANES)), np.zeros((X.shape[1], LANES))
-    scratch = (np.zeros((maxn, LANES)), np.zeros((maxn, LANES)), np.zeros((maxn, LANES)), np.zeros((maxn, LANES)),
-               np.zeros((2, LANES)))
+    g, x, xs, gz, T = (np.zeros((maxn, LANES)), np.zeros((maxn, LANES)), np.zeros((maxn, LANES)),
+                       np.zeros((maxn, LANES)), np.zeros((2, LANES)))
     for k in range(C.shape[0]):
         for i in range(Lin.shape[1]):
             for w in range(LANES):
                 Ll[i, w] = Lin[min(k * LANES + w, B - 1), i]
-        solve_group(maps, C[k], Ll, cache, Xl, scratch)
+        solve_one(maps, C[k], Ll, Ll, cache, Xl, Ll, (g, T, T, x, xs, gz, T))
         for w in range(min(LANES, B - k * LANES)):
             for i in range(X.shape[1]):
                 X[k * LANES + w, i] = Xl[i, w]

@@ -2,8 +2,8 @@
 
 The programs of a mechanism's dynamics in a spanning-tree order
 (:func:`covers_pairs`: ABA's, LCABA's, proxBBO's, C-ABA's steps) are mostly
-pair instructions: :func:`factorize_pairs` and :func:`solve_pairs` run the
-``REVOLUTE_PAIR``, ``WIDE_REVOLUTE`` (a loop's link and joint, the separator
+pair instructions: :func:`factorize_pairs` and the solve
+(:func:`elimination.compiled.solve_one` at sixteen lanes) run the ``REVOLUTE_PAIR``, ``WIDE_REVOLUTE`` (a loop's link and joint, the separator
 the loop's multipliers and other links) and ``TREE_PAIR`` (a free-flyer,
 spherical or planar joint: a floating base under ABA or LCABA) kernels of
 :mod:`elimination.compiled_pairs`, and every step alone -- a free body's link
@@ -27,21 +27,19 @@ from .compiled_front import (
     D_, DEFINITE, IDENTITY, M, NEGATIVE, NZ, OP, OP_FUSED, OP_REVOLUTE, OP_TREE, OP_WIDE_REVOLUTE, P, PIVOT, UNCOUNTED,
 )
 from .kernel_cache import drop_stale_cache
-from .compiled_front import _step_backward as step_backward, _step_forward as step_forward
 from .compiled_pairs import (
-    _revolute_backward, _revolute_forward, _revolute_pair, _tree_forward, _tree_pair, _wide_revolute_backward,
-    _wide_revolute_forward, _wide_revolute_pair,
+    _revolute_pair, _tree_pair, _wide_revolute_pair,
 )
 from .lanes import LANES, _record, front_rows, front_rows_in, step_in_lanes
 from . import compiled, compiled_front, compiled_pairs, compiled_pivot, jacobi, lanes, vectors as v
 
 PAIRS = (OP_REVOLUTE, OP_TREE, OP_WIDE_REVOLUTE, OP_FUSED)  # (a pair's two rows: its kernels, not the generic step)
-drop_stale_cache(__file__, compiled_front.__file__, compiled_pairs.__file__, compiled_pivot.__file__,
+drop_stale_cache(__file__, compiled.__file__, compiled_front.__file__, compiled_pairs.__file__, compiled_pivot.__file__,
                  jacobi.__file__, lanes.__file__, v.__file__)  # (inlined or linked in)
 
 
 def covers_pairs(program) -> bool:
-    """Whether :func:`factorize_pairs` and :func:`solve_pairs` run ``program``: the programs of a mechanism's
+    """Whether :func:`factorize_pairs` and :func:`~elimination.compiled.solve_one` in lanes run ``program``: the programs of a mechanism's
     dynamics in a spanning-tree order (ABA's, LCABA's, proxBBO's, C-ABA's), mostly tree pairs
     (:func:`elimination.program._tree_pair`) and wide pairs (``_wide_pair``), and steps alone (``FRONT``,
     ``PIVOT``, ``UNIT``: a loop root's multipliers, a free body's link, an embedded cluster's links and ``y``)
@@ -100,7 +98,8 @@ def pairs_scratch_in(rows, maxn):
     """The lane scratch of :func:`factorize_pairs` -- the generic step's rows (:func:`elimination.lanes.front_rows_in`),
     whose front ``H`` (``maxn * maxn``, row-major), scales, temporaries and a substitution's ``A``, ``T`` and
     ``HFT`` the pairs use too, ``t``, ``u``, a pair's ratios, a wide pair's ``y`` and a flag per lane -- and of
-    :func:`solve_pairs` (``g``, ``x``, ``x_S``, temporaries, ``g_z``, a step's right-hand sides and their sizes),
+    :func:`elimination.compiled.solve_one` in lanes (``g``, a step's right-hand sides and their sizes, ``x``, ``x_S``,
+    ``g_z``, temporaries),
     carved from ``rows (pairs_scratch_rows(maxn), LANES)``: a caller that keeps them allocates nothing per call."""
     n = max(maxn, 6)
     f = front_rows(n)
@@ -110,41 +109,4 @@ def pairs_scratch_in(rows, maxn):
     b = f + 7 * n
     t6, u6, stmp = rows[b:b + 6], rows[b + 6:b + 12], rows[b + 12:b + 18]
     H, A, scale, T, HFT, tmp = front[0], front[1], front[2], front[8], front[9], front[13]
-    return (H, scale, t6, u6, tmp, r, y, A, T, HFT, front, ok), (g, x, xs, stmp, gz, bl, bm)
-
-
-@njit(cache=True, error_model="numpy", **UNCOUNTED)
-def solve_pairs(maps, C, Lin, cache, Xout, lane_scratch, scratch):
-    """Forward sweep of the lanes' linear terms ``Lin (linear_size, LANES)`` through the conditionals ``C`` of
-    :func:`factorize_pairs` and back-substitution into ``Xout (value_size, LANES)``: the operations of
-    :func:`elimination.compiled.solve_one`, all in lanes -- the pairs', and every step alone through the sweeps
-    written once for every width (:func:`elimination.compiled_front._step_forward`, ``_step_backward``); a
-    tree's pairs have no dropped rows and no size of right-hand sides to pass on (:func:`covers_pairs`), so
-    ``Lin`` stands in for them.  ``scratch``: unused, kept for the caller's one signature of both kernels."""
-    steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, pgs, pgd = maps
-    g, x, xs, tmp, gz, bl, bm = lane_scratch
-    st = 0
-    while st < steps.shape[0]:
-        op = steps[st, OP]
-        if op == OP_WIDE_REVOLUTE:
-            _wide_revolute_forward(steps, st, gs, gd, bs, bd, C, Lin, cache, g, tmp)
-        elif op != OP_REVOLUTE and op != OP_TREE:  # a step alone
-            step_forward(steps, st, gs, gd, bs, bd, C, Lin, Lin, cache, Lin, g, bl, bm, gz)
-            st += 1
-            continue
-        elif op == OP_REVOLUTE:
-            _revolute_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp)
-        else:
-            _tree_forward(steps, st, gs, gd, bs, bd, pgs, pgd, C, Lin, cache, g, tmp)
-        st += 2
-    st = steps.shape[0]
-    while st > 0:
-        st -= 1
-        if steps[st, OP] == OP_FUSED and steps[st - 1, OP] == OP_REVOLUTE:
-            st -= 1
-            _revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, tmp)
-        elif steps[st, OP] == OP_FUSED and steps[st - 1, OP] == OP_WIDE_REVOLUTE:
-            st -= 1
-            _wide_revolute_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, tmp)
-        else:
-            step_backward(steps, st, xss, xsd, xfs, xfd, C, cache, Xout, x, xs, g, gz)
+    return (H, scale, t6, u6, tmp, r, y, A, T, HFT, front, ok), (g, bl, bm, x, xs, gz, stmp)

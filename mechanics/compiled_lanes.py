@@ -11,7 +11,7 @@ from numba import njit
 
 import elimination.lanes_pairs as lanes_pairs
 import elimination.vectors as vectors
-from elimination.compiled import factorize_scratch_in, max_front, solve_scratch_in
+from elimination.compiled import factorize_scratch_in, max_front, solve_one
 from elimination.compiled_front import UNCOUNTED, ix
 from elimination.numeric import SCALE_FLOOR
 from elimination.lanes import LANES
@@ -53,7 +53,7 @@ def _lane_parts(lw, sizes, maxn, kinematic_rows, constraint_rows, iteration_rows
     """:func:`lanes_kernel`'s lanes, carved from ``lw``: ``Fw, C, Lin, Lmag, cache, X, Lres, corrections
     (entries, LANES)``, the scale floors ``(1, LANES)``, the pivot ratios ``(LANES,)``, the largest
     magnitudes of a correction and its values ``(2, LANES)``, :func:`elimination.lanes_pairs.factorize_pairs`' and
-    ``solve_pairs``' scratch, the kinematics' rows ``KL`` (:func:`~mechanics.compiled_kinematics._kinematic_parts`), the
+    the solve's scratch, the kinematics' rows ``KL`` (:func:`~mechanics.compiled_kinematics._kinematic_parts`), the
     constraints' rows ``KC`` (:func:`~mechanics.compiled_kinematics._constraint_parts`) and the outer iterations' ``IT``
     (:data:`ITERATION_ROWS`)."""
     rows = lw.reshape((-1, LANES))
@@ -125,7 +125,7 @@ def _lanes_moved(constraints, factors, KC, pairs, m, mu, Lin):
 
 
 @njit(cache=True, inline="always")
-def _lanes_solved(links, factors, scope, constraints, KC, pairs, m, mu, smaps, sscr, slane, Fw, Lin, X, C, cache,
+def _lanes_solved(links, factors, scope, constraints, KC, pairs, m, mu, smaps, slane, Fw, Lin, X, C, cache,
                   Lres, D, need, fresh, tops):
     """One solve of the lanes that want one (``need``): a refinement step of ``X`` in place (:func:`_refine_step`
     in lanes: the residuals of every factor in lanes, one solve of the lanes into ``D``, the largest magnitude
@@ -136,14 +136,14 @@ def _lanes_solved(links, factors, scope, constraints, KC, pairs, m, mu, smaps, s
     for w in range(LANES):
         stepping += need[w] and not fresh[w]
     if stepping == 0:
-        lanes_pairs.solve_pairs(smaps, C, Lin, cache, X, slane, sscr)
+        solve_one(smaps, C, Lin, Lin, cache, X, Lin, slane)
         return
     KK, MEAS, _, _, _, _, E = _constraint_parts(KC, pairs, m)  # (MEAS: as filled, or moved in lanes)
     _residual_terms(links, factors, scope, constraints, KK, MEAS, mu, Fw, Lin, X, Lres, E)
     for w in range(LANES):
         if need[w] and fresh[w]:
             _copy(Lin[:, w], Lres[:, w])
-    lanes_pairs.solve_pairs(smaps, C, Lres, cache, D, slane, sscr)
+    solve_one(smaps, C, Lres, Lres, cache, D, Lres, slane)
     vectors.add_rows(X, D, tops, X.shape[0])
     for w in range(LANES):
         if need[w] and fresh[w]:
@@ -177,7 +177,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
     """:func:`dynamics_kernel` for a program of mostly tree and wide pairs (:func:`elimination.lanes_pairs.covers_pairs`),
     ``LANES`` states at a time: the new states' kinematics and link factors in lanes, each one's constraint
     terms and their factors into its lane (:func:`_refill`), one factorization of the lanes and their first solve without refinement
-    (:func:`elimination.lanes_pairs.factorize_pairs`, :func:`~elimination.lanes_pairs.solve_pairs`).  Then, where the
+    (:func:`elimination.lanes_pairs.factorize_pairs`, :func:`~elimination.compiled.solve_one` in lanes).  Then, where the
     program iterates, every lane's outer iterations advance to their next solve (:func:`_advance`: a
     refinement step, a fresh solve, a suspect pivot's verification step) and the solves run in lanes
     (:func:`_lanes_solved`); a lane whose state has its answer idles until ``refill`` lanes do and ``patience``
@@ -192,7 +192,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
     m, nv, B, pairs = F0.shape[1], V.shape[1], Q.shape[0], constraints[2].shape[0]
     kparts = _kinematic_parts(links.shape[0], Q.shape[1], nv)
     qn = ws[o[0] + kparts[7]:o[0] + kparts[7] + Q.shape[1]]  # (the per-state kernel's q)
-    fscr, sscr = factorize_scratch_in(ws[o[10]:o[11]], wi, maxn), solve_scratch_in(ws[o[11]:o[12]], maxn)
+    fscr = factorize_scratch_in(ws[o[10]:o[11]], wi, maxn)
     Fw, C, Lin, Lmag, cache, X, Lres, D, floor, ratio, tops, flane, slane, KL, KC, IT = _lane_parts(
         lw, sizes, maxn, kparts[-1] + 1, constraint_rows(pairs, m), ITERATION_ROWS + nv)
     weak, failed, valid, need = li[WEAK], li[FAILED], li[VALID], li[NEED]
@@ -211,7 +211,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
                              lk, Fw, Lin, Lmag, floor, flags, KL, kparts, KC)
             lanes_pairs.factorize_pairs(fmaps, Fw, C, floor, fscr, flane, ratio, weak, failed)
             whole = idle == LANES  # (every lane new: the first solve straight into X)
-            lanes_pairs.solve_pairs(smaps, C, Lin, cache, X if whole else D, slane, sscr)
+            solve_one(smaps, C, Lin, Lin, cache, X if whole else D, Lin, slane)
             for i in range(0 if whole else X.shape[0]):  # the new lanes' first solve (KL's row of them: MASK)
                 vectors.put(X, i, D, i, KL, kparts[10])
             _constraint_residual(constraints, KK, Kk, links, X, RES)
@@ -232,7 +232,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
         if idle == LANES:
             break
         waited += idle >= refill
-        _lanes_solved(links, factors, scope, constraints, KC, pairs, m, mu, smaps, sscr, slane, Fw, Lin, X, C,
+        _lanes_solved(links, factors, scope, constraints, KC, pairs, m, mu, smaps, slane, Fw, Lin, X, C,
                       cache, Lres, D, need, li[FRESH], tops)
         _constraint_residual(constraints, KK, Kk, links, X, RES)  # (read by the lanes whose solve is done)
         _iterate_numbers(links, constraints[6], X, RES, IT)
