@@ -185,6 +185,10 @@ def embedded_clusters(mechanism: Mechanism, names, independent: dict | None = No
     where they share a joint); ``independent``: constraint -> the joints whose accelerations its cluster's ``y``
     are (:class:`~mechanics.policies.Embed`; by default :func:`loop_partition` chooses)."""
     constraints = [mechanism.constraint(name) for name in names]
+    fixed = sorted(n for n in (independent or {}) if isinstance(mechanism.constraint(n), Coupling))
+    if fixed:
+        raise ValueError(f"Embed(independent=...) chooses a loop's coordinates; {fixed} are couplings, whose y "
+                         f"are the joints their map leaves free -- give the loop's policy the joints instead")
     group = {}
     for c in constraints:  # (union of joint sets: a few constraints, a few joints each)
         own = _joints_of(mechanism, c)

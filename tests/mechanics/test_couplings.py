@@ -831,5 +831,10 @@ def test_chosen_coordinates_are_refused_naming_them_where_they_do_not_fit_the_lo
     embed = ({"knee": mechanics.policies.Embed(independent=("shin",)), "default": "embed"}, cluster_order)
     with pytest.raises(ValueError, match=r"the other joints of the loops 'achilles', 'knee' do not follow from these"):
         mechanics.algorithm_plan(digit, embed)
+    geared = mechanics.models.geared_chain(2)
+    gear = geared.constraints[0].name
+    with pytest.raises(ValueError, match=rf"\['{gear}'\] are couplings"):
+        mechanics.algorithm_plan(geared, ({gear: mechanics.policies.Embed(independent=("x",)), "default": "embed"},
+                                          cluster_order))
     assert repr(mechanics.policies.Embed(independent=("rocker",))) == "embed(independent=('rocker',))"
     assert mechanics.policies.Embed(independent=("rocker",)) != mechanics.policies.Embed()
