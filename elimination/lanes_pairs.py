@@ -3,7 +3,8 @@
 The programs of a mechanism's dynamics in a spanning-tree order
 (:func:`covers_pairs`: ABA's, LCABA's, proxBBO's, C-ABA's steps) are mostly
 pair instructions: :func:`factorize_pairs` and the solve
-(:func:`elimination.compiled.solve_one` at sixteen lanes) run the ``REVOLUTE_PAIR``, ``WIDE_REVOLUTE`` (a loop's link and joint, the separator
+(:func:`elimination.compiled.solve_one` at sixteen lanes) run the
+``REVOLUTE_PAIR``, ``WIDE_REVOLUTE`` (a loop's link and joint, the separator
 the loop's multipliers and other links) and ``TREE_PAIR`` (a free-flyer,
 spherical or planar joint: a floating base under ABA or LCABA) kernels of
 :mod:`elimination.compiled_pairs`, and every step alone -- a free body's link
@@ -39,8 +40,8 @@ drop_stale_cache(__file__, compiled.__file__, compiled_front.__file__, compiled_
 
 
 def covers_pairs(program) -> bool:
-    """Whether :func:`factorize_pairs` and :func:`~elimination.compiled.solve_one` in lanes run ``program``: the programs of a mechanism's
-    dynamics in a spanning-tree order (ABA's, LCABA's, proxBBO's, C-ABA's), mostly tree pairs
+    """Whether :func:`factorize_pairs` and :func:`~elimination.compiled.solve_one` in lanes run ``program``: the
+    programs of a mechanism's dynamics in a spanning-tree order (ABA's, LCABA's, proxBBO's, C-ABA's), mostly tree pairs
     (:func:`elimination.program._tree_pair`) and wide pairs (``_wide_pair``), and steps alone (``FRONT``,
     ``PIVOT``, ``UNIT``: a loop root's multipliers, a free body's link, an embedded cluster's links and ``y``)
     that the generic step runs at the lanes' width (:func:`elimination.compiled_front._generic_step`): none with

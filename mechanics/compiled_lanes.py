@@ -177,8 +177,8 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
     """:func:`dynamics_kernel` for a program of mostly tree and wide pairs (:func:`elimination.lanes_pairs.covers_pairs`),
     ``LANES`` states at a time: the new states' kinematics and link factors in lanes, each one's constraint
     terms and their factors into its lane (:func:`_refill`), one factorization of the lanes and their first solve without refinement
-    (:func:`elimination.lanes_pairs.factorize_pairs`, :func:`~elimination.compiled.solve_one` in lanes).  Then, where the
-    program iterates, every lane's outer iterations advance to their next solve (:func:`_advance`: a
+    (:func:`elimination.lanes_pairs.factorize_pairs`, :func:`~elimination.compiled.solve_one` in lanes).  Then,
+    where the program iterates, every lane's outer iterations advance to their next solve (:func:`_advance`: a
     refinement step, a fresh solve, a suspect pivot's verification step) and the solves run in lanes
     (:func:`_lanes_solved`); a lane whose state has its answer idles until ``refill`` lanes do and ``patience``
     rounds more have run, and they take the next states (the lanes' factorization again: the busy lanes' own

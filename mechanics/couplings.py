@@ -302,11 +302,11 @@ def _chosen_columns(mechanism: Mechanism, names: tuple, joints: tuple, independe
         raise ValueError(f"Embed(independent={tuple(independent)}): the loops {loops} fix {rank} of their cluster's "
                          f"{B.shape[1]} joint velocities, so y takes {B.shape[1] - rank} of them, not {len(chosen)}; "
                          f"name joints with that many velocities among {list(joints)}")
-    sv, block = np.linalg.svd(B, compute_uv=False), np.linalg.svd(B[:, dependent], compute_uv=False)
-    if rank and block[-1] <= SINGULAR_RTOL * sv[0]:
+    smallest = np.linalg.svd(B[:, dependent], compute_uv=False)[-1] if rank else 1.0
+    if smallest <= SINGULAR_RTOL:  # (B's rows are orthonormal: its largest singular value is 1)
         raise ValueError(f"Embed(independent={tuple(independent)}): the other joints of the loops {loops} do not "
                          f"follow from these where the loops close (their block's singular value ratio "
-                         f"{block[-1] / sv[0]:.1e}); choose joints that drive the loop")
+                         f"{smallest:.1e}); choose joints that drive the loop")
     return dependent
 
 

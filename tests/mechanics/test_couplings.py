@@ -816,7 +816,8 @@ def test_a_loop_clusters_coordinates_chosen_by_the_user_give_the_dense_solves_dy
         x = mechanics.gplc_graph(mech, q, v, tau, policy="hard").dense_solve()
         qdd = np.concatenate([x[("qdd", l.name)] for l in mech.links if l.joint.nv])
         f = np.concatenate([-x[("lam", c.name)] for c in mech.constraints])
-        assert relative(result.qdd, qdd) < 1e-10 and relative(result.forces, f) < 1e-9, (seed, relative(result.qdd, qdd))
+        assert relative(result.qdd, qdd) < 1e-10 and relative(result.forces, f) < 1e-9, (seed, relative(result.qdd,
+                                                                                                  qdd))
 
 
 def test_chosen_coordinates_are_refused_naming_them_where_they_do_not_fit_the_loop():
