@@ -84,73 +84,104 @@ def started_error(change: float, ratio: float) -> float:
 
 def factorize_scratch_size(maxn: int) -> tuple:
     """Floats and ints of :func:`factorize_scratch_in` for fronts up to ``maxn`` wide."""
-    return 14 * maxn * maxn + 6 * maxn + 3, maxn * (maxn + 1)
+    return 14 * maxn * maxn + 6 * maxn + 4, maxn * (maxn + 1) + 2
 
 
 @njit(cache=True, inline="always")  # (its caller's reference counting, on or off)
 def factorize_scratch_in(floats, ints, maxn):
     """The scratch matrices of :func:`factorize_one` for fronts up to ``maxn`` wide, as views of ``floats``
     and ``ints`` (:func:`factorize_scratch_size`): a caller that keeps them allocates nothing per call."""
-    m = floats[: 14 * maxn * maxn].reshape((14, maxn, maxn))
-    v = floats[14 * maxn * maxn: 14 * maxn * maxn + 5 * maxn].reshape((5, maxn))
-    one = floats[14 * maxn * maxn + 5 * maxn: 14 * maxn * maxn + 6 * maxn + 3]  # (the floor, a ratio, a flag ...)
+    a, b = 14 * maxn * maxn, maxn * (maxn + 1)
+    m = floats[:a].reshape((14, maxn, maxn))
+    v = floats[a: a + 5 * maxn].reshape((5, maxn))
+    one = floats[a + 5 * maxn: a + 6 * maxn + 4]  # (the floor, a ratio, a flag, the smallest ratio ...)
     return (m[0], m[1], v[0], v[1], m[2], m[3], m[4], m[5], v[2], m[6], m[7], m[8], m[9], m[10], m[11], m[12], m[13],
-            v[3], ints[: maxn * (maxn + 1)].reshape((maxn, maxn + 1)), v[4], one)
+            v[3], ints[:b].reshape((maxn, maxn + 1)), v[4], (one, ints[b:b + 2]))
 
 
-@njit(cache=True, **UNCOUNTED)
+@njit(cache=True, inline="always")
+def one_state_lanes(scratch):
+    """:func:`factorize_steps`' arguments at one state's width, as views of ``scratch``
+    (:func:`factorize_scratch_in`): ``(pair, front, r, ok, floor, ratio, weak, failed)``, the last five ``(1,)``."""
+    H, A, scale, unit, L, Lw, Li, X, Dv, T, HFT, Wm, Nm, Ek, Ed, Hz, Hzs, sz, Tnz, rows, (one, ints) = scratch
+    f = H.shape[0] * H.shape[0]
+    pair = (H.reshape(f), scale, unit, Dv, rows, sz, A.reshape(f), T.reshape(f), HFT.reshape(f), Tnz[0])
+    return pair, one_state_rows(scratch), one[1:2], one[2:3], one[0:1], one[3:4], ints[0:1], ints[1:2]
+
+
+@njit(cache=True, inline="always")  # (a function of its own added seconds to the first compile: benchmarks/README.md)
 def factorize_one(maps, Fw, C, floor, check_rank, scratch):
-    """Every step of the program on one element: its factor workspace ``Fw (factor_size,)``, conditionals
-    into ``C (conditional_size,)``; ``maps`` from :func:`factorize_maps`, ``scratch`` from
-    :func:`factorize_scratch_in`.
-
-    Returns ``(ratio, weakest, failed)``: the smallest pivot ratio and its step; ``failed`` -1, or the
-    step whose pivot the numpy rule refuses, or ``-2 - step`` where the numerical rank of a
-    substitution falls short of the plan's (the caller then takes the numpy path).
-    """
-    steps, hs, hd, ss, sd, as_, ad, ws, wd, es, ed, pbH, pbs, phs, phd, pss, psd = maps
-    H, A, scale, unit, L, Lw, Li, X, Dv, T, HFT, Wm, Nm, Ek, Ed, Hz, Hzs, sz, Tnz, rows, floor_ratio = scratch
-    maxn = H.shape[0]
-    Hf, Af = H.reshape(maxn * maxn), A.reshape(maxn * maxn)  # flat views: the gathers' destinations
-    Tf, HFTf = T.reshape(maxn * maxn), HFT.reshape(maxn * maxn)  # (a tree pair's blocks)
-    # the pairs are the width-1 instance of the lane kernels (elimination.vectors): the scale floor and the
-    # pivot ratio as one-lane rows
-    floor_row, ratio_row, ok = floor_ratio[0:1], floor_ratio[1:2], floor_ratio[2:3]
+    """:func:`factorize_steps` on one element: its factor workspace ``Fw (factor_size,)``, conditionals into
+    ``C (conditional_size,)``, scale floor ``floor``; ``maps`` from :func:`factorize_maps`, ``scratch`` from
+    :func:`factorize_scratch_in`.  Returns ``(ratio, weakest, failed)``."""
+    pair, front, r, ok, floor_row, ratio, weak, failed = one_state_lanes(scratch)
     floor_row[0] = floor
-    front = one_state_rows(scratch)  # (the generic step's flat rows: views of the same matrices)
-    ratio, weak, failed = np.inf, -1, -1  # (one exit, no early return: see compiled_pairs._revolute_pair)
-    for st in range(steps.shape[0]):
-        op = steps[st, OP]
-        if op == OP_FUSED:  # run by its pair's instruction, just before
-            continue
-        if op == OP_REVOLUTE or op == OP_TREE or op == OP_WIDE_REVOLUTE:
-            if op == OP_REVOLUTE:
-                _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor_row, Hf, scale, unit, Dv, rows, ratio_row)
-                r = ratio_row[0]
-            elif op == OP_TREE:
-                _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor_row, Hf, scale, Af, Tf, HFTf, rows,
-                           ratio_row, Tnz[0])  # (ok: a flag)
-                r = ratio_row[0]
-            else:
-                _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor_row, Hf, maxn, scale, unit, sz, Dv, rows,
-                                    ratio_row)
-                r = ratio_row[0]
-            if r < 0.0:
-                failed = st + 1
-                break
-            if r < ratio:
-                ratio, weak = r, st + 1
-            continue
-        # FRONT, and PIVOT and UNIT as FRONT: the generic step at one state's width
-        fail = _generic_step(maps, st, Fw, C, floor_row, check_rank, front, Tnz, scratch, ratio_row, ok)
-        r = ratio_row[0]
-        if fail != -1 or r < 0.0:
-            failed = fail if fail != -1 else st
-            break
-        if r < ratio:
-            ratio, weak = r, st
+    factorize_steps(maps, Fw, C, floor_row, check_rank, scratch, pair, front, r, ok, ratio, weak, failed)
+    return ratio[0], weak[0], failed[0]
 
-    return ratio, weak, failed
+
+@njit(cache=True, inline="always")
+def _record(w, r, fail, at, ratio, weak, failed):
+    """Lane ``w``'s step ``at`` with pivot ratio ``r`` (``fail``: -1, or the failure to report) into the lanes'
+    smallest ratio, its step and the first failure."""
+    if failed[w] == -1:
+        if fail != -1:
+            failed[w] = fail
+        elif r < ratio[w]:
+            ratio[w], weak[w] = r, at
+
+
+# one driver for every width: one state's (factorize_one) and sixteen lanes' (elimination.lanes), each width
+# compiled once and shared by the engine and the dynamics
+@njit(cache=True, error_model="numpy", **UNCOUNTED)
+def factorize_steps(maps, Fw, C, floor, check_rank, scratch, pair, front, r, ok, ratio, weak, failed):
+    """Every step of the program on the lanes of ``Fw`` (``(factor_size,)``: one state; ``(factor_size,
+    LANES)``: sixteen side by side), conditionals into ``C``, scale floors ``floor (1,)`` or ``(1, LANES)``: the
+    pairs' kernels (:mod:`elimination.compiled_pairs`) and the generic step
+    (:func:`elimination.compiled_front._generic_step`) at that width.  Per lane the smallest pivot ratio, its
+    step and the failed step into ``ratio``, ``weak``, ``failed``: -1, or the step whose pivot the numpy rule
+    refuses, or ``-2 - step`` where the numerical rank of a substitution falls short of the plan's (the
+    caller then takes the numpy path).  A failed lane goes on with meaningless numbers until every lane
+    has failed.
+
+    ``maps``: :func:`factorize_maps`; ``scratch``: :func:`factorize_scratch_in`'s (the generic step's integers,
+    a general substitution's and the one-state pivots' matrices); ``pair``: the pairs' front ``H`` (flat,
+    rows ``i * maxn + j``), ``scale``, ``t``, ``u``, temporaries, a wide pair's ``y``, a substitution's ``A``,
+    ``T``, ``HFT`` and a flag per lane, or None for a program without pairs; ``front``, ``r``, ``ok``: the
+    generic step's rows, a pivot ratio and a value per lane (:func:`one_state_lanes` at one state's width,
+    :func:`elimination.lanes.scratch_in` at sixteen lanes)."""
+    steps, hs, hd, ss, sd = maps[:5]
+    pbH, pbs, phs, phd, pss, psd = maps[11:17]
+    maxn = scratch[0].shape[0]  # (the front's size: the gathers index H by it)
+    lanes = ratio.shape[0]
+    for w in range(lanes):
+        ratio[w], weak[w], failed[w] = np.inf, -1, -1
+    st = np.int64(0)  # (not a literal 0: the generic step would compile once more, for a literal st)
+    while st < steps.shape[0]:
+        op, paired = steps[st, OP], False
+        if pair is not None:  # (numba prunes this for pair None: a program without pairs compiles no pair kernel)
+            H, scale, t6, u6, tmp, y, A, T, HFT, flag = pair
+            paired = op == OP_REVOLUTE or op == OP_TREE or op == OP_WIDE_REVOLUTE
+            if op == OP_REVOLUTE:
+                _revolute_pair(steps, st, pbH, pbs, phs, pss, Fw, C, floor, H, scale, t6, u6, tmp, r)
+            elif op == OP_TREE:  # a free flyer's, a spherical joint's
+                _tree_pair(steps, st, pbH, pbs, phs, phd, pss, psd, Fw, C, floor, H, scale, A, T, HFT, tmp, r, flag)
+            elif op == OP_WIDE_REVOLUTE:
+                _wide_revolute_pair(steps, st, hs, hd, ss, sd, Fw, C, floor, H, maxn, scale, t6, u6, y, tmp, r)
+        if paired:  # both rows: the pair's and OP_FUSED
+            for w in range(lanes):
+                _record(w, r[w], st + 1 if r[w] < 0.0 else -1, st + 1, ratio, weak, failed)
+            st += 2
+        else:  # FRONT, and PIVOT and UNIT as FRONT
+            fail = _generic_step(maps, st, Fw, C, floor, check_rank, front, scratch[18], scratch, r, ok)
+            for w in range(lanes):
+                _record(w, r[w], fail if fail != -1 else (st if r[w] < 0.0 else -1), st, ratio, weak, failed)
+            st += 1
+        left = 0
+        for w in range(lanes):
+            left += failed[w] == -1
+        if left == 0:
+            break
 
 
 @njit(cache=True)
@@ -213,7 +244,7 @@ def solve_one(maps, C, Lin, Lmag, cache, Xout, dropped, scratch):
     right-hand sides each hard row combines) through its conditionals ``C``, and back-substitution into
     ``Xout (value_size,)``; the dropped rows' residuals and sizes into ``dropped``; ``maps`` from
     :func:`solve_maps`.  Any width (:mod:`elimination.vectors`): sixteen elements side by side, ``(entry,
-    lane)``, for the lanes (:mod:`elimination.lanes`, :mod:`elimination.lanes_pairs`), whose programs have no
+    lane)``, for the lanes (:mod:`elimination.lanes`), whose programs have no
     dropped rows and pass ``Lin`` for ``Lmag`` and ``dropped``."""
     steps, gs, gd, bs, bd, xfs, xfd, xss, xsd, pgs, pgd = maps
     g, bl, bm, x, xs, gz, rows = scratch

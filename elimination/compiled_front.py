@@ -12,7 +12,7 @@ written out; the solve's sweeps of the same step (:func:`_step_forward`,
 (:mod:`elimination.gaussian`).  Each is written once on
 :mod:`elimination.vectors`' rows, for every width: one state's kernels
 (:mod:`elimination.compiled`) run it at width 1, the lanes
-(:mod:`elimination.lanes`, :mod:`elimination.lanes_pairs`) at sixteen, the
+(:mod:`elimination.lanes`) at sixteen, the
 same operations in the same order, so a batch element's numbers are its
 single call's bit for bit.  What only one state's kernel runs -- a general
 substitution's SVD, the quasi-definite and indefinite pivots -- the lanes
@@ -82,7 +82,7 @@ def _added(steps, st, hs, hd, ss, sd, Fw, H, scale):
 # Fronts are rows ``i * maxn + j`` of flat arrays (elimination.vectors: ``(entry,)`` one state, ``(entry, lane)``
 # sixteen).  What only one state's kernel does -- a general substitution's rank-revealing SVD, the quasi-definite
 # and indefinite pivots -- goes through _general_substitution and _one_state_pivot (overloads), which the lanes
-# never reach (elimination.lanes_pairs.covers_pairs keeps such programs off them).
+# never reach (elimination.lanes.covers_pairs keeps such programs off them).
 
 
 @njit(cache=True, inline="always")
@@ -292,7 +292,7 @@ def _reduced_block(H, Nm, HFT, scale, Hz, Hzs, sz, nF, nS, nz):
 
 def _general_substitution(row, C, rows, Tnz, scratch, check_rank):
     """:func:`_substitute` at one state's width; at the lanes' a refusal (``False``, as a rank short of the
-    plan's: the caller then takes the numpy path), which :func:`elimination.lanes_pairs.covers_pairs` keeps
+    plan's: the caller then takes the numpy path), which :func:`elimination.lanes.covers_pairs` keeps
     them from meeting."""
 
 

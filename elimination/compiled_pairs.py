@@ -11,7 +11,7 @@ numbers are those of the two ``FRONT`` steps they stand for, round-off aside.
 The revolute kernels are written once for every batch width in
 :mod:`elimination.vectors`' row operations: the per-element executor
 (:mod:`elimination.compiled`) runs them on one state's 1-d arrays, the lane
-executor (:mod:`elimination.lanes_pairs`) on sixteen states' ``(entry, lane)``
+executor (:mod:`elimination.lanes`) on sixteen states' ``(entry, lane)``
 arrays -- one function, two instances, the same bits; so are the tree pairs
 of more degrees of freedom (:func:`_tree_pair`: a free flyer's, a spherical
 or planar joint's).

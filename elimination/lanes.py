@@ -29,9 +29,19 @@ per-element kernels, bit for bit, so a graph gets the same numbers alone or in
 a batch.  Other programs, and batches of fewer than :data:`LANES` elements,
 keep the per-element kernels.
 
-A program of a mechanism's dynamics in a spanning-tree order (tree pairs and
-wide pairs, ABA's, LCABA's, proxBBO's steps) runs side by side in
-:mod:`elimination.lanes_pairs`, on these kernels' helpers.
+The programs of a mechanism's dynamics in a spanning-tree order
+(:func:`covers_pairs`: ABA's, LCABA's, proxBBO's, C-ABA's steps) are mostly
+pair instructions -- ``REVOLUTE_PAIR``, ``WIDE_REVOLUTE`` (a loop's link and
+joint, the separator the loop's multipliers and other links) and
+``TREE_PAIR`` (a free-flyer, spherical or planar joint) -- and steps alone (a
+free body's link, a contact's or a loop root's multipliers, an embedded
+cluster's links and ``y``): the same driver
+(:func:`elimination.compiled.factorize_steps`) runs them at sixteen lanes, on
+a workspace the caller fills (:func:`mechanics.compiled_lanes.lanes_kernel`:
+the states' kinematics and constraints in lanes too), with the pairs' kernels
+of :mod:`elimination.compiled_pairs` written once for every width.  On Talos's
+tree a batch of eight took the pairs' factorization 1.7x and their solve 2.1x
+faster than eight states one at a time (eight lanes then).
 """
 from __future__ import annotations
 
@@ -40,8 +50,10 @@ from numba import njit
 from numba.typed import List
 
 from .compiled import (announce_first_compile, factorize_maps, factorize_scratch_in, factorize_scratch_size,
-                       max_front, solve_maps, solve_one)
-from .compiled_front import OP, OP_PIVOT, UNCOUNTED, _generic_step
+                       factorize_steps, max_front, solve_maps, solve_one)
+from .compiled_front import (
+    D_, DEFINITE, IDENTITY, M, NEGATIVE, NZ, OP, OP_FUSED, OP_PIVOT, OP_REVOLUTE, OP_TREE, OP_WIDE_REVOLUTE, P, PIVOT,
+)
 from .kernel_cache import drop_stale_cache
 from . import compiled, compiled_front, compiled_pairs, compiled_pivot, vectors as v
 
@@ -50,6 +62,7 @@ LANES = v.WIDTH
 into scalar instructions, 1.4x slower here: LLVM's SLP vectorizer would fuse them and numba leaves it off;
 with the lanes an array's length, LLVM's loop vectorizer takes them behind run-time overlap checks, 1.6x
 slower.)"""
+PAIRS = (OP_REVOLUTE, OP_TREE, OP_WIDE_REVOLUTE, OP_FUSED)  # (a pair's two rows: its kernels, not the generic step)
 drop_stale_cache(__file__, compiled.__file__, compiled_front.__file__, compiled_pairs.__file__, compiled_pivot.__file__,
                  v.__file__)  # (inlined or linked in)
 
@@ -79,6 +92,23 @@ def covers(program) -> bool:
     return bool(len(steps)) and not program.unsupported and bool(np.all(steps[:, OP] == OP_PIVOT))
 
 
+def covers_pairs(program) -> bool:
+    """Whether the lanes run ``program`` of a mechanism's dynamics in a spanning-tree order (ABA's, LCABA's,
+    proxBBO's, C-ABA's): mostly tree pairs (:func:`elimination.program._tree_pair`) and wide pairs (``_wide_pair``),
+    and steps alone (``FRONT``, ``PIVOT``, ``UNIT``: a loop root's multipliers, a free body's link, an embedded
+    cluster's links and ``y``) that the generic step runs at the lanes' width
+    (:func:`elimination.compiled_front._generic_step`): none with a general substitution (hard rows other than
+    declared ``+-I`` ones) or a quasi-definite or indefinite pivot, and none with rows left over (the lanes pass
+    no sizes of right-hand sides and check no dropped rows)."""
+    steps = program.steps
+    op = steps[:, OP]
+    general = (steps[:, M] > 0) & (steps[:, IDENTITY] == 0) & ~np.isin(op, PAIRS)
+    one_state_pivot = (steps[:, NZ] > 0) & ~np.isin(steps[:, PIVOT], (DEFINITE, NEGATIVE)) & ~np.isin(op, PAIRS)
+    passed_on = (steps[:, P] > 0) | (steps[:, D_] > 0)  # (rows left over whose sizes or drops a solve keeps)
+    return (bool(len(steps)) and not program.unsupported and bool(np.all(np.isin(op, tuple(compiled.KERNELS))))
+            and not bool(np.any(general | one_state_pivot | passed_on)))
+
+
 def groups_of(elements: int) -> int:
     """Lane groups holding ``elements`` (the last one padded with copies of the last element)."""
     return -(-elements // LANES)
@@ -88,60 +118,37 @@ def groups_of(elements: int) -> int:
 # factorization
 
 
-@njit(cache=True, inline="always")
-def _record(w, r, fail, at, ratio, weak, failed):
-    """Lane ``w``'s step ``at`` with pivot ratio ``r`` (``fail``: -1, or the failure to report) into the lanes'
-    smallest ratio, its step and the first failure, as :func:`elimination.compiled.factorize_one` keeps them."""
-    if failed[w] == -1:
-        if fail != -1:
-            failed[w] = fail
-        elif r < ratio[w]:
-            ratio[w], weak[w] = r, at
-
-
-@njit(cache=True)
-def front_rows(maxn: int) -> int:
-    """Rows of ``LANES`` that :func:`front_rows_in` carves for fronts up to ``maxn`` wide."""
-    return 10 * maxn * maxn + 3 * maxn + 8
+def scratch_rows(maxn: int) -> int:
+    """Rows of ``LANES`` that :func:`scratch_in` carves for fronts up to ``maxn`` wide."""
+    n = max(maxn, 6)
+    return 10 * n * n + 3 * n + 8 + 7 * n + 18
 
 
 @njit(cache=True, inline="always")
-def front_rows_in(rows, maxn):
-    """The generic step's rows at the lanes' width (:func:`elimination.compiled_front._generic_step`: ``H``,
-    ``A``, ``scale``, ``unit``, ``L``, ``Li``, ``X``, ``D``, ``T``, ``HFT``, ``E_keep``, ``E_drop``, ``H_zS`` and six
-    temporaries), a pivot ratio and a flag per lane, carved from ``rows (front_rows(maxn), LANES)``."""
-    a = maxn * maxn
+def scratch_in(rows, maxn):
+    """The lanes' scratch, carved from ``rows (scratch_rows(maxn), LANES)``: a caller that keeps it allocates
+    nothing per call.  ``(pair, front, r, ok)``, :func:`elimination.compiled.factorize_steps`' at sixteen lanes --
+    the generic step's rows (``H``, ``A``, ``scale``, ``unit``, ``L``, ``Li``, ``X``, ``D``, ``T``, ``HFT``,
+    ``E_keep``, ``E_drop``, ``H_zS`` and six temporaries), a pivot ratio and a value per lane, and the pairs',
+    which share the front ``H`` (``maxn * maxn``, row-major), scales, temporaries and a substitution's ``A``,
+    ``T`` and ``HFT`` and add ``t``, ``u`` and a wide pair's ``y`` -- and the solve's
+    (:func:`elimination.compiled.solve_one` in lanes: ``g``, a step's right-hand sides and their sizes, ``x``,
+    ``x_S``, ``g_z``, temporaries)."""
+    n = max(maxn, 6)
+    a = n * n
     m = rows[:10 * a].reshape((10, a, LANES))
-    e = rows[10 * a:10 * a + 3 * maxn].reshape((3, maxn, LANES))
-    b = 10 * a + 3 * maxn
-    front = (m[0], m[1], e[0], e[1], m[2], m[3], m[4], e[2], m[5], m[6], m[7], m[8], m[9], rows[b:b + 6])
-    return front, rows[b + 6], rows[b + 7]
-
-
-@njit(cache=True, error_model="numpy", **UNCOUNTED)
-def factorize_group(maps, Fw, C, floor, front, scratch, r, ok, ratio, weak, failed):
-    """Every step on the lanes of ``Fw (factor_size, LANES)``, conditionals into ``C (conditional_size,
-    LANES)``, each lane's scale floor in ``floor (1, LANES)``: the generic step at the lanes' width, on the rows
-    ``front`` (:func:`front_rows_in`, with ``r`` and ``ok``) and ``scratch``
-    (:func:`elimination.compiled.factorize_scratch_in`'s); per lane the smallest pivot ratio, its step and
-    the failed step (-1: none) into ``ratio``, ``weak``, ``failed`` (``(LANES,)``), as
-    :func:`elimination.compiled.factorize_one` returns them.  A lane that fails goes on with meaningless
-    numbers (the caller then takes the numpy path for the batch)."""
-    steps = maps[0]
-    for w in range(LANES):
-        ratio[w], weak[w], failed[w] = np.inf, -1, -1
-    for st in range(steps.shape[0]):
-        step_in_lanes(maps, st, Fw, C, floor, front, scratch, r, ok, ratio, weak, failed)
-
-
-@njit(cache=True, inline="always")
-def step_in_lanes(maps, st, Fw, C, floor, front, scratch, r, ok, ratio, weak, failed):
-    """The generic step ``st`` on the lanes (:func:`factorize_group`'s arguments), each lane's pivot ratio or
-    failure recorded (:func:`_record`): a substitution's rank short of the plan's, or a refused pivot."""
-    # (np.bool_, as the per-state kernel's: a literal False would compile the step once more)
-    fail = _generic_step(maps, st, Fw, C, floor, np.bool_(False), front, scratch[18], scratch, r, ok)
-    for w in range(LANES):
-        _record(w, r[w], fail if fail != -1 else (st if r[w] < 0.0 else -1), st, ratio, weak, failed)
+    e = rows[10 * a:10 * a + 3 * n].reshape((3, n, LANES))
+    f = 10 * a + 3 * n
+    tmp = rows[f:f + 6]
+    front = (m[0], m[1], e[0], e[1], m[2], m[3], m[4], e[2], m[5], m[6], m[7], m[8], m[9], tmp)
+    r, ok = rows[f + 6], rows[f + 7]
+    vectors = rows[f + 8:f + 8 + 7 * n].reshape((7, n, LANES))
+    y, g, x, xs, gz, bl, bm = vectors[0], vectors[1], vectors[2], vectors[3], vectors[4], vectors[5], vectors[6]
+    b = f + 8 + 7 * n
+    t6, u6, stmp = rows[b:b + 6], rows[b + 6:b + 12], rows[b + 12:b + 18]
+    H, A, scale, T, HFT = front[0], front[1], front[2], front[8], front[9]
+    pair = (H, scale, t6, u6, tmp, y, A, T, HFT, tmp[5].view(np.bool_))  # (the tree pair's flag: a float row)
+    return (pair, front, r, ok), (g, bl, bm, x, xs, gz, stmp)
 
 
 @njit(cache=True, error_model="numpy")  # (counted: a typed list's items are)
@@ -177,18 +184,19 @@ def _largest_diagonal(sources, members, elements):
 def factorize_kernel(maps, sources, members, elements, factor_size, C, floor, maxn, rows, floats, ints, ratio, weak,
                      failed):
     """For every lane group of ``C (groups, conditional_size, LANES)``: its factor workspace filled from the
-    members' matrices (:func:`_members`), then :func:`factorize_group`; per lane results into ``ratio``,
-    ``weak``, ``failed`` ``(groups * LANES,)``.  One workspace serves every group; ``rows``: the generic step's
-    rows (:func:`front_rows`), ``floats``, ``ints``: its one-state scratch
+    members' matrices (:func:`_members`), then :func:`elimination.compiled.factorize_steps` at sixteen lanes; per
+    lane results into ``ratio``, ``weak``, ``failed`` ``(groups * LANES,)``.  One workspace serves every group;
+    ``rows``: the lanes' scratch (:func:`scratch_rows`), ``floats``, ``ints``: the one-state scratch
     (:func:`elimination.compiled.factorize_scratch_size`)."""
-    front, r, ok = front_rows_in(rows, maxn)
+    (_, front, r, ok), _ = scratch_in(rows, maxn)  # (no pairs here: covers)
     scratch = factorize_scratch_in(floats, ints, maxn)
     floors = np.full((1, LANES), floor)
     Fw = np.zeros((factor_size, LANES))
     for k in range(C.shape[0]):
         lo, hi = k * LANES, (k + 1) * LANES
         _fill_group(sources, members, lo, elements, Fw)
-        factorize_group(maps, Fw, C[k], floors, front, scratch, r, ok, ratio[lo:hi], weak[lo:hi], failed[lo:hi])
+        factorize_steps(maps, Fw, C[k], floors, np.bool_(False), scratch, None, front, r, ok, ratio[lo:hi],
+                        weak[lo:hi], failed[lo:hi])  # (np.bool_, as one state's: a literal would compile anew)
 
 
 def _members(program, matrices: list, batch: tuple) -> tuple:
@@ -225,7 +233,7 @@ def factorize_graph(program, matrices: list, batch: tuple, floor_rtol: float, C:
     maxn = max_front(program)
     floats, ints = factorize_scratch_size(maxn)
     factorize_kernel(factorize_maps(program), sources, members, Bm, program.factor_size, C, floor, maxn,
-                     aligned_zeros((front_rows(maxn), LANES)), np.zeros(floats), np.zeros(ints, np.int64), ratio,
+                     aligned_zeros((scratch_rows(maxn), LANES)), np.zeros(floats), np.zeros(ints, np.int64), ratio,
                      weak, failed)
     return C, ratio[:Bm], weak[:Bm], failed[:Bm]
 

@@ -90,7 +90,7 @@ class Op(IntEnum):
     Every instruction means what :attr:`FRONT` computes on its step (or on its two steps, for a pair): the
     others are the same numbers by a shorter road, which an executor may take or not (the per-state kernels
     run ``PIVOT`` and ``UNIT`` as ``FRONT``).  An executor runs the programs whose instructions it has
-    kernels for (:func:`elimination.lanes.covers`, :func:`~elimination.lanes_pairs.covers_pairs`).
+    kernels for (:func:`elimination.lanes.covers`, :func:`~elimination.lanes.covers_pairs`).
 
     FRONT
         A dense front: its factors gathered, its hard rows substituted (a rank-revealing SVD, or a declared

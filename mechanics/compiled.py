@@ -49,7 +49,7 @@ a row of the constraint tables each): any policy whose arithmetic is its
 numbers' runs here; one with an ``update`` or ``moving_term`` of its own runs on
 the numpy path (:attr:`CompiledDynamics.unsupported` says why).
 
-A program of mostly tree and wide pairs (:func:`elimination.lanes_pairs.covers_pairs`:
+A program of mostly tree and wide pairs (:func:`elimination.lanes.covers_pairs`:
 ABA's, LCABA's, proxBBO's on the benchmark robots) runs sixteen states at a time
 in :func:`lanes_kernel`: the new states' kinematics and their links' factors
 computed in lanes too (the per-state kernel's own kinematics and fill,
@@ -68,11 +68,10 @@ from __future__ import annotations
 
 import numpy as np
 
-import elimination.lanes_pairs as lanes_pairs
 from elimination.compiled import (
     announce_first_compile, factorize_maps, factorize_scratch_size, max_front, packed, solve_maps,
 )
-from elimination.lanes import LANES, aligned_zeros
+from elimination.lanes import LANES, aligned_zeros, covers_pairs
 from elimination.program import F
 
 from .policies import EXACT, HOLDS
@@ -134,7 +133,7 @@ class CompiledDynamics:
         self.soft = any(n.test == HOLDS for n in numbers)
         # a batch of a program of tree pairs runs LANES states at a time (lanes_kernel), bit for bit as one by
         # one, embedded couplings' clusters too (no dropped rows: the lanes check none after a fresh solve)
-        self.lanes = lanes_pairs.covers_pairs(program) and not len(self.drops)
+        self.lanes = covers_pairs(program) and not len(self.drops)
         self.refill, self.patience = REFILL, PATIENCE
         hard = np.concatenate([np.full(c.dim, n.test == EXACT) for c, n in zip(mechanism.constraints, numbers)]
                               or [np.zeros(0, bool)])

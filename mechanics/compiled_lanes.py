@@ -9,12 +9,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-import elimination.lanes_pairs as lanes_pairs
 import elimination.vectors as vectors
-from elimination.compiled import factorize_scratch_in, max_front, solve_one
+from elimination.compiled import factorize_scratch_in, factorize_steps, max_front, solve_one
 from elimination.compiled_front import UNCOUNTED, ix
 from elimination.numeric import SCALE_FLOOR
-from elimination.lanes import LANES
+from elimination.lanes import LANES, scratch_in, scratch_rows
 
 from .compiled_tables import (
     drop_stale_kernels, BAD_INPUT, CONVERGED, FALLBACK, ITERATES, ITERATIONS, STATUS, _unpacked_tables,
@@ -42,7 +41,7 @@ def _lane_sizes(program, constraints: tuple, mechanism) -> tuple:
     per lane of each state's own terms (:func:`_own_terms`)."""
     m = mechanism.constraint_dim
     entries = (program.factor_size + program.conditional_size + 3 * program.linear_size + program.cache_size
-               + 2 * program.value_size + 4 + lanes_pairs.pairs_scratch_rows(max_front(program))
+               + 2 * program.value_size + 4 + scratch_rows(max_front(program))
                + kinematic_rows(len(mechanism.links), mechanism.nq, mechanism.nv)
                + constraint_rows(constraints[2].shape[0], m) + ITERATION_ROWS + mechanism.nv)
     return entries * LANES, (LANE_ROWS, LANES), (LANES, 2 * m + 2)
@@ -52,7 +51,7 @@ def _lane_sizes(program, constraints: tuple, mechanism) -> tuple:
 def _lane_parts(lw, sizes, maxn, kinematic_rows, constraint_rows, iteration_rows):
     """:func:`lanes_kernel`'s lanes, carved from ``lw``: ``Fw, C, Lin, Lmag, cache, X, Lres, corrections
     (entries, LANES)``, the scale floors ``(1, LANES)``, the pivot ratios ``(LANES,)``, the largest
-    magnitudes of a correction and its values ``(2, LANES)``, :func:`elimination.lanes_pairs.factorize_pairs`' and
+    magnitudes of a correction and its values ``(2, LANES)``, :func:`elimination.compiled.factorize_steps`' and
     the solve's scratch, the kinematics' rows ``KL`` (:func:`~mechanics.compiled_kinematics._kinematic_parts`), the
     constraints' rows ``KC`` (:func:`~mechanics.compiled_kinematics._constraint_parts`) and the outer iterations' ``IT``
     (:data:`ITERATION_ROWS`)."""
@@ -68,7 +67,7 @@ def _lane_parts(lw, sizes, maxn, kinematic_rows, constraint_rows, iteration_rows
     k = h + 4 + kinematic_rows
     z = k + constraint_rows
     y = z + iteration_rows
-    factorize_scratch, solve_scratch = lanes_pairs.pairs_scratch_in(rows[y:], maxn)
+    factorize_scratch, solve_scratch = scratch_in(rows[y:], maxn)
     return (rows[:a], rows[a:b], rows[b:c], rows[c:d], rows[d:e], rows[e:f], rows[f:g], rows[g:h], rows[h:h + 1],
             rows[h + 1], rows[h + 2:h + 4], factorize_scratch, solve_scratch, rows[h + 4:k], rows[k:z], rows[z:y])
 
@@ -174,10 +173,10 @@ def _lanes_advanced(li, lk, need, tops, ratio, m, refine, startable, iterating, 
 @njit(cache=True, **UNCOUNTED)
 def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, iterating, refill, patience, ws, wi, lw, li,
                  lk, out, flags):
-    """:func:`dynamics_kernel` for a program of mostly tree and wide pairs (:func:`elimination.lanes_pairs.covers_pairs`),
+    """:func:`dynamics_kernel` for a program of mostly tree and wide pairs (:func:`elimination.lanes.covers_pairs`),
     ``LANES`` states at a time: the new states' kinematics and link factors in lanes, each one's constraint
     terms and their factors into its lane (:func:`_refill`), one factorization of the lanes and their first solve without refinement
-    (:func:`elimination.lanes_pairs.factorize_pairs`, :func:`~elimination.compiled.solve_one` in lanes).  Then,
+    (:func:`elimination.compiled.factorize_steps`, :func:`~elimination.compiled.solve_one` in lanes).  Then,
     where the program iterates, every lane's outer iterations advance to their next solve (:func:`_advance`: a
     refinement step, a fresh solve, a suspect pivot's verification step) and the solves run in lanes
     (:func:`_lanes_solved`); a lane whose state has its answer idles until ``refill`` lanes do and ``patience``
@@ -196,6 +195,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
     Fw, C, Lin, Lmag, cache, X, Lres, D, floor, ratio, tops, flane, slane, KL, KC, IT = _lane_parts(
         lw, sizes, maxn, kparts[-1] + 1, constraint_rows(pairs, m), ITERATION_ROWS + nv)
     weak, failed, valid, need = li[WEAK], li[FAILED], li[VALID], li[NEED]
+    fpair, ffront, fr, fok = flane
     KK, MEAS, Kk, LAM, RES, MOVE, E = _constraint_parts(KC, pairs, m)
     startable = refine > 0  # each re-solve refined from the last iterate (Factorization.startable), else fresh
     for w in range(LANES):
@@ -209,7 +209,7 @@ def lanes_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, itera
             waited = 0
             loaded = _refill(Q, V, TAU, F0, mu, loaded, model, constraints, general, factors, unit, pairs, m, qn, li,
                              lk, Fw, Lin, Lmag, floor, flags, KL, kparts, KC)
-            lanes_pairs.factorize_pairs(fmaps, Fw, C, floor, fscr, flane, ratio, weak, failed)
+            factorize_steps(fmaps, Fw, C, floor, np.bool_(False), fscr, fpair, ffront, fr, fok, ratio, weak, failed)
             whole = idle == LANES  # (every lane new: the first solve straight into X)
             solve_one(smaps, C, Lin, Lin, cache, X if whole else D, Lin, slane)
             for i in range(0 if whole else X.shape[0]):  # the new lanes' first solve (KL's row of them: MASK)

@@ -19,7 +19,6 @@ import elimination.compiled_pairs as compiled_pairs
 import elimination.compiled_pivot as compiled_pivot
 import elimination.jacobi as jacobi
 import elimination.lanes as lanes
-import elimination.lanes_pairs as lanes_pairs
 import elimination.vectors as vectors
 
 from elimination.compiled import (
@@ -46,7 +45,7 @@ def drop_stale_kernels(module: str) -> None:
     here = Path(__file__).parent
     drop_stale_cache(module, *(here / f"{name}.py" for name in KERNEL_MODULES), elimination_compiled.__file__,
                      compiled_front.__file__, compiled_pairs.__file__, compiled_pivot.__file__, jacobi.__file__,
-                     lanes.__file__, lanes_pairs.__file__, vectors.__file__)
+                     lanes.__file__, vectors.__file__)
 
 
 drop_stale_kernels(__file__)

@@ -2,7 +2,7 @@
 
 Run from the repository root:  OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python benchmarks/width/bench.py
       (--no-compile: skip the cold-compile subprocesses; --prod: also cold-compile the production factorize_one /
-      factorize_pairs for context)
+      factorize_steps for context)
 Prints a table and writes benchmarks/width/out/result.json (the generated variants, inputs and cold caches go
 to benchmarks/width/out/ too: ignored by git).
 
@@ -55,7 +55,6 @@ make_variants()
 
 from numba import njit  # noqa: E402
 
-from elimination import lanes_pairs  # noqa: E402
 from elimination.compiled_front import UNCOUNTED  # noqa: E402
 from elimination.lanes import aligned_zeros  # noqa: E402
 
@@ -88,23 +87,23 @@ def run_copy(Fw0, Fw, reps):
 
 
 def production_check(maps, Fw_batch, csize, maxn):
-    """The production entry points: factorize_one per state and factorize_pairs on 16 lanes."""
-    from elimination import compiled
+    """The production entry points: factorize_one per state and factorize_steps on 16 lanes."""
+    from elimination import compiled, lanes
     floats, ints = compiled.factorize_scratch_size(maxn)
     scratch = compiled.factorize_scratch_in(np.zeros(floats), np.zeros(ints, dtype=np.int64), maxn)
     Fw1, C1 = Fw_batch.copy(), np.zeros((S, csize))
     for s in range(S):
         compiled.factorize_one(maps, Fw1[s], C1[s], FLOOR, False, scratch)
-    rows = aligned_zeros((lanes_pairs.pairs_scratch_rows(maxn), 16))
-    lane_scratch, _ = lanes_pairs.pairs_scratch_in(rows, maxn)
+    rows = aligned_zeros((lanes.scratch_rows(maxn), 16))
+    (pair, front, r, ok), _ = lanes.scratch_in(rows, maxn)
     FwL = aligned_zeros((Fw_batch.shape[1], 16))
     FwL[:] = Fw_batch.T
     CL = aligned_zeros((csize, 16))
     floor = np.full((1, 16), FLOOR)
     ratio, weak, failed = np.zeros(16), np.zeros(16, dtype=np.int64), np.zeros(16, dtype=np.int64)
-    lanes_pairs.factorize_pairs(maps, FwL, CL, floor, scratch, lane_scratch, ratio, weak, failed)
+    compiled.factorize_steps(maps, FwL, CL, floor, np.bool_(False), scratch, pair, front, r, ok, ratio, weak, failed)
     assert (failed == -1).all()
-    return {"factorize_one": (C1, Fw1), "factorize_pairs": (CL.T, FwL.T)}
+    return {"factorize_one": (C1, Fw1), "factorize_steps": (CL.T, FwL.T)}
 
 
 # ---------------------------------------------------------------- compile times (child processes)
@@ -130,7 +129,7 @@ def compile_child(mode: str) -> dict:
     if mode == "prod":
         t0 = time.perf_counter()
         production_check(maps, Fw_batch, csize, maxn)
-        return {"production factorize_one + factorize_pairs (+ scratch helpers)": {"first_s": time.perf_counter() - t0}}
+        return {"production factorize_one + factorize_steps (+ scratch helpers)": {"first_s": time.perf_counter() - t0}}
     fn, a, _ = args[mode]
     return {f"driver {mode}": first_and_second(fn, a + (1, True))}
 

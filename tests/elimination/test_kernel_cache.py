@@ -8,9 +8,11 @@ from elimination.kernel_cache import drop_stale_cache
 
 
 @pytest.fixture
-def package(tmp_path):
+def package(tmp_path, monkeypatch):
     """A kernel module ``kern`` that imports a constant from ``consts`` and compiles ``helper`` in;
-    ``unrelated`` is neither.  Returns the package folder."""
+    ``unrelated`` is neither.  Returns the package folder.  (numba's cache beside the sources, as without
+    ``NUMBA_CACHE_DIR``: the test that wants one sets it.)"""
+    monkeypatch.setattr(config, "CACHE_DIR", "")
     pkg = tmp_path / "elimination"
     pkg.mkdir()
     (pkg / "consts.py").write_text("TOL = 1e-12\n")

@@ -15,9 +15,9 @@ import elimination
 import elimination.program
 import mechanics
 from mechanics import GROUND, Connect, Coupling, General, Joint, Link, Mechanism, Weld, at, models
-from elimination import lanes_pairs
+from elimination import lanes
 from elimination.compiled import (SOLVE_SCRATCH, factorize_maps, factorize_one, factorize_scratch_in, factorize_scratch_size,
-                                  max_front, solve_maps, solve_one, solve_scratch_in)
+                                  factorize_steps, max_front, solve_maps, solve_one, solve_scratch_in)
 from elimination.lanes import LANES
 from mechanics.compiled_tables import BAD_INPUT, CONVERGED, FALLBACK, OK, STATUS
 from mechanics.pinocchio_io import from_pinocchio
@@ -409,7 +409,7 @@ def test_a_batch_of_tree_pairs_in_lanes_equals_its_states_one_at_a_time_bit_for_
        st.sampled_from([LANES, LANES + 5, 2 * LANES + 3]), st.sampled_from([2, 50]), st.sampled_from(["lcaba", "proxbbo"]))
 def test_loops_in_lanes_equal_their_states_one_at_a_time_bit_for_bit(mech, seed, B, max_iter, name):
     """LCABA and proxBBO on random trees with loops and links held to the ground, where the program is mostly
-    tree and wide pairs (elimination.lanes_pairs.covers_pairs): every lane's iterations, solves, refinement steps,
+    tree and wide pairs (elimination.lanes.covers_pairs): every lane's iterations, solves, refinement steps,
     verification and verdict are the per-state kernel's, bit for bit, lanes idling and taking the next states
     as theirs end."""
     prepared = mechanics.prepare(mech, name, mu=1e6, max_iter=max_iter, backend="numba")
@@ -485,7 +485,7 @@ def test_embedded_couplings_in_lanes_equal_their_states_one_at_a_time_bit_for_bi
 def test_a_floating_base_in_lanes_equals_its_states_one_at_a_time_bit_for_bit(robot, name):
     """A free body's link half read from its joint's ``+-I`` rows (Solo12's base under proxBBO, Allegro's cube
     under both: a UNIT that leaves its front), its joint's pivot and the contacts' multipliers (a PIVOT) run in
-    lanes (elimination.lanes_pairs): every answer and iteration count is the per-state kernel's bit for bit, and proxBBO's
+    lanes (elimination.lanes): every answer and iteration count is the per-state kernel's bit for bit, and proxBBO's
     agrees with Pinocchio's constraintDynamics."""
     rng = np.random.default_rng(7)
     if robot == "solo12_feet":
@@ -623,7 +623,7 @@ def test_the_pair_kernels_in_lanes_are_the_per_element_kernels_lane_by_lane(mech
     prepared = mechanics.prepare(mech, name, mu=1e6, backend="numba")
     c, rng = prepared.compiled, np.random.default_rng(5)
     program, maxn = c.program, max_front(prepared.compiled.program)
-    assert lanes_pairs.covers_pairs(program)
+    assert lanes.covers_pairs(program)
     q, v, tau = random_state(mech, rng, (LANES,))
     Fw = np.zeros((program.factor_size, LANES))
     for w in range(LANES):  # each state's filled factors, from the per-state kernel's workspace
@@ -631,14 +631,14 @@ def test_the_pair_kernels_in_lanes_are_the_per_element_kernels_lane_by_lane(mech
         Fw[:, w] = c.data.floats[c.parts[6]:c.parts[7]]  # (the factor workspace: _workspace_parts)
     floor = 1e-12 * (1.0 + np.arange(LANES))[None, :]
     fmaps, smaps = factorize_maps(program), solve_maps(program)
-    rows = np.zeros((lanes_pairs.pairs_scratch_rows(maxn), LANES))
+    rows = np.zeros((lanes.scratch_rows(maxn), LANES))
     floats, ints = factorize_scratch_size(maxn)
     scratch = factorize_scratch_in(np.zeros(floats), np.zeros(ints, np.int64), maxn)
     sscratch = solve_scratch_in(np.zeros(SOLVE_SCRATCH * maxn), maxn)
     C, ratio, weak, failed = np.zeros((program.conditional_size, LANES)), np.zeros(LANES), np.zeros(LANES, np.int64), \
         np.zeros(LANES, np.int64)
-    lane_f, lane_s = lanes_pairs.pairs_scratch_in(rows, maxn)
-    lanes_pairs.factorize_pairs(fmaps, Fw.copy(), C, floor, scratch, lane_f, ratio, weak, failed)
+    (pair, front, r, ok), lane_s = lanes.scratch_in(rows, maxn)
+    factorize_steps(fmaps, Fw.copy(), C, floor, np.bool_(False), scratch, pair, front, r, ok, ratio, weak, failed)
     Lin = rng.normal(size=(program.linear_size, LANES))
     X, cache = np.zeros((program.value_size, LANES)), np.zeros((program.cache_size, LANES))
     L = Lin.copy()  # (the lanes' solve: the per-element one at sixteen lanes, no dropped rows to size)
