@@ -26,8 +26,8 @@ Constraint embedding (003's C-ABA, ``caba``) is the pair ``"embed/clusters"``: t
 each cluster -- coupled joints, a local loop's joints -- through independent coordinates ``y``
 (:class:`~mechanics.policies.Embed`), and :func:`cluster_order` eliminates links leaves to root, each
 cluster as one block (its links, then its ``y``) in its top link's place, the other loops' multipliers as
-proxBBO's (004 Sec. VII's mixed algorithm).  Couplings' maps are constant and run compiled; a loop's depends on
-the state and runs on the numpy path, for now.
+proxBBO's (004 Sec. VII's mixed algorithm).  Couplings' maps are constant; a loop's depends on the state and
+is made per state (both run compiled; a loop cluster's programs state by state, not in lanes).
 """
 from __future__ import annotations
 

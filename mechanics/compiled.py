@@ -76,7 +76,7 @@ from elimination.program import F
 
 from .policies import EXACT, HOLDS
 from .compiled_tables import (
-    _cluster_maps, _constraint_tables, _factor_tables, _model_tables, _output_columns, _own_factors, _unsupported,
+    _cluster_maps, _constraint_tables, _factor_tables, _loop_tables, _model_tables, _output_columns, _own_factors, _unsupported,
     link_index, unit_columns,
 )
 from . import compiled_iterations, compiled_lanes
@@ -117,7 +117,8 @@ class CompiledDynamics:
         self.model = _model_tables(mechanism, index, program)
         constraints, pairs, self.general = _constraint_tables(mechanism, layout, index, program, baumgarte or {})
         # (the embedded couplings' maps with the constraints: the fill and qdd(x) read them)
-        self.constraints = (*constraints, _cluster_maps(self.model[0], index, program, layout.clusters))
+        self.constraints = (*constraints, _cluster_maps(self.model[0], index, program, layout.clusters),
+                            *_loop_tables(mechanism, index, layout.clusters))
         self.factors, self.scope = _factor_tables(layout, program, self.constraints, pairs, mechanism, index,
                                                   self.model[0])
         _own_factors(self.model[0], self.factors, layout.clusters, index)
@@ -133,7 +134,8 @@ class CompiledDynamics:
         self.soft = any(n.test == HOLDS for n in numbers)
         # a batch of a program of tree pairs runs LANES states at a time (lanes_kernel), bit for bit as one by
         # one, embedded couplings' clusters too (no dropped rows: the lanes check none after a fresh solve)
-        self.lanes = covers_pairs(program) and not len(self.drops)
+        self.lanes = covers_pairs(program) and not len(self.drops) and not len(self.constraints[7])
+        # (a loop cluster's map is made state by state: its lanes are not written yet)
         self.refill, self.patience = REFILL, PATIENCE
         hard = np.concatenate([np.full(c.dim, n.test == EXACT) for c, n in zip(mechanism.constraints, numbers)]
                               or [np.zeros(0, bool)])
@@ -149,7 +151,7 @@ class CompiledDynamics:
         # every table in two flat arrays (the order dynamics_kernel unpacks them in): two arguments, not 48
         self.tables = (*packed([*self.factorize_maps, *self.solve_maps[1:], self.model[0], *self.constraints[:3],
                                 self.factors, self.scope, self.drops, self.sizes, self.unit, self.parts,
-                                self.constraints[4]]),
+                                self.constraints[4], *self.constraints[7:]]),
                        *packed([*self.model[1:], *self.general, self.constraints[3], self.constraints[5],
                                 self.constraints[6]]))
         # the kernel's workspaces, kept: numba holds the GIL, so no two calls share them at once

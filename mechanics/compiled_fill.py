@@ -15,7 +15,7 @@ from .policies import INFORMATION
 from .compiled_tables import (
     drop_stale_kernels, ACC, ARMATURE, CDIM, CLUSTER_TORQUE, FIRST, FKIND, FN, GMAP, JOINT0, JOINT_ONLY, LIN, LOOP, MAT,
     MOVES, MOVING, NPAIR, NV, NY, PAIR, PAIR0, PARENT, PENALTY, PRIOR, PRIOR_F, QDD, ROW0, SC0, SCL, STIFFNESS, TORQUE,
-    TORQUE_F, TREE, TREE_F, V0, WHO,
+    CLUSTER_TOP, TORQUE_F, TREE, TREE_F, V0, WHO,
 )
 from .compiled_kinematics import PENALTY_ROWS
 
@@ -76,6 +76,8 @@ def _fill_links(model, maps, factors, KL, parts, TAU, states, Fw, Lin, Lmag):
                 vectors.sqrt(KL, T, KL, T)
                 vectors.inverse(KL, T, KL, T)
                 vectors.put(Fw, scl + r, KL, T, KL, MASK)
+            if links[ix(l), CLUSTER_TOP] >= 0:  # (its map moves with the cluster's parent: + S_i P_i on a_p)
+                _moving_map_row(links, maps, factors, f, l, r, KL, S, T, Fw, KL, MASK)
             b = g(BIAS + 6 * l + r)
             if at >= 0:
                 b = b + _mapped(KL, S + 36 * l + 6 * r, maps, at + nv * ny, nv, 1, 0)
@@ -111,34 +113,64 @@ def _mapped(KL, row0, maps, at, nv, ny, j):
 
 
 @njit(cache=True, inline="always")
+def _moving_map_row(links, maps, factors, f, l, r, KL, S, T, Fw, M, mask):
+    """Row ``r`` of link ``l``'s tree factor ``f`` where its embedded cluster's map moves with the cluster's
+    parent (``qdd_i = G_i y + g_i - P_i a_p``: :func:`mechanics.gplc._cluster_slots`): ``S_i P_i`` on ``a_p``
+    (``S_i P_i - I`` where ``a_p`` is the joint's parent's), and the row's scale from all its entries."""
+    nv, ny, at = links[ix(l), NV], links[ix(l), NY], links[ix(l), GMAP]
+    mat, scl, n = factors[ix(f), MAT], factors[ix(f), SCL], factors[ix(f), FN]
+    first = 6 if links[ix(links[ix(l), PARENT]), ACC] == links[ix(l), CLUSTER_TOP] else 12
+    for c in range(6):
+        s = _mapped(KL, S + 36 * l + 6 * r, maps, at + nv * ny + nv, nv, 6, c)
+        vectors.set_where(Fw, mat + r * n + first + c, s - 1.0 if first == 6 and c == r else s, M, mask)
+    norm2 = vectors.zero(KL)
+    for c in range(n):
+        e = vectors.get(Fw, mat + r * n + c)
+        norm2 = norm2 + e * e
+    vectors.set(KL, T, norm2)
+    vectors.sqrt(KL, T, KL, T)
+    vectors.inverse(KL, T, KL, T)
+    vectors.put(Fw, scl + r, KL, T, M, mask)
+
+
+@njit(cache=True, inline="always")
+def _z(maps, at, nv, ny, k, i):
+    """Entry ``(k, i)`` of an embedded joint's ``Z = [G_i, -P_i]`` (``P_i`` where its map moves with the
+    cluster's parent; ``i < ny``: ``G_i``'s)."""
+    return maps[ix(at + k * ny + i)] if i < ny else -maps[ix(at + nv * ny + nv + 6 * k + i - ny)]
+
+
+@njit(cache=True, inline="always")
 def _cluster_torque(links, body, maps, factors, l, TAU, states, Fw, Lin, KL, MASK):
-    """Link ``l``'s share of its embedded cluster's torque factor ``1/2 y' G'AG y - (G' tau - G'A g)' y``
-    (:func:`mechanics.gplc._cluster_torque`), added joint by joint, the factor zeroed at its first link; its
+    """Link ``l``'s share of its embedded cluster's torque factor ``1/2 z' Z'AZ z - (Z' tau - Z'A g)' z``
+    (:func:`mechanics.gplc._cluster_torque`; ``z = y``, ``Z = G``, or ``z = (y, a_p)``, ``Z = [G, -P]`` where
+    its map moves with the cluster's parent), added joint by joint, the factor zeroed at its first link; its
     scales are written with the constraints' (:func:`_fill_constraints`), after every link's share."""
     f, nv, ny, at, v0 = links[ix(l), TORQUE_F], links[ix(l), NV], links[ix(l), NY], links[ix(l), GMAP], links[ix(l), V0]
-    mat, lin = factors[ix(f), MAT], factors[ix(f), LIN]
+    mat, lin, nz = factors[ix(f), MAT], factors[ix(f), LIN], factors[ix(f), FN]
     if factors[ix(f), WHO] == l:
-        for i in range(ny):
+        for i in range(nz):
             vectors.set_where(Lin, lin + i, 0.0, KL, MASK)
-            for j in range(ny):
-                vectors.set_where(Fw, mat + i * ny + j, 0.0, KL, MASK)
+            for j in range(nz):
+                vectors.set_where(Fw, mat + i * nz + j, 0.0, KL, MASK)
     for k in range(nv):
         a, gk = body[ix(l), ARMATURE + k], maps[ix(at + nv * ny + k)]
-        for i in range(ny):
-            G_ki = maps[ix(at + k * ny + i)]
-            for j in range(ny):
-                h = vectors.get(Fw, mat + i * ny + j) + G_ki * a * maps[ix(at + k * ny + j)]
-                vectors.set_where(Fw, mat + i * ny + j, h, KL, MASK)
+        for i in range(nz):
+            Z_ki = _z(maps, at, nv, ny, k, i)
+            for j in range(nz):
+                h = vectors.get(Fw, mat + i * nz + j) + Z_ki * a * _z(maps, at, nv, ny, k, j)
+                vectors.set_where(Fw, mat + i * nz + j, h, KL, MASK)
             for w in range(vectors.width(KL)):
                 if vectors.lane(KL, MASK, w) != 0.0:
-                    t = vectors.lane(Lin, lin + i, w) + G_ki * (TAU[ix(states[w]), ix(v0 + k)] - a * gk)
+                    t = vectors.lane(Lin, lin + i, w) + Z_ki * (TAU[ix(states[w]), ix(v0 + k)] - a * gk)
                     vectors.set_lane(Lin, lin + i, w, t)
 
 
 @njit(cache=True, inline="always")
-def _link_residuals(links, factors, l, Fw, Lin, X, Lres):
+def _link_residuals(links, factors, scope, l, Fw, Lin, X, Lres):
     """``g - H x`` of link ``l``'s prior and torque, ``b - A x`` of its tree joint (``[I, -I, -S]`` read as what
-    it is: the joint columns from ``Fw``), at ``X`` into ``Lres``."""
+    it is: the joint columns from ``Fw``; every column where an embedded cluster's map moves with its parent), at
+    ``X`` into ``Lres``."""
     ground, acc, nv = links.shape[0], links[ix(l), ACC], links[ix(l), NV]
     f = links[ix(l), PRIOR_F]
     mat, lin = factors[ix(f), MAT], factors[ix(f), LIN]
@@ -150,6 +182,13 @@ def _link_residuals(links, factors, l, Fw, Lin, X, Lres):
     f, parent = links[ix(l), TREE_F], links[ix(l), PARENT]
     mat, lin, n, c0, qdd = factors[ix(f), MAT], factors[ix(f), LIN], factors[ix(f), FN], factors[ix(f), JOINT0], links[ix(l), QDD]
     parent_acc = links[ix(parent), ACC] if parent != ground else -1
+    if links[ix(l), CLUSTER_TOP] >= 0:
+        s0 = factors[ix(f), SC0]
+        for i in range(6):
+            vectors.copy(Lres, lin + i, Lin, lin + i)
+            for c in range(n):
+                vectors.sub_mul(Lres, lin + i, Fw, mat + i * n + c, X, scope[ix(s0 + c)])
+        return
     vectors.joint_rows(Lres, lin, Lin, lin, X, acc, parent_acc, Fw, mat + c0, n, qdd, links[ix(l), NY])
 
 
@@ -159,7 +198,7 @@ def _residual_terms(links, factors, scope, constraints, KK, MEAS, mu, Fw, Lin, X
     :meth:`elimination.Factorization._residual_terms`: refinement's right-hand sides.  A link's own factors
     link by link (:func:`_link_residuals`), the constraints' factor by factor (:func:`_factor_residuals`)."""
     for l in range(links.shape[0]):
-        _link_residuals(links, factors, l, Fw, Lin, X, Lres)
+        _link_residuals(links, factors, scope, l, Fw, Lin, X, Lres)
     _factor_residuals(factors, scope, constraints, KK, MEAS, mu, Fw, Lin, X, Lres, E)
 
 

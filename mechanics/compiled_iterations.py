@@ -25,11 +25,11 @@ from elimination.numeric import SCALE_FLOOR
 from .convergence import RESIDUAL_RTOL, SOFT_CONTRACTION
 from .policies import EXACT, HOLDS, RESIDUAL
 from .compiled_tables import (
-    drop_stale_kernels, ACC, BAD_INPUT, CDIM, CONVERGED, FALLBACK, GMAP, ITERATES, ITERATIONS, KEEP, MULT, NV, NY, OK,
+    drop_stale_kernels, ACC, BAD_INPUT, CDIM, CLUSTER_TOP, CONVERGED, FALLBACK, GMAP, ITERATES, ITERATIONS, KEEP, MULT, NV, NY, OK,
     PUSH, QDD, ROW0, STATUS, TAKE, TEST, V0, _unpacked_tables,
 )
 from .compiled_kinematics import (
-    PENALTY_ROWS, _constraint_parts, _constraint_residual, _constraint_terms, _kinematic_parts, _kinematics,
+    PENALTY_ROWS, _constraint_parts, _constraint_residual, _constraint_terms, _kinematic_parts, _kinematics, _loop_maps,
     constraint_rows, kinematic_rows, normalized_units,
 )
 from .compiled_fill import _fill_constraints, _fill_links, _moves, _mu, _residual_terms
@@ -247,16 +247,21 @@ def _update(constraints, X, RES, LAM, mu, T, t, M, mask):
 
 
 @njit(cache=True, inline="always")
-def _joint_qdd(maps, X, off, at, nv, ny, i):
+def _joint_qdd(maps, X, off, at, nv, ny, top, i):
     """A joint's ``i``-th ``qdd`` in the values ``X`` (the joint's columns of the link table: ``off``, ``at``,
-    ``nv``, ``ny``), as a value (:func:`elimination.vectors.get`) -- its entry, or its embedded cluster's
-    ``G_j y + g_j`` (``maps``: :func:`mechanics.compiled_tables._cluster_maps`)."""
+    ``nv``, ``ny``, ``top``), as a value (:func:`elimination.vectors.get`) -- its entry, or its embedded
+    cluster's ``G_j y + g_j`` (``maps``: :func:`mechanics.compiled_tables._cluster_maps`), ``- P_j a_p`` where
+    the map moves with the cluster's parent (its acceleration's values at ``top``)."""
     if at < 0:
         return vectors.get(X, off + i)
     t = vectors.zero(X)
     for j in range(ny):
         t = t + vectors.get(X, off + j) * maps[ix(at + i * ny + j)]
-    return t + maps[ix(at + nv * ny + i)]
+    t = t + maps[ix(at + nv * ny + i)]
+    if top >= 0:
+        for c in range(6):
+            t = t - maps[ix(at + nv * ny + nv + 6 * i + c)] * vectors.get(X, top + c)
+    return t
 
 
 @njit(cache=True, inline="always")
@@ -270,7 +275,7 @@ def _iterate_numbers(links, maps, X, RES, IT):
         v0, off, at = links[ix(l), V0], links[ix(l), QDD], links[ix(l), GMAP]
         nv, ny = links[ix(l), NV], links[ix(l), NY]
         for i in range(nv):
-            top = max(top, abs(_joint_qdd(maps, X, off, at, nv, ny, i) - vectors.get(IT, ITERATION_ROWS + v0 + i)))
+            top = max(top, abs(_joint_qdd(maps, X, off, at, nv, ny, links[ix(l), CLUSTER_TOP], i) - vectors.get(IT, ITERATION_ROWS + v0 + i)))
     vectors.set(IT, QDD_STEP, top)
     top = vectors.zero(IT)
     for r in range(RES.shape[0]):
@@ -288,7 +293,7 @@ def _marked(constraints, links, maps, X, RES, LAM, IT, mu):
         v0, off, at = links[ix(l), V0], links[ix(l), QDD], links[ix(l), GMAP]
         nv, ny = links[ix(l), NV], links[ix(l), NY]
         for i in range(nv):
-            vectors.set_where(IT, ITERATION_ROWS + v0 + i, _joint_qdd(maps, X, off, at, nv, ny, i), IT, SET_QDD)
+            vectors.set_where(IT, ITERATION_ROWS + v0 + i, _joint_qdd(maps, X, off, at, nv, ny, links[ix(l), CLUSTER_TOP], i), IT, SET_QDD)
     _update(constraints, X, RES, LAM, mu, IT, IT_T, IT, UPDATE)
 
 
@@ -477,12 +482,13 @@ def _workspace_parts(mechanism, constraints: tuple, program) -> np.ndarray:
     kinematics' and the constraints' rows at width 1 (``KL``, ``KC``), ``meas0`` and ``corrected`` (``m``
     each), four rows of linear terms, three of values, a scratch row of ``E`` (``2 PENALTY_ROWS + 1``), the
     program's factor, conditional, cache and dropped workspaces, the factorization's and the solve's scratch,
-    and the outer iterations' ``IT``, ``moves`` and ``state`` (:func:`_advance`'s, one column)."""
+    the outer iterations' ``IT``, ``moves`` and ``state`` (:func:`_advance`'s, one column), and the embedded
+    clusters' maps (:func:`mechanics.compiled_tables._cluster_maps`; a loop cluster's made per state)."""
     n, m, maxn = len(mechanism.links), mechanism.constraint_dim, max_front(program)
     sizes = (kinematic_rows(n, mechanism.nq, mechanism.nv), constraint_rows(constraints[2].shape[0], m), 2 * m,
              4 * program.linear_size, 3 * program.value_size, 2 * PENALTY_ROWS + 1, program.factor_size,
              program.conditional_size, program.cache_size, program.dropped_size, factorize_scratch_size(maxn)[0],
-             SOLVE_SCRATCH * maxn, ITERATION_ROWS + mechanism.nv + 3)
+             SOLVE_SCRATCH * maxn, ITERATION_ROWS + mechanism.nv + 3, constraints[6].size)
     return np.cumsum((0,) + sizes).astype(np.int64)
 
 
@@ -500,6 +506,9 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
     # what it reads, and what no state writes stays zero (as it did between the states of one batch)
     KL, kparts = ws[o[0]:o[1]], _kinematic_parts(n, Q.shape[1], nv)  # one state: the lanes' rows at width 1
     QN, VV, MASK, TOP = kparts[7], kparts[8], kparts[10], kparts[11]
+    maps, loops = ws[o[13]:o[14]], constraints[7].shape[0] > 0  # (the maps, a loop cluster's made per state)
+    _copy(constraints[6], maps)
+    constraints = (*constraints[:6], maps, *constraints[7:])
     Kbuf, meas, k, lam, res, _, E = _constraint_parts(ws[o[1]:o[2]], pairs, m)
     rows_m, rows_L = ws[o[2]:o[3]].reshape((2, m)), ws[o[3]:o[4]].reshape((4, linear_size))
     rows_x, e = ws[o[4]:o[5]].reshape((3, value_size)), ws[o[5]:o[6]]
@@ -522,8 +531,10 @@ def dynamics_kernel(TI, II, TF, IF, Q, V, TAU, F0, mu, tol, max_iter, refine, it
         for i in range(nv):
             KL[ix(VV + i)] = V[ix(b), ix(i)]
         _kinematics(model, KL, kparts)
-        _fill_links(model, constraints[6], factors, KL, kparts, TAU, state, Fw, Lin, Lmag)
         _constraint_terms(constraints, general, model[6], n, KL, kparts, Kbuf, k)
+        if loops and not _loop_maps(model, constraints, KL, kparts, Kbuf, k, maps):
+            continue
+        _fill_links(model, maps, factors, KL, kparts, TAU, state, Fw, Lin, Lmag)
         _fill_constraints(constraints, factors, Kbuf, meas, k, lam, E, mu, Fw, Lin, KL, MASK, TOP)
         _copy(Lin, Lin0)
         _copy(meas, meas0)

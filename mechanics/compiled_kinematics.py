@@ -8,13 +8,17 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+import elimination.jacobi as jacobi
 import elimination.vectors as vectors
 from elimination.compiled_front import UNCOUNTED, ix
+from elimination.compiled_pivot import COUNTED
 
 from .checks import UNIT_NORM_TOL
+from .couplings import SINGULAR_RTOL
 from .spatial import LOG_SERIES
 from .compiled_tables import (
-    drop_stale_kernels, ACC, CDIM, CKIND, COUPLING, GENERAL, JOINT, L1, L2, NPAIR, NV, PAIR0, PARENT, Q0, ROW0, TERM_LINK,
+    drop_stale_kernels, ACC, CDIM, CKIND, COUPLING, GENERAL, GMAP, JOINT, L1, L2, LOOP_C0, LOOP_D0, LOOP_J0, LOOP_M,
+    LOOP_NC, LOOP_NCON, LOOP_NJ, LOOP_NY, LOOP_PARENT, LOOP_RANK, NPAIR, NV, PAIR0, PARENT, Q0, ROW0, TERM_LINK,
     TERM_NV, TERM_OF, TERM_ON_GROUND, TERM_PAIR, TERM_PARENT_PAIR, TERM_Q0, TERM_V0, V0, WELD,
 )
 
@@ -557,3 +561,131 @@ def _constraint_residual(constraints, KK, Kk, links, X, RES):
             for q in range(table[ix(j), NPAIR]):
                 acc = links[ix(pairs[pair0 + q, 1]), ACC]
                 vectors.add_dot6(RES, r0 + r, KK, 36 * (pair0 + q) + 6 * r, 1, X, acc, 1)
+
+
+# -- a loop cluster's map qdd_c = G y + g - P a_p ------------------------------------------------------------
+
+@njit(cache=True, **COUNTED)  # (its blocks allocated: it counts references and returns a bool)
+def _loop_maps(model, constraints, KL, parts, KK, Kk, maps):
+    """:func:`mechanics.couplings.state_maps` of the loop clusters (``constraints[7]``, ``[8]``:
+    :func:`~mechanics.compiled_tables._loop_tables`) at one state: each cluster's rows ``A qdd_c + K_p a_p = c``
+    (:func:`mechanics.couplings._relative_rows`) from its constraints' ``K`` and ``k`` in ``KK``, ``Kk`` and its
+    links' ``S`` and bias in ``KL``; on the orthonormal basis ``U_r`` of their ``rank`` leading left singular
+    vectors, ``B = U_r' A`` split by the cluster's columns into ``[B_d, B_i]``, and ``G = [-B_d^-1 B_i; I]``,
+    ``g = [B_d^-1 U_r' c; 0]``, ``P = [B_d^-1 U_r' K_p; 0]`` (``g - P a_0`` on the ground) into each joint's
+    place in ``maps`` (``GMAP``).  False at a singular configuration of a cluster (the rows lose rank, or
+    ``B_d`` does: :data:`mechanics.couplings.SINGULAR_RTOL`), or where an SVD did not converge: the numpy path
+    then answers, and names the cluster."""
+    links, root = model[0], model[6]
+    table, pairs, loops, items = constraints[0], constraints[2], constraints[7], constraints[8]
+    S, BIAS, ground = parts[3], parts[4], links.shape[0]
+    column = np.full(ground + 1, -1, dtype=np.int64)  # a cluster link's first velocity column in the cluster
+    for c in range(loops.shape[0]):
+        top, nc, ny, r, m = (loops[ix(c), LOOP_PARENT], loops[ix(c), LOOP_NC], loops[ix(c), LOOP_NY],
+                             loops[ix(c), LOOP_RANK], loops[ix(c), LOOP_M])
+        j0, c0, d0 = loops[ix(c), LOOP_J0], loops[ix(c), LOOP_C0], loops[ix(c), LOOP_D0]
+        at = 0
+        for i in range(loops[ix(c), LOOP_NJ]):
+            l = items[ix(j0 + i)]
+            column[ix(l)] = at
+            at += links[ix(l), NV]
+        A, k, Kp = np.zeros((m, nc)), np.zeros(m), np.zeros((m, 6))
+        row = 0
+        for i in range(loops[ix(c), LOOP_NCON]):
+            j = items[ix(c0 + i)]
+            dim, r0 = table[ix(j), CDIM], table[ix(j), ROW0]
+            for a in range(dim):
+                k[ix(row + a)] = Kk[ix(r0 + a)]
+            for p in range(table[ix(j), PAIR0], table[ix(j), PAIR0] + table[ix(j), NPAIR]):
+                K = 36 * p
+                for a in range(dim):
+                    for b in range(6):
+                        Kp[ix(row + a), ix(b)] += KK[ix(K + 6 * a + b)]
+                l = pairs[ix(p), 1]
+                while l != top:  # (the link's path up to the cluster's parent: a_l = a_p + sum S_j qdd_j + b_j)
+                    for a in range(dim):
+                        for q in range(links[ix(l), NV]):
+                            t = 0.0
+                            for b in range(6):
+                                t += KK[ix(K + 6 * a + b)] * KL[ix(S + 36 * l + 6 * b + q)]
+                            A[ix(row + a), ix(column[ix(l)] + q)] += t
+                        t = 0.0
+                        for b in range(6):
+                            t += KK[ix(K + 6 * a + b)] * KL[ix(BIAS + 6 * l + b)]
+                        k[ix(row + a)] -= t
+                    l = links[ix(l), PARENT]
+            row += dim
+        X = np.zeros((r, ny + 7))
+        if r and not _explicit_map(A, k, Kp, items[d0:d0 + nc], m, nc, r, ny, X):
+            return False
+        for i in range(loops[ix(c), LOOP_NJ]):  # (G = [-X_y; I], g = [X_c; 0], P = [X_p; 0] by joint)
+            l = items[ix(j0 + i)]
+            nv, at = links[ix(l), NV], links[ix(l), GMAP]
+            for e in range(nv * ny + 7 * nv):
+                maps[ix(at + e)] = 0.0
+            for s in range(nc):
+                col = items[ix(d0 + s)]
+                q = col - column[ix(l)]
+                if q < 0 or q >= nv:
+                    continue
+                if s >= r:
+                    maps[ix(at + q * ny + s - r)] = 1.0
+                    continue
+                for b in range(ny):
+                    maps[ix(at + q * ny + b)] = -X[ix(s), ix(b)]
+                g = X[ix(s), ny]
+                for b in range(6):
+                    maps[ix(at + nv * ny + nv + 6 * q + b)] = X[ix(s), ix(ny + 1 + b)]
+                    if top == ground:
+                        g -= X[ix(s), ix(ny + 1 + b)] * root[ix(b)]
+                maps[ix(at + nv * ny + q)] = g
+    return True
+
+
+@njit(cache=True, inline="always")
+def _explicit_map(A, k, Kp, columns, m, nc, r, ny, X):
+    """``X = B_d^-1 U_r' [A_i, c, K_p]`` (``(r, ny + 7)``) of a loop cluster's rows (:func:`_loop_maps`;
+    ``columns``: its dependent columns, then the independent): :func:`mechanics.couplings._explicit_map`'s
+    arithmetic, by :func:`elimination.jacobi.svd_rows`.  False where :func:`_loop_maps` says."""
+    p, q = max(m, nc), min(m, nc)
+    Bt, Rt, Ut, Vt = np.zeros((q, p)), np.zeros((q, q)), np.zeros((p, p)), np.zeros((q, q))
+    s, tau, nzv = np.zeros(q), np.zeros(q), np.zeros((q, p + 1), dtype=np.int64)
+    if not _svd(A, m, nc, Bt, Rt, Ut, Vt, s, tau, nzv):
+        return False
+    left = Ut if m >= nc else Vt  # (A's left singular vectors as rows: U's of A, or V's of A')
+    if s[ix(r - 1)] <= SINGULAR_RTOL * s[0]:
+        return False
+    right = np.zeros((r, ny + 7))  # U_r' [A_i, c, K_p]
+    Bd = np.zeros((r, r))  # U_r' A_d
+    for a in range(r):
+        for i in range(m):
+            u = left[ix(a), ix(i)]
+            for b in range(r):
+                Bd[ix(a), ix(b)] += u * A[ix(i), ix(columns[ix(b)])]
+            for b in range(ny):
+                right[ix(a), ix(b)] += u * A[ix(i), ix(columns[ix(r + b)])]
+            right[ix(a), ix(ny)] += u * k[ix(i)]
+            for b in range(6):
+                right[ix(a), ix(ny + 1 + b)] += u * Kp[ix(i), ix(b)]
+    Bt, Rt, Ut, Vt = np.zeros((r, r)), np.zeros((r, r)), np.zeros((r, r)), np.zeros((r, r))
+    sd, tau, nzv = np.zeros(r), np.zeros(r), np.zeros((r, r + 1), dtype=np.int64)
+    if not _svd(Bd, r, r, Bt, Rt, Ut, Vt, sd, tau, nzv):
+        return False
+    if sd[ix(r - 1)] <= SINGULAR_RTOL * s[0]:
+        return False
+    for a in range(r):  # B_d^-1 = V diag(1 / sd) U'
+        for e in range(ny + 7):
+            t = 0.0
+            for i in range(r):
+                t += Ut[ix(a), ix(i)] * right[ix(i), ix(e)]
+            t = t / sd[ix(a)]
+            for i in range(r):
+                X[ix(i), ix(e)] += Vt[ix(a), ix(i)] * t
+    return True
+
+
+@njit(cache=True, **UNCOUNTED)  # (called, not inlined: :func:`_explicit_map`'s two SVDs compile once)
+def _svd(A, m, n, Bt, Rt, Ut, Vt, s, tau, nzv):
+    """:func:`elimination.jacobi.svd_rows` of ``A[:m, :n]``, loaded by :func:`elimination.jacobi.load_tall`."""
+    jacobi.load_tall(A, m, n, Bt)
+    return jacobi.svd_rows(Bt, np.int64(max(m, n)), np.int64(min(m, n)), Rt, Ut, Vt, s, tau, nzv)  # (the front's types)

@@ -60,8 +60,15 @@ ARMATURE = 13  # the first column of a link's armature in its row of the body ta
 # columns of the link table (PRIOR_F, TORQUE_F, TREE_F: the link's own factors' rows of the factor table, -1: none;
 # TORQUE_F of a link in an embedded cluster: its cluster's torque factor).  QDD, NY: where the joint columns of its
 # tree factor are among the values and how many -- its qdd (nv), or its embedded cluster's y (ny), the joint's map
-# qdd = G y + g then at GMAP in the maps table (G (nv, ny) row-major, g (nv)); GMAP -1: no map
-PARENT, JOINT, Q0, V0, NV, ACC, QDD, PRIOR_F, TORQUE_F, TREE_F, NY, GMAP = range(12)
+# qdd = G y + g then at GMAP in the maps table (G (nv, ny) row-major, g (nv); a loop cluster's P (nv, 6) row-major
+# after them, written per state: compiled_kinematics._loop_maps); GMAP -1: no map.  CLUSTER_TOP: the values of the
+# acceleration of a cluster's parent where its map moves with it (qdd = G y + g - P a_p), -1: it does not
+PARENT, JOINT, Q0, V0, NV, ACC, QDD, PRIOR_F, TORQUE_F, TREE_F, NY, GMAP, CLUSTER_TOP = range(13)
+# columns of the loop clusters' table (compiled_kinematics._loop_maps), a row per cluster whose map is made per
+# state: its parent's link row, its velocity columns, ny, the rank of its rows (its dependent columns), its rows,
+# and where in the items its joints' links (NJ of them), its constraints (NCON) and its columns (dependent first,
+# then y's) are
+LOOP_PARENT, LOOP_NC, LOOP_NY, LOOP_RANK, LOOP_M, LOOP_J0, LOOP_NJ, LOOP_C0, LOOP_NCON, LOOP_D0 = range(10)
 # columns of the constraint table (MOVES, ITERATES, TEST: its policy's PolicyNumbers), and of its float table
 CKIND, L1, L2, CDIM, ROW0, PAIR0, NPAIR, MULT, MOVING, MOVES, ITERATES, TEST = range(12)
 STIFFNESS, KEEP, PUSH, TAKE = range(4)
@@ -103,10 +110,6 @@ def _unsupported(mechanism, layout) -> str:
     for slot in layout.slots:
         if type(slot.role) not in ROLES:
             return f"factor role {slot.role!r} runs on the numpy path only"
-    for cluster in layout.clusters:
-        if not cluster.constant:
-            return (f"cluster {cluster.name!r} embeds the loop(s) {list(cluster.constraints)}: their map qdd = G y + g "
-                    f"is computed per state on the numpy path only, for now")
     return ""
 
 
@@ -133,7 +136,7 @@ def _model_tables(mechanism, index: dict, program) -> tuple:
     joints' maps none: :func:`_cluster_maps`) and their constant geometry, inertia and armature (``body``: mass,
     com, inertia, armature from ``ARMATURE``)."""
     n = len(mechanism.links)
-    table = np.full((n, 12), -1, dtype=np.int64)
+    table = np.full((n, 13), -1, dtype=np.int64)
     axis, place_R, place_p = np.zeros((n, 3)), np.zeros((n, 3, 3)), np.zeros((n, 3))
     body, S_local = np.zeros((n, 19)), np.zeros((n, 6, 6))
     from .joints import motion_subspace
@@ -158,17 +161,39 @@ def _model_tables(mechanism, index: dict, program) -> tuple:
 
 def _cluster_maps(links: np.ndarray, index: dict, program, clusters) -> np.ndarray:
     """The embedded ``clusters``' joint maps ``qdd_j = G_j y + g_j`` (:class:`~mechanics.couplings.EmbeddedCluster`),
-    flat (``G_j`` row-major, then ``g_j``), their joints' ``QDD`` (``y``'s values), ``NY``, ``GMAP`` into
-    ``links``."""
+    flat (``G_j`` row-major, then ``g_j``; a loop cluster's zeros and room for ``P_j``, made per state), their
+    joints' ``QDD`` (``y``'s values), ``NY``, ``GMAP`` and ``CLUSTER_TOP`` into ``links``."""
     value = {key: offset for key, (offset, _) in program.plan.layout().variables.items()}
     maps = [np.zeros(0)]
     for cluster in clusters:
+        top = links[index[cluster.parent], ACC] if cluster.moving_parent else -1
         for joint in cluster.joints:
-            i = index[joint]
+            i, nv = index[joint], links[index[joint], NV]
             links[i, QDD], links[i, NY] = value.get(ClusterCoordinates(cluster.name), -1), cluster.size
-            links[i, GMAP] = sum(m.size for m in maps)
-            maps += [cluster.G[joint].ravel(), cluster.g[joint]]
+            links[i, GMAP], links[i, CLUSTER_TOP] = sum(m.size for m in maps), top
+            maps += ([cluster.G[joint].ravel(), cluster.g[joint]] if cluster.constant
+                     else [np.zeros(nv * cluster.size + nv + 6 * nv)])
     return np.concatenate(maps)
+
+
+def _loop_tables(mechanism, index: dict, clusters) -> tuple:
+    """The clusters whose map is made per state (a local loop's), for
+    :func:`~mechanics.compiled_kinematics._loop_maps`: a row each (columns ``LOOP_PARENT ... LOOP_D0``) and the
+    integers its row points at -- its joints' links, its constraints, its columns (over its joints' velocities:
+    :attr:`~mechanics.couplings.EmbeddedCluster.dependent`, then :attr:`~mechanics.couplings.EmbeddedCluster.independent`)."""
+    cidx = {c.name: j for j, c in enumerate(mechanism.constraints)}
+    rows, items = [], []
+    for cluster in (c for c in clusters if not c.constant):
+        nc = sum(mechanism.link(j).joint.nv for j in cluster.joints)
+        m = sum(mechanism.constraint(n).dim for n in cluster.constraints)
+        start = len(items)
+        items += [index[j] for j in cluster.joints] + [cidx[n] for n in cluster.constraints]
+        items += list(cluster.dependent) + list(cluster.independent)
+        rows.append((index[cluster.parent], nc, cluster.size, len(cluster.dependent), m, start, len(cluster.joints),
+                     start + len(cluster.joints), len(cluster.constraints),
+                     start + len(cluster.joints) + len(cluster.constraints)))
+    return (np.asarray(rows, dtype=np.int64).reshape(len(rows), 10),
+            np.asarray(items or [0], dtype=np.int64))
 
 
 def _constraint_tables(mechanism, layout, index: dict, program, baumgarte: dict) -> tuple:
@@ -261,7 +286,7 @@ def _own_factors(links: np.ndarray, factors: np.ndarray, clusters=(), index=None
     for f, (kind, who) in enumerate(factors[:, [FKIND, WHO]]):
         if kind in column:
             links[who, column[kind]] = f
-    for cluster in (c for c in clusters if c.size):  # (one with no free motion has no torque factor)
+    for cluster in (c for c in clusters if c.size or c.moving_parent):  # (nor on y nor a_p: no torque factor)
         f = next(f for f, (kind, who) in enumerate(factors[:, [FKIND, WHO]])
                  if kind == CLUSTER_TORQUE and who == index[cluster.name])
         for joint in cluster.joints:
@@ -274,7 +299,8 @@ def _unpacked_tables(TI, II, TF, IF):
     factors, scope, drops, sizes, unit, parts, model, general)``."""
     k0 = FACTORIZE_MAPS + SOLVE_MAPS
     constraints = (unpacked2(TI, II, k0 + 1), unpacked2(TI, II, k0 + 2), unpacked2(TI, II, k0 + 3),
-                   unpacked2(TF, IF, 11), unpacked2(TI, II, k0 + 10), unpacked4(TF, IF, 12), unpacked1(TF, IF, 13))
+                   unpacked2(TF, IF, 11), unpacked2(TI, II, k0 + 10), unpacked4(TF, IF, 12), unpacked1(TF, IF, 13),
+                   unpacked2(TI, II, k0 + 11), unpacked1(TI, II, k0 + 12))
     model = (unpacked2(TI, II, k0), unpacked2(TF, IF, 0), unpacked3(TF, IF, 1), unpacked2(TF, IF, 2),
              unpacked2(TF, IF, 3), unpacked3(TF, IF, 4), unpacked1(TF, IF, 5))
     general = (unpacked4(TF, IF, 6), unpacked3(TF, IF, 7), unpacked3(TF, IF, 8), unpacked2(TF, IF, 9),

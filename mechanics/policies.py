@@ -264,8 +264,8 @@ class Embed(Prox):
     coordinates, ``qdd_c = G y + g`` (:func:`mechanics.couplings.embedded_clusters`), in their cluster's tree
     factors -- no multiplier, no iterations for them.  ``"embed"`` for every constraint embeds the local ones
     (:func:`mechanics.clusters.local`) and keeps proximal multipliers (``prox``) for the others in the same
-    elimination (004 Sec. VII's mixed algorithm; :func:`resolve_policies`).  Couplings' maps are constant and run
-    on both executors; a loop's depends on the state and runs on the numpy path, for now.
+    elimination (004 Sec. VII's mixed algorithm; :func:`resolve_policies`).  Couplings' maps are constant, a loop's
+    made per state; both run on both executors.
 
     Parameters
     ----------

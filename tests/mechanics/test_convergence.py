@@ -142,8 +142,6 @@ def test_consistent_mechanisms_converge_at_the_default_settings_without_warnings
             result = mechanics.forward_dynamics(mech, q, v, tau, algorithm=algorithm)
         if embedding_stopped_open(mech, q, result, algorithm):  # (fig4's loops, opened past their coordinates)
             continue
-        # (embedded loops' maps run on the numpy path, and say so: a notice of speed, not of the answer)
-        caught = [w for w in caught if not (algorithm == "caba" and w.category is mechanics.NumpyPathWarning)]
         assert result.converged is True and not caught, (algorithm, [str(w.message) for w in caught])
         assert isinstance(result.iterations, int) and isinstance(result.residual, float)
 

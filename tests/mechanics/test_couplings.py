@@ -540,15 +540,16 @@ def row_space_solve(mech, q, v, tau, rtol: float = 1e-5):
     return z[:mech.nv], B.T @ z[mech.nv:], np.linalg.cond(K)
 
 
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
 @pytest.mark.parametrize("model", ["four_bar", "digit_leg", "chain_of_loops", "fig4", "ladder", "four_bar_arm"])
-def test_local_loops_embedded_equal_the_dense_solve(model):
+def test_local_loops_embedded_equal_the_dense_solve(model, backend):
     """Every local loop embedded -- four-bars (one y each), Digit's knee, achilles rod and toe, the chain of
     loops' welds (rigid: no y, ``qdd_c = g``), fig4's two loops sharing joints (one cluster) -- the other loops
     under ``prox``: qdd and ``A' f`` the dense KKT's at closed states and at an open one (a Connect's ends apart:
     the map moves with the cluster parent's acceleration), scaled by its condition -- on the rows' numerical row
     space (:func:`row_space_solve`: fig4's loops are dependent where they close; open, their rows are not, and
     embedding leaves the extra ones out and does not converge, saying so); the plan has no multiplier of an
-    embedded loop."""
+    embedded loop.  Both executors: the compiled one makes each loop cluster's map per state."""
     mech = mechanics.models.MODELS[model]()
     policies = mechanics.policies.resolve_policies("embed", mech)
     embedded = {name for name, p in policies.items() if p.embeds(mech.constraint(name))}
@@ -557,7 +558,7 @@ def test_local_loops_embedded_equal_the_dense_solve(model):
                                           for c in mech.constraints)
     states = [_closed_state(mech, seed) for seed in range(2)] + [random_state(mech, np.random.default_rng(5))]
     for seed, (q, v, tau) in enumerate(states):  # (the last open: its loops' ends apart, their map moves with a_p)
-        result = _embedded(mech, q, v, tau, "auto", couplings_only=False)
+        result = _embedded(mech, q, v, tau, backend, couplings_only=False)
         if seed == 2 and not result.converged:  # (open, rows that are dependent where the loops close: left out,
             A = joint_space(mech, *states[0][:2])[2]  # and the residual says so -- fig4's)
             sv = np.linalg.svd(A, compute_uv=False)
@@ -587,7 +588,7 @@ def test_random_local_loops_embedded_equal_the_dense_solve(closed, seed):
     redundant and rigid ones included, half of them opened again: every local loop embedded, the others under
     prox -- qdd and ``A' f`` the dense KKT's (scaled by its condition) where it converged, which it does
     wherever the rows are independent and the loops closed; or a refusal at a singular configuration naming the
-    cluster."""
+    cluster.  Both executors (the compiled one makes each loop cluster's map per state), each against the oracle."""
     mech, q = closed
     embedded = [c.name for c in mech.constraints if local(mech, c.name)]
     assume(embedded)
@@ -598,15 +599,21 @@ def test_random_local_loops_embedded_equal_the_dense_solve(closed, seed):
     if opened:  # the loops' ends apart, velocities that break them
         q, v = mech.integrate(q, 0.2 * rng.normal(size=mech.nv)), rng.normal(size=mech.nv)
     qdd, f, cond, A = dense_solve(mech, q, v, tau)
+    for backend in ("numba", "numpy"):
+        _check_embedded_loops(mech, q, v, tau, embedded, opened, qdd, f, cond, A, backend)
+
+
+def _check_embedded_loops(mech, q, v, tau, embedded, opened, qdd, f, cond, A, backend):
+    """:func:`test_random_local_loops_embedded_equal_the_dense_solve` on one executor."""
     try:
-        result = _embedded(mech, q, v, tau, "auto", couplings_only=False)
+        result = _embedded(mech, q, v, tau, backend, couplings_only=False)
     except ValueError as error:
         assert re.search(r"cluster '\w+' \(.*\)(:| is at a singular configuration)", str(error)), str(error)
         assert "singular configuration" in str(error), str(error)
         event("refused: singular configuration")
         return
     independent = np.linalg.matrix_rank(A, tol=1e-6 * max(1.0, np.abs(A).max())) == A.shape[0]
-    event(f"{'open' if opened else 'closed'}, embedded {len(embedded)} of {len(mech.constraints)}, rows "
+    event(f"{backend}: {'open' if opened else 'closed'}, embedded {len(embedded)} of {len(mech.constraints)}, rows "
           f"{'independent' if independent else 'dependent'}, {'' if result.converged else 'not '}converged")
     # (opened, a loop's rows dependent where it closes may hold the parent: embedding leaves them out, and says
     # so by not converging -- its residual above tol)
@@ -623,24 +630,27 @@ def test_random_local_loops_embedded_equal_the_dense_solve(closed, seed):
             assert relative(A.T @ result.forces, A.T @ f) < 1e-7 * scale, (relative(A.T @ result.forces, A.T @ f), cond)
 
 
-def test_embedding_a_loop_is_refused_at_a_singular_configuration_not_local_or_compiled():
-    """No silent answer: a four-bar folded flat (its rows lose rank), ``embed`` named for a contact (not a local
-    loop), and ``backend="numba"`` for a loop's per-state map each say what and where; ``"auto"`` runs it on
-    the numpy path and says so."""
+def test_embedding_a_loop_is_refused_at_a_singular_configuration_or_where_not_local():
+    """No silent answer: a four-bar folded flat (its rows lose rank: the compiled kernel hands the state to the
+    numpy path, which names the cluster) and ``embed`` named for a contact (not a local loop) each say what and
+    where; a loop's per-state map runs compiled, with no warning, state by state (not in lanes)."""
     mech = mechanics.models.four_bar()
     rhombus = mechanics.models.four_bar(crank=1.0, coupler=1.0, rocker=1.0, base=1.0, angle=1.0)
     angle = {l.name: np.arctan2(l.placement.rotation[1, 0], l.placement.rotation[0, 0]) for l in rhombus.links}
     folded = np.array([-angle["crank"], np.pi - angle["coupler"], np.pi - angle["rocker"]])  # (0,0)-(1,0)-(0,0)-(1,0)
-    with pytest.raises(ValueError, match=r"cluster 'crank' \(loop\) is at a singular configuration"):
-        mechanics.forward_dynamics(rhombus, folded, np.zeros(3), np.zeros(3), "embed/clusters", backend="numpy")
+    for backend in ("numpy", "numba"):
+        with pytest.raises(ValueError, match=r"cluster 'crank' \(loop\) is at a singular configuration"):
+            mechanics.forward_dynamics(rhombus, folded, np.zeros(3), np.zeros(3), "embed/clusters", backend=backend)
     standing = mechanics.models.mini_cheetah(contacts=True)
     with pytest.raises(ValueError, match="'FR_foot'.*does not close a local loop"):
         mechanics.prepare(standing, ({"FR_foot": "embed", "default": "prox"}, cluster_order))
     q, v, tau = _closed_state(mech, 1)
-    with pytest.raises(ValueError, match=r"embeds the loop\(s\) \['loop'\].*numpy path only.*backend='numba'"):
-        mechanics.prepare(mech, "embed/clusters", backend="numba")
-    with pytest.warns(mechanics.NumpyPathWarning, match="numpy path only"):
-        assert mechanics.prepare(mech, "embed/clusters")(q, v, tau).converged
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", mechanics.NumpyPathWarning)
+        prepared = mechanics.prepare(mech, "embed/clusters", backend="numba")
+        batch = [np.stack([x] * 20) for x in (q, v, tau)]
+        assert prepared(q, v, tau).converged and prepared(*batch).converged.all()
+    assert prepared.compiled.states_run == {"lanes": 0, "one_by_one": 21}
 
 
 # -- a loop cluster's coordinates: 003 Sec. IV's partition, and C-RNEA on them (issue 43, item 4) ----------------
@@ -704,8 +714,7 @@ def test_a_loop_clusters_coordinates_are_its_independent_joints_and_c_rnea_is_ga
             assert columns.tolist() == [mech.v_slices[j].start for j in independent]
         oracle = _oracle_coordinates(_error_jacobian(mech, q, loops), columns.tolist())
         assert np.abs(Gamma - oracle).max() < 1e-6 * max(1.0, np.abs(oracle).max()), (seed, np.abs(Gamma - oracle).max())
-        with warnings.catch_warnings():  # (the loops' maps on the numpy path; fig4's redundant rows, open
-            warnings.simplefilter("ignore", mechanics.NumpyPathWarning)  # in round-off's directions: not converged)
+        with warnings.catch_warnings():  # (fig4's redundant rows, open in round-off's directions: not converged)
             warnings.simplefilter("ignore", mechanics.ConvergenceWarning)
             result = mechanics.forward_dynamics(mech, q, v, tau, "caba", tol=1e-12, max_iter=300)
         tau_z = mechanics.inverse_dynamics(mech, q, v, result.qdd, independent=True)
@@ -749,9 +758,9 @@ def test_c_rnea_refuses_loops_open_past_their_coordinates_a_qdd_off_them_and_a_s
     assert np.linalg.matrix_rank(_error_jacobian(toggle, q, ["loop"]), tol=1e-6) == 2
     with pytest.raises(ValueError, match=r"cluster 'crank' \(loop\) is at a singular configuration of its coordinates"):
         mechanics.independent_coordinates(toggle, q)
-    with pytest.raises(ValueError, match=r"singular configuration of its coordinates"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", mechanics.NumpyPathWarning)
-        mechanics.forward_dynamics(toggle, q, np.zeros(3), np.zeros(3), "caba", backend="numpy")
+    for backend in ("numpy", "numba"):
+        with pytest.raises(ValueError, match=r"singular configuration of its coordinates"):
+            mechanics.forward_dynamics(toggle, q, np.zeros(3), np.zeros(3), "caba", backend=backend)
 
 
 def _reduced_delassus(J, M, N):
