@@ -72,10 +72,7 @@ def _fill_links(model, maps, factors, KL, parts, TAU, states, Fw, Lin, Lmag):
                 vectors.set_where(Fw, mat + r * n + r, 1.0, KL, MASK)
                 if not on_ground:
                     vectors.set_where(Fw, mat + r * n + 6 + r, -1.0, KL, MASK)
-                vectors.set(KL, T, norm2)
-                vectors.sqrt(KL, T, KL, T)
-                vectors.inverse(KL, T, KL, T)
-                vectors.put(Fw, scl + r, KL, T, KL, MASK)
+                _row_scale(norm2, KL, T, Fw, scl + r, KL, MASK)
             if links[ix(l), CLUSTER_TOP] >= 0:  # (its map moves with the cluster's parent: + S_i P_i on a_p)
                 _moving_map_row(links, maps, factors, f, l, r, KL, S, T, Fw, KL, MASK)
             b = g(BIAS + 6 * l + r)
@@ -127,10 +124,17 @@ def _moving_map_row(links, maps, factors, f, l, r, KL, S, T, Fw, M, mask):
     for c in range(n):
         e = vectors.get(Fw, mat + r * n + c)
         norm2 = norm2 + e * e
+    _row_scale(norm2, KL, T, Fw, scl + r, M, mask)
+
+
+@njit(cache=True, inline="always")
+def _row_scale(norm2, KL, T, Fw, at, M, mask):
+    """A hard row's scale ``1 / sqrt(norm2)`` (its squared norm, a value) into ``Fw``'s row ``at``, in the
+    lanes where row ``mask`` of ``M`` is not zero (``KL``'s row ``T``: scratch)."""
     vectors.set(KL, T, norm2)
     vectors.sqrt(KL, T, KL, T)
     vectors.inverse(KL, T, KL, T)
-    vectors.put(Fw, scl + r, KL, T, M, mask)
+    vectors.put(Fw, at, KL, T, M, mask)
 
 
 @njit(cache=True, inline="always")
@@ -183,11 +187,7 @@ def _link_residuals(links, factors, scope, l, Fw, Lin, X, Lres):
     mat, lin, n, c0, qdd = factors[ix(f), MAT], factors[ix(f), LIN], factors[ix(f), FN], factors[ix(f), JOINT0], links[ix(l), QDD]
     parent_acc = links[ix(parent), ACC] if parent != ground else -1
     if links[ix(l), CLUSTER_TOP] >= 0:
-        s0 = factors[ix(f), SC0]
-        for i in range(6):
-            vectors.copy(Lres, lin + i, Lin, lin + i)
-            for c in range(n):
-                vectors.sub_mul(Lres, lin + i, Fw, mat + i * n + c, X, scope[ix(s0 + c)])
+        _rows_residual(Lres, Lin, lin, Fw, mat, 6, n, scope, factors[ix(f), SC0], X)
         return
     vectors.joint_rows(Lres, lin, Lin, lin, X, acc, parent_acc, Fw, mat + c0, n, qdd, links[ix(l), NY])
 
@@ -328,7 +328,14 @@ def _factor_residuals(factors, scope, constraints, KK, MEAS, mu, Fw, Lin, X, Lre
                 for c in range(6):
                     vectors.dot(Lres, lin + 6 * q + c, KK, 36 * (pair0 + q) + c, 6, E, PENALTY_ROWS, 1, m)
             continue
-        for i in range(n):
-            vectors.copy(Lres, lin + i, Lin, lin + i)
-            for c in range(n):
-                vectors.sub_mul(Lres, lin + i, Fw, mat + i * n + c, X, scope[ix(s0 + c)])
+        _rows_residual(Lres, Lin, lin, Fw, mat, n, n, scope, s0, X)
+
+
+@njit(cache=True, inline="always")
+def _rows_residual(Lres, Lin, lin, Fw, mat, rows, n, scope, s0, X):
+    """``b - A x`` (``g - H x``) of a factor's ``(rows, n)`` matrix at ``mat`` of ``Fw`` and its linear term at
+    ``lin``, on the values ``X`` its scope reads (``scope``'s entries from ``s0``), into ``Lres``."""
+    for i in range(rows):
+        vectors.copy(Lres, lin + i, Lin, lin + i)
+        for c in range(n):
+            vectors.sub_mul(Lres, lin + i, Fw, mat + i * n + c, X, scope[ix(s0 + c)])

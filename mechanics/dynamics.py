@@ -348,8 +348,6 @@ class PreparedDynamics:
             compiled = mechanism.derived.get(key, lambda: CompiledDynamics(mechanism, self.layout, self.plan,
                                                                            self.baumgarte))
             self.compiled = None if compiled.unsupported else compiled
-            if compiled.unsupported and self.layout.clusters:
-                self._say(compiled.unsupported, backend, _stacklevel if _stacklevel is not None else 6)
             if self.compiled is not None:
                 self._row_parts = mechanism.derived.get(("row parts",), lambda: _row_parts(mechanism, compiled.columns))
 
